@@ -1,0 +1,45 @@
+/* Shared pieces of the `ravlt` command line: the context with a stderr log hook, a
+ * progress bar, option helpers. Only apps/ prints. */
+#ifndef RV_APPS_CLI_H
+#define RV_APPS_CLI_H
+
+#include "core/rv.h"
+#include <stdio.h>
+
+/* Global CLI flags parsed by main before the subcommand (--quiet, --verbose, --threads). */
+typedef struct {
+  int quiet;
+  int verbose;
+  int threads; /* 0 = all cores */
+} rv_cli_opts;
+
+extern rv_cli_opts rv_cli; /* set once by main() before a subcommand runs */
+
+/* A context whose log hook prints to stderr ("ravlt: warning: ..."), honouring --quiet
+ * and --verbose and --threads. */
+rv_ctx *rv_cli_ctx(void);
+/* Print "ravlt <cmd>: <errmsg>" on stderr and return the exit code for st (1, or 2 for
+ * usage errors). */
+int rv_cli_fail(rv_ctx *ctx, const char *cmd, rv_status st);
+/* Print a one-line usage error and return 2. */
+int rv_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* 1 if argv[i] is -h or --help. */
+int rv_cli_is_help(const char *arg);
+
+/* Progress bar on stderr, drawn only when stderr is a TTY and not --quiet.
+ *   rv_progress p; rv_progress_start(&p, "images", total);
+ *   for (...) { ...; rv_progress_step(&p, 1); }
+ *   rv_progress_end(&p); */
+typedef struct {
+  const char *label;
+  long total, done;
+  double t0, last_draw;
+  int enabled;
+} rv_progress;
+void rv_progress_start(rv_progress *p, const char *label, long total);
+void rv_progress_step(rv_progress *p, long n);
+void rv_progress_end(rv_progress *p);
+
+double rv_now(void); /* monotonic seconds */
+
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every system package ravlt needs, from Debian. Idempotent.
+# This is the only place in the project where packages are named.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake pkg-config
+  libopenblas-openmp-dev liblapacke-dev
+  libopencv-dev
+  libcmocka-dev
+  libcjson-dev
+  libzip-dev
+  clang libclang-rt-14-dev
+  opencv-doc
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: configure, build and run the whole suite (cmocka unit and parity tests,
+# CLI end-to-end tests) through ctest.
+#   bash scripts/test.sh              # optimised build in build/
+#   bash scripts/test.sh --sanitize   # ASan + UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build
+flags=(-DCMAKE_BUILD_TYPE=Release)
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAVLT_SANITIZE=ON)
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}"
+  export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+  export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+fi
+cmake -S . -B "$dir" "${flags[@]}" > /dev/null
+cmake --build "$dir" -j "$(nproc)"
+cd "$dir"
+ctest --output-on-failure -j "$(nproc)"

@@ -1,0 +1,160 @@
+/* Core: status strings, context errors, arena, safetensors reader/writer and its
+ * validation of malformed files. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+#include "core/tensor.h"
+#include "core/weights.h"
+#include <unistd.h>
+
+static void test_status_and_ctx(void **state) {
+  (void)state;
+  assert_string_equal(rv_status_str(RV_OK), "ok");
+  assert_string_equal(rv_status_str(RV_ERR_FORMAT), "malformed input");
+  rv_ctx *ctx = rv_ctx_create();
+  assert_non_null(ctx);
+  assert_int_equal(rv_error(ctx, RV_ERR_IO, "file %s: line\nbreak", "x"), RV_ERR_IO);
+  assert_string_equal(rv_ctx_errmsg(ctx), "file x: line break");
+  rv_ctx_clear_error(ctx);
+  assert_string_equal(rv_ctx_errmsg(ctx), "");
+  rv_ctx_free(ctx);
+}
+
+static void test_arena(void **state) {
+  (void)state;
+  rv_arena *a = rv_arena_create(0);
+  assert_non_null(a);
+  float *p = rv_arena_floats(a, 10);
+  assert_non_null(p);
+  assert_int_equal((uintptr_t)p % 64, 0);
+  rv_arena_mark m = rv_arena_get_mark(a);
+  float *q = rv_arena_floats(a, (size_t)3 << 20); /* forces a second block */
+  assert_non_null(q);
+  q[((size_t)3 << 20) - 1] = 1.0f;
+  size_t cap = rv_arena_capacity(a);
+  assert_true(rv_arena_peak(a) >= ((size_t)12 << 20));
+  rv_arena_release(a, m);
+  assert_true(rv_arena_used(a) < 1024);
+  rv_arena_reset(a);
+  assert_int_equal(rv_arena_used(a), 0);
+  /* after reset the same requests are served without growing */
+  assert_non_null(rv_arena_floats(a, 10));
+  assert_non_null(rv_arena_floats(a, (size_t)3 << 20));
+  assert_int_equal(rv_arena_capacity(a), cap);
+  /* impossible sizes fail cleanly */
+  assert_null(rv_arena_floats(a, SIZE_MAX / 2));
+  rv_tensor t = rv_tensor_new(a, 1, -3, 4, 4);
+  assert_null(t.data);
+  t = rv_tensor_zeros(a, 2, 3, 5, 7);
+  assert_non_null(t.data);
+  assert_int_equal(rv_tensor_numel(t), 210);
+  assert_true(*rv_tensor_at(t, 1, 2, 4, 6) == 0.0f);
+  rv_arena_free(a);
+}
+
+static void test_safetensors_fixture(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL;
+  const char *p = fixture_path("backbone/tiny/weights.safetensors");
+  assert_int_equal(rv_weights_open(&w, p, ctx), RV_OK);
+  assert_true(rv_weights_count(w) > 50);
+  const rv_wtensor *t = rv_weights_find(w, "patch_embed.proj.0.weight");
+  if (!t) t = rv_weights_find(w, "backbone.patch_embed.proj.0.weight");
+  assert_non_null(t);
+  assert_int_equal(t->dtype, RV_DT_F32);
+  assert_int_equal(t->ndim, 4);
+  assert_int_equal(t->shape[2], 3);
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+}
+
+static void test_safetensors_roundtrip(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = rv_weights_new("mem");
+  float a[6] = {1, 2, 3, 4, 5, 6};
+  int64_t nbt = 42;
+  uint16_t h[2] = {0x3c00, 0xc000}; /* 1.0, -2.0 in F16 */
+  int64_t sa[2] = {2, 3}, sh[1] = {2};
+  assert_int_equal(rv_weights_add(w, "a", RV_DT_F32, 2, sa, a, sizeof a, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_add(w, "n", RV_DT_I64, 0, NULL, &nbt, 8, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_add(w, "h", RV_DT_F16, 1, sh, h, 4, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_set_meta(w, "config", "x = 1\n"), RV_OK);
+  char path[] = "/tmp/rv_test_st_XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(rv_safetensors_write(path, w, ctx), RV_OK);
+  rv_weights_free(w);
+  rv_weights *r = NULL;
+  assert_int_equal(rv_safetensors_open(&r, path, ctx), RV_OK);
+  assert_int_equal(rv_weights_count(r), 3);
+  const rv_wtensor *t = rv_weights_find(r, "a");
+  assert_non_null(t);
+  assert_memory_equal(t->data, a, sizeof a);
+  t = rv_weights_find(r, "n");
+  assert_int_equal(t->ndim, 0);
+  assert_int_equal(t->dtype, RV_DT_I64);
+  float hf[2];
+  rv_wtensor_to_f32(rv_weights_find(r, "h"), hf);
+  assert_true(hf[0] == 1.0f && hf[1] == -2.0f);
+  assert_string_equal(rv_weights_meta(r, "config"), "x = 1\n");
+  rv_weights_free(r);
+  unlink(path);
+  rv_ctx_free(ctx);
+}
+
+static rv_status parse_str(const char *hdr, size_t data_len, rv_ctx *ctx) {
+  size_t hl = strlen(hdr);
+  unsigned char *buf = calloc(1, 8 + hl + data_len);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)hl >> (8 * i));
+  memcpy(buf + 8, hdr, hl);
+  rv_weights *w = NULL;
+  rv_status st = rv_safetensors_parse(&w, buf, 8 + hl + data_len, "bad.safetensors", ctx);
+  rv_weights_free(w);
+  free(buf);
+  return st;
+}
+
+static void test_safetensors_malformed(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL;
+  assert_int_equal(rv_safetensors_parse(&w, "abc", 3, "short", ctx), RV_ERR_FORMAT);
+  assert_null(w);
+  unsigned char huge[16] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, '{', '}'};
+  assert_int_equal(rv_safetensors_parse(&w, huge, 16, "huge", ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{not json", 0, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("[1,2]", 0, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 4, ctx), RV_ERR_FORMAT);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "bad.safetensors"));
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"X9\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, ctx), RV_ERR_UNSUPPORTED);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}", 8, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904,4],\"data_offsets\":[0,8]}}", 8, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2]}}", 8, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"__metadata__\":{\"k\":3}}", 0, ctx), RV_ERR_FORMAT);
+  assert_int_equal(parse_str("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, ctx), RV_OK);
+  /* missing file and legacy pickle */
+  assert_int_equal(rv_weights_open(&w, "/nonexistent/x.safetensors", ctx), RV_ERR_IO);
+  char path[] = "/tmp/rv_test_legacy_XXXXXX";
+  int fd = mkstemp(path);
+  assert_int_equal(write(fd, "\x80\x02\x8a\x0a", 4), 4);
+  close(fd);
+  assert_int_equal(rv_weights_open(&w, path, ctx), RV_ERR_UNSUPPORTED);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "legacy"));
+  unlink(path);
+  rv_ctx_free(ctx);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_status_and_ctx),
+      cmocka_unit_test(test_arena),
+      cmocka_unit_test(test_safetensors_fixture),
+      cmocka_unit_test(test_safetensors_roundtrip),
+      cmocka_unit_test(test_safetensors_malformed),
+  };
+  return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}

@@ -1,0 +1,58 @@
+/* Helpers shared by the cmocka tests. */
+#ifndef RV_TESTS_TEST_UTIL_H
+#define RV_TESTS_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <sys/stat.h>
+
+/* Path under ../shared/fixtures; returns a static buffer per call slot. */
+static inline const char *fixture_path(const char *rel) {
+  static char buf[8][1024];
+  static int slot;
+  slot = (slot + 1) & 7;
+  snprintf(buf[slot], sizeof buf[slot], "%s/%s", RV_FIXTURES, rel);
+  return buf[slot];
+}
+static inline const char *data_path(const char *rel) {
+  static char buf[8][1024];
+  static int slot;
+  slot = (slot + 1) & 7;
+  snprintf(buf[slot], sizeof buf[slot], "%s/%s", RV_TEST_DATA, rel);
+  return buf[slot];
+}
+static inline int path_exists(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0;
+}
+/* Deterministic pseudo-random floats in [-1, 1). */
+static inline float test_rand(uint64_t *s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return (float)((*s >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+}
+static inline void fill_rand(float *x, size_t n, uint64_t seed) {
+  for (size_t i = 0; i < n; i++) x[i] = test_rand(&seed);
+}
+/* max |a-b| */
+static inline double max_abs_diff(const float *a, const float *b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)a[i] - (double)b[i]);
+    if (d > m || d != d) m = d != d ? INFINITY : d;
+  }
+  return m;
+}
+static inline double max_abs(const float *a, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) if (fabs(a[i]) > m) m = fabs(a[i]);
+  return m;
+}
+
+#endif
