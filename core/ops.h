@@ -1,0 +1,123 @@
+/* Tensor kernels: convolutions, norms, activations, resampling, pooling, GEMM.
+ *
+ *   // 3x3 conv, stride 2, pad 1, fused ReLU, NCHW in and out:
+ *   rv_conv_params p = rv_conv_default_params(3, 2, 1);
+ *   p.act = RV_ACT_RELU;
+ *   int oh = rv_conv_out_size(h, 3, 2, 1, 1), ow = rv_conv_out_size(w, 3, 2, 1, 1);
+ *   rv_conv2d_f32(y, x, weight, bias, n, cin, h, w, cout, p, scratch);
+ *
+ * Conventions: every tensor is NCHW float32, contiguous. Output first, inputs const.
+ * Kernels allocate nothing from the system: the scratch arena is used (and released
+ * before returning) where a kernel needs workspace (im2col). Threads: kernels use OpenMP
+ * with the calling thread's team size (omp_set_num_threads, set once per forward pass by
+ * the model from rv_ctx_threads) and OpenBLAS (OpenMP build, the same pool); no kernel
+ * calls BLAS from inside its own parallel region. Every fast kernel has a *_naive twin
+ * (plain loops, the reference for tests).
+ */
+#ifndef RV_CORE_OPS_H
+#define RV_CORE_OPS_H
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { RV_ACT_NONE = 0, RV_ACT_RELU, RV_ACT_GELU, RV_ACT_SILU, RV_ACT_SIGMOID } rv_act;
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+/* C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, row-major, via OpenBLAS sgemm. */
+void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
+                 int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                       int ldc);
+
+/* ---- convolution ----------------------------------------------------------------------- */
+typedef struct {
+  int kh, kw;     /* kernel */
+  int sh, sw;     /* stride */
+  int ph, pw;     /* zero padding, both sides */
+  int dh, dw;     /* dilation */
+  int groups;
+  rv_act act;     /* applied after the bias */
+} rv_conv_params;
+
+rv_conv_params rv_conv_default_params(int k, int stride, int pad); /* square, groups 1 */
+int rv_conv_out_size(int in, int k, int stride, int pad, int dilation); /* floor formula */
+
+/* y[n,co,oy,ox] = act(b[co] + sum_{ci in group, ky, kx} w[co, ci, ky, kx] *
+ *                 x[n, g*cin/groups + ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw])
+ * w: [cout, cin/groups, kh, kw]; b may be NULL. Returns RV_ERR_NOMEM if scratch is short. */
+rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
+                        int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch);
+void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *b, int n,
+                         int cin, int h, int wd, int cout, rv_conv_params p);
+
+/* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
+ * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias
+ * residual but not x. */
+void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
+                     const float *residual, int n, int c, int h, int wd, int k, int stride,
+                     int pad);
+void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float *b,
+                           const float *residual, int n, int c, int h, int wd, int k,
+                           int stride, int pad);
+
+/* ConvTranspose2d kernel 2, stride 2, no padding: y [n, cout, 2h, 2w];
+ * w [cin, cout, 2, 2] (PyTorch layout), b may be NULL, then act. */
+void rv_deconv2x2_f32(float *y, const float *x, const float *w, const float *b, int n, int cin,
+                      int h, int wd, int cout, rv_act act);
+void rv_deconv2x2_naive_f32(float *y, const float *x, const float *w, const float *b, int n,
+                            int cin, int h, int wd, int cout, rv_act act);
+
+/* ---- normalisation --------------------------------------------------------------------- */
+/* Fold eval-mode BatchNorm into the preceding conv: w [cout, per_out], b [cout] (b is
+ * written; it may start as zeros): w' = w * g/sqrt(var+eps), b' = (b-mean)*g/sqrt(var+eps)+beta */
+void rv_bn_fold(float *w, float *b, int cout, size_t per_out, const float *mean,
+                const float *var, const float *gamma, const float *beta, float eps);
+/* y = (x - mean[c]) / sqrt(var[c] + eps) * gamma[c] + beta[c], over NCHW. */
+void rv_batchnorm_f32(float *y, const float *x, const float *mean, const float *var,
+                      const float *gamma, const float *beta, float eps, int n, int c, int hw);
+/* LayerNorm over the channel dimension of an NCHW tensor (per pixel), biased variance. */
+void rv_layernorm_nchw_f32(float *y, const float *x, const float *g, const float *b, int n,
+                           int c, int hw, float eps);
+void rv_layernorm_nchw_naive_f32(float *y, const float *x, const float *g, const float *b,
+                                 int n, int c, int hw, float eps);
+/* LayerNorm over the last dimension of a [rows x cols] matrix. */
+void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float *b, int rows,
+                           int cols, float eps);
+
+/* ---- element-wise ---------------------------------------------------------------------- */
+void rv_act_f32(float *x, size_t n, rv_act act);        /* in place */
+void rv_gelu_f32(float *x, size_t n);                   /* 0.5 x (1 + erf(x / sqrt 2)) */
+void rv_elu_f32(float *x, size_t n, float alpha);       /* x > 0 ? x : alpha (e^x - 1) */
+void rv_relu_f32(float *x, size_t n);
+void rv_silu_f32(float *x, size_t n);                   /* x * sigmoid(x) */
+void rv_sigmoid_f32(float *x, size_t n);
+/* Softmax over the last dimension of [rows x cols]; y may alias x. */
+void rv_softmax_rows_f32(float *y, const float *x, int rows, int cols);
+/* Softmax over the channel dimension of NCHW (per pixel); y may alias x. */
+void rv_softmax_nchw_f32(float *y, const float *x, int n, int c, int hw);
+
+/* ---- resampling and pooling (planes = n*c, each ih x iw) -------------------------------- */
+/* Bilinear, align_corners=False, PyTorch semantics: src = (dst + 0.5) * scale - 0.5, clamped
+ * at 0; scale = in/out (explicit size). rv_resize_bilinear_scale_f32 takes the scale used by
+ * F.interpolate(scale_factor=s) (scale = 1/s). */
+void rv_resize_bilinear_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
+void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                  int ow, double scale_h, double scale_w);
+void rv_resize_bilinear_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                  int ow);
+/* Nearest, PyTorch 'nearest' semantics: src = min(floor(dst * in/out), in-1). */
+void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
+/* AdaptiveAvgPool2d: bin i covers [floor(i*in/out), ceil((i+1)*in/out)). */
+void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
+/* MaxPool2d(k, stride, pad) with -inf padding, floor output size. */
+void rv_maxpool2d_f32(float *y, const float *x, int planes, int ih, int iw, int k, int stride,
+                      int pad);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
