@@ -1,0 +1,51 @@
+/* Class names, dataset category ids and palettes (constant data).
+ *
+ *   const char *name = rv_coco_classes[label];          // label 0..79 (mmdet order)
+ *   int cat_id = rv_coco_category_ids[label];           // COCO json category_id 1..90
+ *   const unsigned char *rgb = rv_ade20k_palette[k];    // k 0..149, mmseg PALETTE (RGB)
+ *   const rv_class_set *cs = rv_class_set_find("ade20k");
+ *
+ * Names are spelled exactly as the official datasets (mmdet CocoDataset.CLASSES, mmseg
+ * ADE20KDataset.CLASSES, including its 'bed ' with a trailing space; checkpoints carry
+ * the same tuples in meta.CLASSES). The ADE20K palette is mmseg's PALETTE; COCO has no
+ * official palette, rv_coco_palette is a fixed set of distinct colours.
+ */
+#ifndef RV_DATASETS_CLASSES_H
+#define RV_DATASETS_CLASSES_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RV_COCO_NUM_CLASSES 80
+#define RV_ADE20K_NUM_CLASSES 150
+#define RV_IMAGENET_NUM_CLASSES 1000
+
+extern const char *const rv_coco_classes[RV_COCO_NUM_CLASSES];
+extern const int rv_coco_category_ids[RV_COCO_NUM_CLASSES];
+extern const unsigned char rv_coco_palette[RV_COCO_NUM_CLASSES][3]; /* RGB */
+extern const char *const rv_ade20k_classes[RV_ADE20K_NUM_CLASSES];
+extern const unsigned char rv_ade20k_palette[RV_ADE20K_NUM_CLASSES][3]; /* RGB */
+/* ILSVRC-2012 synset descriptions in class-index order ("tench, Tinca tinca", ...). */
+extern const char *const rv_imagenet_classes[RV_IMAGENET_NUM_CLASSES];
+
+/* label (0..79) of a COCO category id, or -1. */
+int rv_coco_label_of_category(int category_id);
+
+typedef struct {
+  const char *name;                    /* "coco", "ade20k", "imagenet" */
+  int n;
+  const char *const *classes;
+  const unsigned char (*palette)[3];   /* RGB, n entries */
+} rv_class_set;
+/* "coco" | "ade20k" | "imagenet" (case-insensitive); NULL if unknown. */
+const rv_class_set *rv_class_set_find(const char *name);
+
+/* A deterministic distinct colour for any index (for class sets without a palette):
+ * golden-ratio hue steps at high saturation/value. */
+void rv_palette_color(int index, unsigned char rgb[3]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
