@@ -1,0 +1,171 @@
+/* Dense 2-D convolution (groups, stride, padding, dilation) with fused bias + activation.
+ *
+ *   y[n,co,oy,ox] = act(b[co] + sum_{ci,ky,kx} w[co,ci,ky,kx] *
+ *                   x[n, g*cin/G + ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw])
+ *
+ * Fast path, per image and group (G groups, cig = cin/G, cog = cout/G, K = cig*kh*kw):
+ *  - 1x1, stride 1, no padding: one GEMM  Y[cog x oh*ow] = W[cog x cig] * X[cig x h*wd];
+ *  - depthwise (G == cin == cout, square odd kernel, equal strides/pads, no dilation):
+ *    rv_dwconv2d_f32;
+ *  - otherwise im2col over a tile of output rows into the scratch arena,
+ *    col[K x rows*ow], then Y[:, tile] = W[cog x K] * col (ldc = oh*ow writes the tile in
+ *    place). Tiles are sized so the column buffer stays <= COL_BUDGET floats (one output
+ *    row at least), which bounds the workspace at high resolution.
+ * Bias and activation are applied in one pass afterwards (OpenMP over planes). BLAS is
+ * called outside every OpenMP region.
+ */
+#include "core/ops.h"
+
+#include <string.h>
+
+#define COL_BUDGET ((size_t)6 << 20) /* floats: 24 MB of im2col workspace per tile */
+
+rv_conv_params rv_conv_default_params(int k, int stride, int pad) {
+  rv_conv_params p;
+  p.kh = p.kw = k;
+  p.sh = p.sw = stride;
+  p.ph = p.pw = pad;
+  p.dh = p.dw = 1;
+  p.groups = 1;
+  p.act = RV_ACT_NONE;
+  return p;
+}
+
+/* floor((in + 2 pad - dilation (k - 1) - 1) / stride) + 1; <= 0 when the kernel does not fit */
+int rv_conv_out_size(int in, int k, int stride, int pad, int dilation) {
+  long num = (long)in + 2L * pad - (long)dilation * (k - 1) - 1;
+  if (num < 0) return 0;
+  return (int)(num / stride + 1);
+}
+
+static void check_params(const rv_conv_params *p, int cin, int cout) {
+  RV_ASSERT(p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0 && p->ph >= 0 && p->pw >= 0);
+  RV_ASSERT(p->dh > 0 && p->dw > 0 && p->groups > 0);
+  RV_ASSERT(cin % p->groups == 0 && cout % p->groups == 0);
+}
+
+void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *b, int n,
+                         int cin, int h, int wd, int cout, rv_conv_params p) {
+  check_params(&p, cin, cout);
+  int oh = rv_conv_out_size(h, p.kh, p.sh, p.ph, p.dh);
+  int ow = rv_conv_out_size(wd, p.kw, p.sw, p.pw, p.dw);
+  int cig = cin / p.groups, cog = cout / p.groups;
+  for (int ni = 0; ni < n; ni++)
+    for (int co = 0; co < cout; co++) {
+      int g = co / cog;
+      float *yp = y + ((size_t)ni * cout + co) * oh * ow;
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          double s = b ? b[co] : 0.0;
+          for (int ci = 0; ci < cig; ci++) {
+            const float *xp = x + ((size_t)ni * cin + (size_t)g * cig + ci) * h * wd;
+            const float *wp = w + ((size_t)co * cig + ci) * p.kh * p.kw;
+            for (int ky = 0; ky < p.kh; ky++) {
+              int iy = oy * p.sh - p.ph + ky * p.dh;
+              if (iy < 0 || iy >= h) continue;
+              for (int kx = 0; kx < p.kw; kx++) {
+                int ix = ox * p.sw - p.pw + kx * p.dw;
+                if (ix < 0 || ix >= wd) continue;
+                s += (double)wp[ky * p.kw + kx] * xp[(size_t)iy * wd + ix];
+              }
+            }
+          }
+          yp[(size_t)oy * ow + ox] = (float)s;
+        }
+      rv_act_serial_f32(yp, (size_t)oh * ow, p.act);
+    }
+}
+
+/* Output indices o in [*lo, *hi) for which i = o * s + off lies in [0, in). */
+static void valid_range(int out, int in, int s, int off, int *lo, int *hi) {
+  int l = off >= 0 ? 0 : (-off + s - 1) / s;
+  int h = in - off <= 0 ? 0 : (in - off + s - 1) / s;
+  if (h > out) h = out;
+  if (l > h) l = h;
+  *lo = l;
+  *hi = h;
+}
+
+/* col[K x rows*ow] for output rows [oy0, oy0 + rows) of one group's input planes xg. */
+static void im2col_rows(float *col, const float *xg, int cig, int h, int wd, int oy0, int rows,
+                        int ow, const rv_conv_params *p) {
+  int khw = p->kh * p->kw;
+  long kk = (long)cig * khw;
+  size_t ncol = (size_t)rows * ow;
+#pragma omp parallel for schedule(static) if ((size_t)kk * ncol >= 65536)
+  for (long r = 0; r < kk; r++) {
+    int ci = (int)(r / khw), ky = (int)(r % khw) / p->kw, kx = (int)(r % p->kw);
+    float *dst = col + (size_t)r * ncol;
+    int offx = kx * p->dw - p->pw, lo, hi;
+    valid_range(ow, wd, p->sw, offx, &lo, &hi);
+    const float *xp = xg + (size_t)ci * h * wd;
+    for (int t = 0; t < rows; t++) {
+      float *d = dst + (size_t)t * ow;
+      int iy = (oy0 + t) * p->sh - p->ph + ky * p->dh;
+      if (iy < 0 || iy >= h || lo >= hi) {
+        memset(d, 0, sizeof(float) * ow);
+        continue;
+      }
+      const float *xr = xp + (size_t)iy * wd;
+      for (int o = 0; o < lo; o++) d[o] = 0.0f;
+      if (p->sw == 1) {
+        memcpy(d + lo, xr + lo + offx, sizeof(float) * (size_t)(hi - lo));
+      } else {
+        for (int o = lo; o < hi; o++) d[o] = xr[o * p->sw + offx];
+      }
+      for (int o = hi; o < ow; o++) d[o] = 0.0f;
+    }
+  }
+}
+
+rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
+                        int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch) {
+  check_params(&p, cin, cout);
+  int oh = rv_conv_out_size(h, p.kh, p.sh, p.ph, p.dh);
+  int ow = rv_conv_out_size(wd, p.kw, p.sw, p.pw, p.dw);
+  if (oh <= 0 || ow <= 0) return RV_ERR_SHAPE;
+  if (n == 0) return RV_OK;
+  size_t ohw = (size_t)oh * ow, ihw = (size_t)h * wd;
+
+  if (p.groups == cin && cin == cout && p.kh == p.kw && (p.kh & 1) && p.sh == p.sw &&
+      p.ph == p.pw && p.dh == 1 && p.dw == 1) {
+    rv_dwconv2d_f32(y, x, w, b, NULL, n, cin, h, wd, p.kh, p.sh, p.ph);
+    rv_bias_act_f32(y, NULL, n, cout, ohw, p.act);
+    return RV_OK;
+  }
+
+  int G = p.groups, cig = cin / G, cog = cout / G;
+  size_t kk = (size_t)cig * p.kh * p.kw;
+  int pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
+
+  if (pointwise) {
+    for (int ni = 0; ni < n; ni++)
+      for (int g = 0; g < G; g++)
+        rv_gemm_f32(0, 0, cog, (int)ohw, cig, 1.0f, w + (size_t)g * cog * kk, (int)kk,
+                    x + ((size_t)ni * cin + (size_t)g * cig) * ihw, (int)ihw, 0.0f,
+                    y + ((size_t)ni * cout + (size_t)g * cog) * ohw, (int)ohw);
+  } else {
+    RV_ASSERT(scratch != NULL);
+    size_t per_row = kk * (size_t)ow;
+    int rows = (int)(COL_BUDGET / per_row);
+    if (rows < 1) rows = 1;
+    if (rows > oh) rows = oh;
+    rv_arena_mark m = rv_arena_get_mark(scratch);
+    float *col = rv_arena_floats(scratch, per_row * rows);
+    if (!col) return RV_ERR_NOMEM;
+    for (int ni = 0; ni < n; ni++)
+      for (int g = 0; g < G; g++) {
+        const float *xg = x + ((size_t)ni * cin + (size_t)g * cig) * ihw;
+        float *yg = y + ((size_t)ni * cout + (size_t)g * cog) * ohw;
+        for (int oy0 = 0; oy0 < oh; oy0 += rows) {
+          int r = oh - oy0 < rows ? oh - oy0 : rows;
+          im2col_rows(col, xg, cig, h, wd, oy0, r, ow, &p);
+          rv_gemm_f32(0, 0, cog, r * ow, (int)kk, 1.0f, w + (size_t)g * cog * kk, (int)kk, col,
+                      r * ow, 0.0f, yg + (size_t)oy0 * ow, (int)ohw);
+        }
+      }
+    rv_arena_release(scratch, m);
+  }
+  rv_bias_act_f32(y, b, n, cout, ohw, p.act);
+  return RV_OK;
+}

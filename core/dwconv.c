@@ -1,0 +1,84 @@
+/* Depthwise convolution: y[n,c,oy,ox] = residual[n,c,oy,ox] + b[c] +
+ *   sum_{ky,kx} w[c,0,ky,kx] * x[n,c,oy*s - pad + ky, ox*s - pad + kx]   (zero padding)
+ * x [n,c,h,wd], w [c,1,k,k], y [n,c,oh,ow] with oh = (h + 2 pad - k)/s + 1.
+ * The fast version runs OpenMP over the n*c planes; for each kernel tap it adds a shifted
+ * input row segment to the output row, over the output columns whose input is in range,
+ * so the inner loop is a unit-stride (s = 1) multiply-add the compiler vectorises. */
+#include "core/ops.h"
+
+/* Output indices o in [*lo, *hi) for which i = o * s + off lies in [0, in). */
+static void valid_range(int out, int in, int s, int off, int *lo, int *hi) {
+  int l = off >= 0 ? 0 : (-off + s - 1) / s;
+  int h = in - off <= 0 ? 0 : (in - off + s - 1) / s;
+  if (h > out) h = out;
+  if (l > h) l = h;
+  *lo = l;
+  *hi = h;
+}
+
+void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float *b,
+                           const float *residual, int n, int c, int h, int wd, int k,
+                           int stride, int pad) {
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
+  for (int ni = 0; ni < n; ni++)
+    for (int ci = 0; ci < c; ci++) {
+      const float *xp = x + ((size_t)ni * c + ci) * h * wd;
+      size_t yo = ((size_t)ni * c + ci) * oh * ow;
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          double s = b ? b[ci] : 0.0;
+          for (int ky = 0; ky < k; ky++)
+            for (int kx = 0; kx < k; kx++) {
+              int iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
+              if (iy < 0 || iy >= h || ix < 0 || ix >= wd) continue;
+              s += (double)w[((size_t)ci * k + ky) * k + kx] * xp[(size_t)iy * wd + ix];
+            }
+          size_t o = yo + (size_t)oy * ow + ox;
+          if (residual) s += residual[o];
+          y[o] = (float)s;
+        }
+    }
+}
+
+void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
+                     const float *residual, int n, int c, int h, int wd, int k, int stride,
+                     int pad) {
+  RV_ASSERT(k > 0 && stride > 0 && pad >= 0);
+  int oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
+  RV_ASSERT(oh > 0 && ow > 0);
+  long planes = (long)n * c;
+#pragma omp parallel for schedule(static) if ((size_t)planes * oh * ow * k * k >= 65536)
+  for (long p = 0; p < planes; p++) {
+    int ci = (int)(p % c);
+    const float *xp = x + (size_t)p * h * wd;
+    const float *wp = w + (size_t)ci * k * k;
+    const float *rp = residual ? residual + (size_t)p * oh * ow : NULL;
+    float *yp = y + (size_t)p * oh * ow;
+    float bv = b ? b[ci] : 0.0f;
+    for (int oy = 0; oy < oh; oy++) {
+      float *yr = yp + (size_t)oy * ow;
+      if (rp) {
+        const float *rr = rp + (size_t)oy * ow;
+        for (int ox = 0; ox < ow; ox++) yr[ox] = rr[ox] + bv;
+      } else {
+        for (int ox = 0; ox < ow; ox++) yr[ox] = bv;
+      }
+      for (int ky = 0; ky < k; ky++) {
+        int iy = oy * stride - pad + ky;
+        if (iy < 0 || iy >= h) continue;
+        const float *xr = xp + (size_t)iy * wd;
+        for (int kx = 0; kx < k; kx++) {
+          int off = kx - pad, lo, hi;
+          valid_range(ow, wd, stride, off, &lo, &hi);
+          float wv = wp[ky * k + kx];
+          if (stride == 1) {
+            const float *xs = xr + off;
+            for (int ox = lo; ox < hi; ox++) yr[ox] += wv * xs[ox];
+          } else {
+            for (int ox = lo; ox < hi; ox++) yr[ox] += wv * xr[ox * stride + off];
+          }
+        }
+      }
+    }
+  }
+}

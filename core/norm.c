@@ -1,0 +1,119 @@
+/* Normalisation: BatchNorm folding and eval-mode BatchNorm, LayerNorm (NCHW per pixel over
+ * channels, and rows of a matrix). Statistics use the biased variance, as PyTorch. */
+#include "core/ops.h"
+
+#include <math.h>
+
+#define PAR_MIN 32768
+
+/* w [cout x per_out], b [cout]: s = gamma / sqrt(var + eps) (computed in double),
+ * w' = w * s, b' = (b - mean) * s + beta. */
+void rv_bn_fold(float *w, float *b, int cout, size_t per_out, const float *mean,
+                const float *var, const float *gamma, const float *beta, float eps) {
+  for (int o = 0; o < cout; o++) {
+    double s = (double)gamma[o] / sqrt((double)var[o] + (double)eps);
+    float *wo = w + (size_t)o * per_out;
+    for (size_t i = 0; i < per_out; i++) wo[i] = (float)((double)wo[i] * s);
+    b[o] = (float)(((double)b[o] - (double)mean[o]) * s + (double)beta[o]);
+  }
+}
+
+/* y = x * a[c] + d[c] with a = gamma / sqrt(var + eps), d = beta - mean * a (the same
+ * affine form PyTorch's CPU inference kernel uses). y may alias x. */
+void rv_batchnorm_f32(float *y, const float *x, const float *mean, const float *var,
+                      const float *gamma, const float *beta, float eps, int n, int c, int hw) {
+  long planes = (long)n * c;
+#pragma omp parallel for schedule(static) if ((size_t)planes * hw >= PAR_MIN)
+  for (long p = 0; p < planes; p++) {
+    int ci = (int)(p % c);
+    double a = 1.0 / sqrt((double)var[ci] + (double)eps);
+    if (gamma) a *= (double)gamma[ci];
+    double d = (beta ? (double)beta[ci] : 0.0) - (double)mean[ci] * a;
+    float af = (float)a, df = (float)d;
+    const float *xp = x + (size_t)p * hw;
+    float *yp = y + (size_t)p * hw;
+    for (int i = 0; i < hw; i++) yp[i] = xp[i] * af + df;
+  }
+}
+
+/* Reference: per pixel, double accumulation, two passes. */
+void rv_layernorm_nchw_naive_f32(float *y, const float *x, const float *g, const float *b,
+                                 int n, int c, int hw, float eps) {
+  for (int ni = 0; ni < n; ni++) {
+    const float *xn = x + (size_t)ni * c * hw;
+    float *yn = y + (size_t)ni * c * hw;
+    for (int j = 0; j < hw; j++) {
+      double m = 0, v = 0;
+      for (int ci = 0; ci < c; ci++) m += xn[(size_t)ci * hw + j];
+      m /= c;
+      for (int ci = 0; ci < c; ci++) {
+        double d = xn[(size_t)ci * hw + j] - m;
+        v += d * d;
+      }
+      v /= c;
+      double r = 1.0 / sqrt(v + eps);
+      for (int ci = 0; ci < c; ci++) {
+        double t = (xn[(size_t)ci * hw + j] - m) * r;
+        yn[(size_t)ci * hw + j] = (float)(t * (g ? g[ci] : 1.0) + (b ? b[ci] : 0.0));
+      }
+    }
+  }
+}
+
+/* Fast: blocks of PB pixels; the channel loops run over contiguous pixel runs so they
+ * vectorise. Two-pass mean/variance in float (C <= a few thousand). y may alias x. */
+#define PB 128
+void rv_layernorm_nchw_f32(float *y, const float *x, const float *g, const float *b, int n,
+                           int c, int hw, float eps) {
+  long nblk = (hw + PB - 1) / PB;
+  long total = (long)n * nblk;
+#pragma omp parallel for schedule(static) if ((size_t)n * c * hw >= PAR_MIN)
+  for (long t = 0; t < total; t++) {
+    int ni = (int)(t / nblk), p0 = (int)(t % nblk) * PB;
+    int len = hw - p0 < PB ? hw - p0 : PB;
+    const float *xb = x + (size_t)ni * c * hw + p0;
+    float *yb = y + (size_t)ni * c * hw + p0;
+    float m[PB], v[PB];
+    for (int j = 0; j < len; j++) m[j] = v[j] = 0.0f;
+    for (int ci = 0; ci < c; ci++) {
+      const float *xr = xb + (size_t)ci * hw;
+      for (int j = 0; j < len; j++) m[j] += xr[j];
+    }
+    float invc = 1.0f / (float)c;
+    for (int j = 0; j < len; j++) m[j] *= invc;
+    for (int ci = 0; ci < c; ci++) {
+      const float *xr = xb + (size_t)ci * hw;
+      for (int j = 0; j < len; j++) {
+        float d = xr[j] - m[j];
+        v[j] += d * d;
+      }
+    }
+    for (int j = 0; j < len; j++) v[j] = 1.0f / sqrtf(v[j] * invc + eps);
+    for (int ci = 0; ci < c; ci++) {
+      const float *xr = xb + (size_t)ci * hw;
+      float *yr = yb + (size_t)ci * hw;
+      float gv = g ? g[ci] : 1.0f, bv = b ? b[ci] : 0.0f;
+      for (int j = 0; j < len; j++) yr[j] = (xr[j] - m[j]) * v[j] * gv + bv;
+    }
+  }
+}
+
+/* rows x cols, normalised over cols; g, b [cols] (may be NULL). y may alias x. */
+void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float *b, int rows,
+                           int cols, float eps) {
+#pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PAR_MIN)
+  for (int r = 0; r < rows; r++) {
+    const float *xr = x + (size_t)r * cols;
+    float *yr = y + (size_t)r * cols;
+    float m = 0.0f, v = 0.0f;
+    for (int j = 0; j < cols; j++) m += xr[j];
+    m /= (float)cols;
+    for (int j = 0; j < cols; j++) {
+      float d = xr[j] - m;
+      v += d * d;
+    }
+    float rs = 1.0f / sqrtf(v / (float)cols + eps);
+    for (int j = 0; j < cols; j++)
+      yr[j] = (xr[j] - m) * rs * (g ? g[j] : 1.0f) + (b ? b[j] : 0.0f);
+  }
+}

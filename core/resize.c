@@ -1,0 +1,156 @@
+/* Resampling and pooling over planes (planes = n*c, each ih x iw, contiguous).
+ *
+ * Bilinear (align_corners=False), as PyTorch's CPU upsample_bilinear2d: the scale is a
+ * float, in/out (explicit size) or 1/s (scale_factor s); the source coordinate is
+ * src = (float)(scale * (dst + 0.5) - 0.5) clamped at 0, i0 = (int)src, i1 = i0 + (i0 < in-1),
+ * l1 = src - i0, l0 = 1 - l1, and
+ *   y = l0h * (l0w * x[i0h][i0w] + l1w * x[i0h][i1w]) + l1h * (l0w * x[i1h][i0w] + l1w * x[i1h][i1w]).
+ * Nearest: src = min(floor(dst * (float)(in/out)), in - 1) (float arithmetic, as PyTorch).
+ * Adaptive avg pool: bin i = [floor(i*in/out), ceil((i+1)*in/out)), sum / kh / kw.
+ * Max pool: -inf padding, out = floor((in + 2 pad - k) / stride) + 1, NaN propagates.
+ */
+#include "core/ops.h"
+
+#include <math.h>
+
+#define PAR_MIN 32768
+
+typedef struct {
+  int i0, i1;
+  float l0, l1;
+} lin_tap;
+
+static lin_tap linear_tap(float scale, int dst, int in) {
+  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
+  if (src < 0.0f) src = 0.0f;
+  lin_tap t;
+  t.i0 = (int)src;
+  if (t.i0 > in - 1) t.i0 = in - 1;
+  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
+  t.l1 = src - (float)t.i0;
+  if (t.l1 > 1.0f) t.l1 = 1.0f;
+  t.l0 = 1.0f - t.l1;
+  return t;
+}
+
+static void bilinear(float *y, const float *x, int planes, int ih, int iw, int oh, int ow,
+                     float sh, float sw) {
+  long rows = (long)planes * oh;
+#pragma omp parallel for schedule(static) if ((size_t)rows * ow >= PAR_MIN)
+  for (long r = 0; r < rows; r++) {
+    int p = (int)(r / oh), oy = (int)(r % oh);
+    lin_tap th = linear_tap(sh, oy, ih);
+    const float *x0 = x + ((size_t)p * ih + th.i0) * iw;
+    const float *x1 = x + ((size_t)p * ih + th.i1) * iw;
+    float *yr = y + (size_t)r * ow;
+    for (int ox = 0; ox < ow; ox++) {
+      lin_tap tw = linear_tap(sw, ox, iw);
+      yr[ox] = th.l0 * (tw.l0 * x0[tw.i0] + tw.l1 * x0[tw.i1]) +
+               th.l1 * (tw.l0 * x1[tw.i0] + tw.l1 * x1[tw.i1]);
+    }
+  }
+}
+
+void rv_resize_bilinear_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                            int ow) {
+  RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+  bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow);
+}
+
+/* scale_h/scale_w are 1/s for F.interpolate(scale_factor=s); <= 0 means in/out. */
+void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                  int ow, double scale_h, double scale_w) {
+  RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+  float sh = scale_h > 0 ? (float)scale_h : (float)ih / (float)oh;
+  float sw = scale_w > 0 ? (float)scale_w : (float)iw / (float)ow;
+  bilinear(y, x, planes, ih, iw, oh, ow, sh, sw);
+}
+
+/* Reference: the same formula written directly, no tap struct, double blend. */
+void rv_resize_bilinear_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                  int ow) {
+  float sh = (float)ih / (float)oh, sw = (float)iw / (float)ow;
+  for (int p = 0; p < planes; p++)
+    for (int oy = 0; oy < oh; oy++) {
+      float fy = (float)(sh * (oy + 0.5) - 0.5);
+      if (fy < 0) fy = 0;
+      int y0 = (int)fy, y1 = y0 < ih - 1 ? y0 + 1 : y0;
+      float ly = fy - y0;
+      for (int ox = 0; ox < ow; ox++) {
+        float fx = (float)(sw * (ox + 0.5) - 0.5);
+        if (fx < 0) fx = 0;
+        int x0 = (int)fx, x1 = x0 < iw - 1 ? x0 + 1 : x0;
+        float lx = fx - x0;
+        const float *xp = x + (size_t)p * ih * iw;
+        double top = (1.0 - lx) * xp[y0 * iw + x0] + (double)lx * xp[y0 * iw + x1];
+        double bot = (1.0 - lx) * xp[y1 * iw + x0] + (double)lx * xp[y1 * iw + x1];
+        y[((size_t)p * oh + oy) * ow + ox] = (float)((1.0 - ly) * top + ly * bot);
+      }
+    }
+}
+
+static int nearest_src(int dst, int in, int out) {
+  if (in == out) return dst;
+  if (out == 2 * in) return dst >> 1;
+  float scale = (float)in / (float)out;
+  int s = (int)floorf((float)dst * scale);
+  return s < in - 1 ? s : in - 1;
+}
+
+void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow) {
+  RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+  long rows = (long)planes * oh;
+#pragma omp parallel for schedule(static) if ((size_t)rows * ow >= PAR_MIN)
+  for (long r = 0; r < rows; r++) {
+    int p = (int)(r / oh), oy = (int)(r % oh);
+    const float *xr = x + ((size_t)p * ih + nearest_src(oy, ih, oh)) * iw;
+    float *yr = y + (size_t)r * ow;
+    for (int ox = 0; ox < ow; ox++) yr[ox] = xr[nearest_src(ox, iw, ow)];
+  }
+}
+
+void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                             int ow) {
+  RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+#pragma omp parallel for schedule(static) if ((size_t)planes * ih * iw >= PAR_MIN)
+  for (int p = 0; p < planes; p++) {
+    const float *xp = x + (size_t)p * ih * iw;
+    for (int oy = 0; oy < oh; oy++) {
+      int y0 = (int)(((long)oy * ih) / oh), y1 = (int)(((long)(oy + 1) * ih + oh - 1) / oh);
+      for (int ox = 0; ox < ow; ox++) {
+        int x0 = (int)(((long)ox * iw) / ow), x1 = (int)(((long)(ox + 1) * iw + ow - 1) / ow);
+        float s = 0.0f;
+        for (int yy = y0; yy < y1; yy++)
+          for (int xx = x0; xx < x1; xx++) s += xp[(size_t)yy * iw + xx];
+        y[((size_t)p * oh + oy) * ow + ox] = s / (float)(y1 - y0) / (float)(x1 - x0);
+      }
+    }
+  }
+}
+
+void rv_maxpool2d_f32(float *y, const float *x, int planes, int ih, int iw, int k, int stride,
+                      int pad) {
+  RV_ASSERT(k > 0 && stride > 0 && pad >= 0);
+  int oh = (ih + 2 * pad - k) / stride + 1, ow = (iw + 2 * pad - k) / stride + 1;
+  RV_ASSERT(oh > 0 && ow > 0);
+#pragma omp parallel for schedule(static) if ((size_t)planes * oh * ow * k * k >= PAR_MIN)
+  for (int p = 0; p < planes; p++) {
+    const float *xp = x + (size_t)p * ih * iw;
+    for (int oy = 0; oy < oh; oy++)
+      for (int ox = 0; ox < ow; ox++) {
+        float m = -INFINITY;
+        for (int ky = 0; ky < k; ky++) {
+          int iy = oy * stride - pad + ky;
+          if (iy < 0 || iy >= ih) continue;
+          for (int kx = 0; kx < k; kx++) {
+            int ix = ox * stride - pad + kx;
+            if (ix < 0 || ix >= iw) continue;
+            float v = xp[(size_t)iy * iw + ix];
+            if (v > m || v != v) m = v;
+            if (m != m) break;
+          }
+        }
+        y[((size_t)p * oh + oy) * ow + ox] = m;
+      }
+  }
+}
