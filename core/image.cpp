@@ -1,3 +1,736 @@
-// PLACEHOLDER: the OpenCV wrapper (core/image.h) is being written.
-extern "C" int rv_image_placeholder_(void);
-extern "C" int rv_image_placeholder_(void) { return 0; }
+// The OpenCV wrapper behind core/image.h: the only file of ravlt that includes OpenCV.
+// Every entry point catches all exceptions (cv::Exception, std::bad_alloc, ...) and returns
+// an rv_status with a one-line message; nothing here prints or exits.
+#include "core/image.h"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <opencv2/videoio.hpp>
+
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+// A cv::Mat header over an rv_image (no copy).
+cv::Mat wrap(const rv_image *img) {
+  return cv::Mat(img->h, img->w, CV_8UC(img->c), img->data, (size_t)img->w * (size_t)img->c);
+}
+
+bool valid(const rv_image *img) {
+  return img && img->data && img->h > 0 && img->w > 0 && img->c >= 1 && img->c <= 4;
+}
+
+const char *base_name(const char *path) {
+  const char *s = std::strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+// Copy a continuous or strided 8-bit Mat into an rv_image (reallocated as needed).
+rv_status from_mat(rv_image *dst, const cv::Mat &m, rv_ctx *ctx, const char *what) {
+  if (m.depth() != CV_8U)
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "%s: %d-bit pixels, expected 8-bit", what,
+                    (int)(m.elemSize1() * 8));
+  rv_status st = rv_image_alloc(dst, m.rows, m.cols, m.channels(), ctx);
+  if (st != RV_OK) return st;
+  size_t row = (size_t)m.cols * (size_t)m.channels();
+  for (int y = 0; y < m.rows; y++) std::memcpy(dst->data + (size_t)y * row, m.ptr(y), row);
+  return RV_OK;
+}
+
+// Read a whole file; distinguishes missing, directory, unreadable and empty.
+rv_status slurp(const char *path, std::vector<unsigned char> &buf, rv_ctx *ctx) {
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return rv_error(ctx, RV_ERR_IO, "image %s: %s", path,
+                    errno == ENOENT ? "no such file" : std::strerror(errno));
+  if (S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "image %s: is a directory", path);
+  FILE *f = std::fopen(path, "rb");
+  if (!f) return rv_error(ctx, RV_ERR_IO, "image %s: cannot open: %s", path, std::strerror(errno));
+  buf.clear();
+  unsigned char chunk[1 << 16];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf.insert(buf.end(), chunk, chunk + n);
+  int err = std::ferror(f);
+  std::fclose(f);
+  if (err) return rv_error(ctx, RV_ERR_IO, "image %s: read error", path);
+  if (buf.empty()) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty file", path);
+  return RV_OK;
+}
+
+bool is_jpeg(const unsigned char *p, size_t n) { return n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF; }
+bool is_png(const unsigned char *p, size_t n) {
+  static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return n >= 8 && std::memcmp(p, sig, 8) == 0;
+}
+
+// A JPEG whose data does not end with the EOI marker (FFD9, possibly followed by padding)
+// was cut short; libjpeg decodes what is there and fills the rest with grey.
+bool jpeg_truncated(const unsigned char *p, size_t n) {
+  size_t lo = n > 4096 ? n - 4096 : 0;
+  for (size_t i = n; i-- > lo + 1;)
+    if (p[i - 1] == 0xFF && p[i] == 0xD9) return false;
+  return true;
+}
+
+rv_status decode(const unsigned char *p, size_t n, const char *name, int flags, cv::Mat &out,
+                 rv_ctx *ctx) {
+  if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty data", name);
+  cv::Mat raw(1, (int)n, CV_8UC1, const_cast<unsigned char *>(p));
+  out = cv::imdecode(raw, flags);
+  if (out.empty())
+    return rv_error(ctx, RV_ERR_FORMAT, "image %s: not a decodable image (%s)", name,
+                    is_jpeg(p, n) ? "corrupt JPEG" : is_png(p, n) ? "corrupt PNG" : "unknown format");
+  if (is_jpeg(p, n) && jpeg_truncated(p, n))
+    rv_log(ctx, RV_LOG_WARN, "image %s: truncated JPEG (no end-of-image marker); decoded partially", name);
+  return RV_OK;
+}
+
+rv_status decode_color(const unsigned char *p, size_t n, const char *name, rv_image *img, rv_ctx *ctx) {
+  if (n > (size_t)INT32_MAX) return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: file over 2 GiB", name);
+  cv::Mat m;
+  rv_status st = decode(p, n, name, cv::IMREAD_COLOR, m, ctx);
+  if (st != RV_OK) return st;
+  if (m.type() != CV_8UC3)
+    return rv_error(ctx, RV_ERR_INTERNAL, "image %s: decoder returned type %d", name, m.type());
+  return from_mat(img, m, ctx, name);
+}
+
+int cv_interp(rv_interp i) {
+  switch (i) {
+  case RV_INTERP_NEAREST: return cv::INTER_NEAREST;
+  case RV_INTERP_AREA: return cv::INTER_AREA;
+  case RV_INTERP_CUBIC: return cv::INTER_CUBIC;
+  case RV_INTERP_LINEAR: break;
+  }
+  return cv::INTER_LINEAR;
+}
+
+std::string lower_ext(const char *path) {
+  const char *b = base_name(path);
+  const char *dot = std::strrchr(b, '.');
+  std::string e = dot ? dot : "";
+  for (auto &ch : e) ch = (char)std::tolower((unsigned char)ch);
+  return e;
+}
+
+// "dir/name.ext" -> "dir/.name.tmpXXXXXX" created with mkstemp (fd returned); the caller
+// writes and renames.
+int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
+  std::string p(path);
+  size_t slash = p.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
+  tmp = dir + "." + base + ".tmpXXXXXX" + suffix;
+  std::vector<char> t(tmp.begin(), tmp.end());
+  t.push_back(0);
+  int fd = suffix.empty() ? mkstemp(t.data()) : mkstemps(t.data(), (int)suffix.size());
+  if (fd >= 0) tmp = t.data();
+  return fd;
+}
+
+cv::Scalar scalar(rv_color c, int channels) {
+  if (channels == 1) return cv::Scalar(c.b);
+  return cv::Scalar(c.b, c.g, c.r, 255);
+}
+
+rv_status guard_draw(rv_image *img, rv_ctx *ctx, const char *what) {
+  if (!valid(img)) return rv_error(ctx, RV_ERR_ARG, "%s: empty or invalid image", what);
+  return RV_OK;
+}
+
+}  // namespace
+
+#define RV_CATCH(ctx, label)                                                                 \
+  catch (const cv::Exception &cv_ex_) {                                                      \
+    return rv_error(ctx, RV_ERR_FORMAT, "%s: opencv: %s", label, cv_ex_.err.c_str());        \
+  }                                                                                          \
+  catch (const std::bad_alloc &) {                                                           \
+    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", label);                          \
+  }                                                                                          \
+  catch (const std::exception &std_ex_) {                                                    \
+    return rv_error(ctx, RV_ERR_INTERNAL, "%s: %s", label, std_ex_.what());                  \
+  }                                                                                          \
+  catch (...) {                                                                              \
+    return rv_error(ctx, RV_ERR_INTERNAL, "%s: unknown exception", label);                   \
+  }
+
+extern "C" {
+
+rv_status rv_image_alloc(rv_image *img, int h, int w, int c, rv_ctx *ctx) {
+  RV_ASSERT(img != NULL);
+  if (h <= 0 || w <= 0 || c < 1 || c > 4)
+    return rv_error(ctx, RV_ERR_SHAPE, "image size %dx%dx%d is invalid", h, w, c);
+  size_t n;
+  if (rv_mul_size((size_t)h * (size_t)w, (size_t)c, &n) != 0 || n > ((size_t)1 << 34))
+    return rv_error(ctx, RV_ERR_SHAPE, "image size %dx%dx%d is too large", h, w, c);
+  if (img->data && (size_t)img->h * img->w * img->c == n) {
+    img->h = h;
+    img->w = w;
+    img->c = c;
+    std::memset(img->data, 0, n);
+    return RV_OK;
+  }
+  unsigned char *p = (unsigned char *)rv_calloc(n, 1);
+  if (!p) return rv_error(ctx, RV_ERR_NOMEM, "image %dx%dx%d: out of memory", h, w, c);
+  rv_free(img->data);
+  img->data = p;
+  img->h = h;
+  img->w = w;
+  img->c = c;
+  return RV_OK;
+}
+
+void rv_image_free(rv_image *img) {
+  if (!img) return;
+  rv_free(img->data);
+  img->data = NULL;
+  img->h = img->w = img->c = 0;
+}
+
+rv_status rv_image_copy(rv_image *dst, const rv_image *src, rv_ctx *ctx) {
+  if (!valid(src)) return rv_error(ctx, RV_ERR_ARG, "image copy: empty source");
+  if (dst == src) return RV_OK;
+  RV_TRY(rv_image_alloc(dst, src->h, src->w, src->c, ctx));
+  std::memcpy(dst->data, src->data, (size_t)src->h * src->w * src->c);
+  return RV_OK;
+}
+
+rv_status rv_image_read(const char *path, rv_image *img, rv_ctx *ctx) {
+  try {
+    std::vector<unsigned char> buf;
+    RV_TRY(slurp(path, buf, ctx));
+    return decode_color(buf.data(), buf.size(), path, img, ctx);
+  }
+  RV_CATCH(ctx, path)
+}
+
+rv_status rv_image_decode(const void *buf, size_t len, const char *name, rv_image *img, rv_ctx *ctx) {
+  const char *nm = name ? name : "(memory)";
+  try {
+    if (!buf) return rv_error(ctx, RV_ERR_ARG, "image %s: no data", nm);
+    return decode_color((const unsigned char *)buf, len, nm, img, ctx);
+  }
+  RV_CATCH(ctx, nm)
+}
+
+rv_status rv_image_read_gray(const char *path, rv_image *img, rv_ctx *ctx) {
+  try {
+    std::vector<unsigned char> buf;
+    RV_TRY(slurp(path, buf, ctx));
+    const unsigned char *p = buf.data();
+    size_t n = buf.size();
+    // PNG IHDR: bit depth at byte 24, colour type at byte 25 (3 = palette).
+    if (is_png(p, n) && n > 25 && p[25] == 3)
+      return rv_error(ctx, RV_ERR_UNSUPPORTED,
+                      "label image %s: palette-indexed PNG; expected an 8-bit grey PNG "
+                      "(OpenCV would expand the palette to colours)", path);
+    cv::Mat m;
+    RV_TRY(decode(p, n, path, cv::IMREAD_UNCHANGED, m, ctx));
+    if (m.depth() != CV_8U)
+      return rv_error(ctx, RV_ERR_UNSUPPORTED, "label image %s: %d-bit pixels, expected 8-bit",
+                      path, (int)(m.elemSize1() * 8));
+    if (m.channels() != 1)
+      return rv_error(ctx, RV_ERR_FORMAT, "label image %s: %d channels, expected a single-channel image",
+                      path, m.channels());
+    return from_mat(img, m, ctx, path);
+  }
+  RV_CATCH(ctx, path)
+}
+
+rv_status rv_image_encode(const rv_image *img, const char *ext, unsigned char **out, size_t *len,
+                          rv_ctx *ctx) {
+  const char *e = ext ? ext : "";
+  *out = NULL;
+  *len = 0;
+  try {
+    if (!valid(img) || img->c == 2)
+      return rv_error(ctx, RV_ERR_ARG, "encode %s: empty or invalid image", e);
+    std::string le = lower_ext(e[0] == '.' ? e : (std::string(".") + e).c_str());
+    std::vector<int> params;
+    if (le == ".jpg" || le == ".jpeg") params = {cv::IMWRITE_JPEG_QUALITY, 95};
+    if (le == ".png") params = {cv::IMWRITE_PNG_COMPRESSION, 3};
+    std::vector<unsigned char> buf;
+    if (!cv::imencode(le, wrap(img), buf, params) || buf.empty())
+      return rv_error(ctx, RV_ERR_IO, "encode %s: encoding failed", e);
+    *out = (unsigned char *)std::malloc(buf.size());
+    if (!*out) return rv_error(ctx, RV_ERR_NOMEM, "encode %s: out of memory", e);
+    std::memcpy(*out, buf.data(), buf.size());
+    *len = buf.size();
+    return RV_OK;
+  }
+  RV_CATCH(ctx, e)
+}
+
+rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
+  try {
+    std::string ext = lower_ext(path);
+    if (ext.empty())
+      return rv_error(ctx, RV_ERR_ARG, "image %s: no file extension to choose the format", path);
+    if (!cv::haveImageWriter(std::string("x") + ext))
+      return rv_error(ctx, RV_ERR_ARG, "image %s: unsupported output format '%s'", path, ext.c_str());
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    rv_status st = rv_image_encode(img, ext.c_str(), &buf, &len, ctx);
+    if (st != RV_OK) {
+      std::string msg = rv_ctx_errmsg(ctx);
+      return rv_error(ctx, st, "image %s: %s", path, msg.c_str());
+    }
+    std::string tmp;
+    int fd = make_temp(path, tmp, "");
+    if (fd < 0) {
+      int err = errno;
+      std::free(buf);
+      return rv_error(ctx, RV_ERR_IO, "image %s: cannot create a file there: %s", path, std::strerror(err));
+    }
+    size_t off = 0;
+    int err = 0;
+    while (off < len) {
+      ssize_t w = ::write(fd, buf + off, len - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      off += (size_t)w;
+    }
+    std::free(buf);
+    if (::close(fd) != 0 && !err) err = errno;
+    if (!err && std::rename(tmp.c_str(), path) != 0) err = errno;
+    if (err) {
+      ::unlink(tmp.c_str());
+      return rv_error(ctx, RV_ERR_IO, "image %s: write failed: %s", path, std::strerror(err));
+    }
+    // mkstemp creates 0600; give the usual permissions (respecting umask).
+    mode_t um = umask(0);
+    umask(um);
+    chmod(path, 0666 & ~um);
+    return RV_OK;
+  }
+  RV_CATCH(ctx, path)
+}
+
+rv_status rv_image_resize(rv_image *dst, const rv_image *src, int w, int h, rv_interp interp, rv_ctx *ctx) {
+  try {
+    if (!valid(src)) return rv_error(ctx, RV_ERR_ARG, "resize: empty source image");
+    if (dst == src || (dst->data && dst->data == src->data))
+      return rv_error(ctx, RV_ERR_ARG, "resize: destination must differ from the source");
+    if (w <= 0 || h <= 0) return rv_error(ctx, RV_ERR_ARG, "resize: invalid size %dx%d", w, h);
+    RV_TRY(rv_image_alloc(dst, h, w, src->c, ctx));
+    cv::Mat d = wrap(dst);
+    cv::resize(wrap(src), d, cv::Size(w, h), 0, 0, cv_interp(interp));
+    if (d.data != dst->data) return rv_error(ctx, RV_ERR_INTERNAL, "resize: output reallocated");
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "resize")
+}
+
+rv_status rv_image_flip(rv_image *dst, const rv_image *src, int horizontal, rv_ctx *ctx) {
+  if (!valid(src)) return rv_error(ctx, RV_ERR_ARG, "flip: empty source image");
+  int h = src->h, w = src->w, c = src->c;
+  size_t row = (size_t)w * c;
+  if (dst != src) RV_TRY(rv_image_copy(dst, src, ctx));
+  unsigned char *p = dst->data;
+  if (horizontal) {
+    for (int y = 0; y < h; y++) {
+      unsigned char *r = p + (size_t)y * row;
+      for (int a = 0, b = w - 1; a < b; a++, b--)
+        for (int k = 0; k < c; k++) {
+          unsigned char t = r[(size_t)a * c + k];
+          r[(size_t)a * c + k] = r[(size_t)b * c + k];
+          r[(size_t)b * c + k] = t;
+        }
+    }
+  } else {
+    for (int a = 0, b = h - 1; a < b; a++, b--) {
+      unsigned char *ra = p + (size_t)a * row, *rb = p + (size_t)b * row;
+      for (size_t k = 0; k < row; k++) {
+        unsigned char t = ra[k];
+        ra[k] = rb[k];
+        rb[k] = t;
+      }
+    }
+  }
+  return RV_OK;
+}
+
+void rv_image_swap_rb(rv_image *img) {
+  if (!valid(img) || img->c < 3) return;
+  size_t n = (size_t)img->h * img->w;
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *q = img->data + i * img->c;
+    unsigned char t = q[0];
+    q[0] = q[2];
+    q[2] = t;
+  }
+}
+
+/* ---- video ---------------------------------------------------------------------------- */
+
+struct rv_video_reader {
+  cv::VideoCapture cap;
+  cv::Mat first;      // decoded at open, handed out by the first read
+  bool have_first;
+  rv_video_info info;
+  long frames;        // frames returned so far
+  std::string source;
+};
+
+static bool is_camera_index(const char *s, int *idx) {
+  if (!*s) return false;
+  for (const char *p = s; *p; p++)
+    if (*p < '0' || *p > '9') return false;
+  if (std::strlen(s) > 4) return false;
+  *idx = std::atoi(s);
+  return true;
+}
+
+rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) {
+  *out = NULL;
+  rv_video_reader *r = NULL;
+  try {
+    r = new rv_video_reader();
+    r->source = source;
+    r->have_first = false;
+    r->frames = 0;
+    std::memset(&r->info, 0, sizeof r->info);
+    r->info.frame_count = -1;
+    int cam = 0;
+    bool is_url = std::strstr(source, "://") != NULL;
+    if (is_camera_index(source, &cam)) {
+      r->info.is_camera = 1;
+      if (!r->cap.open(cam)) {
+        delete r;
+        return rv_error(ctx, RV_ERR_IO, "video: cannot open camera %d", cam);
+      }
+    } else {
+      if (!is_url) {
+        struct stat sb;
+        if (stat(source, &sb) != 0) {
+          delete r;
+          return rv_error(ctx, RV_ERR_IO, "video %s: %s", source,
+                          errno == ENOENT ? "no such file" : std::strerror(errno));
+        }
+        if (S_ISDIR(sb.st_mode)) {
+          delete r;
+          return rv_error(ctx, RV_ERR_IO, "video %s: is a directory", source);
+        }
+      }
+      if (!r->cap.open(source, cv::CAP_ANY)) {
+        delete r;
+        return rv_error(ctx, is_url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
+                        source, is_url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
+      }
+    }
+    if (!r->cap.read(r->first) || r->first.empty()) {
+      delete r;
+      return rv_error(ctx, RV_ERR_FORMAT, "video %s: opened but no frame could be decoded", source);
+    }
+    r->have_first = true;
+    r->info.width = r->first.cols;
+    r->info.height = r->first.rows;
+    double fps = r->cap.get(cv::CAP_PROP_FPS);
+    r->info.fps = (fps > 0 && fps < 1000) ? fps : 0;
+    double fc = r->cap.get(cv::CAP_PROP_FRAME_COUNT);
+    r->info.frame_count = (!r->info.is_camera && !is_url && fc > 0) ? (long)fc : -1;
+    *out = r;
+    return RV_OK;
+  } catch (const cv::Exception &e) {
+    delete r;
+    return rv_error(ctx, RV_ERR_FORMAT, "video %s: opencv: %s", source, e.err.c_str());
+  } catch (const std::bad_alloc &) {
+    delete r;
+    return rv_error(ctx, RV_ERR_NOMEM, "video %s: out of memory", source);
+  } catch (...) {
+    delete r;
+    return rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", source);
+  }
+}
+
+rv_video_info rv_video_get_info(const rv_video_reader *r) { return r->info; }
+long rv_video_frames_read(const rv_video_reader *r) { return r->frames; }
+
+static rv_status to_bgr(rv_image *dst, const cv::Mat &m, rv_ctx *ctx, const char *what) {
+  if (m.type() == CV_8UC3) return from_mat(dst, m, ctx, what);
+  cv::Mat c;
+  if (m.depth() != CV_8U) {
+    cv::Mat t;
+    m.convertTo(t, CV_8U, m.depth() == CV_16U ? 1.0 / 256 : 1.0);
+    if (t.channels() == 3) return from_mat(dst, t, ctx, what);
+    cv::cvtColor(t, c, t.channels() == 4 ? cv::COLOR_BGRA2BGR : cv::COLOR_GRAY2BGR);
+  } else {
+    cv::cvtColor(m, c, m.channels() == 4 ? cv::COLOR_BGRA2BGR : cv::COLOR_GRAY2BGR);
+  }
+  return from_mat(dst, c, ctx, what);
+}
+
+rv_status rv_video_read(rv_video_reader *r, rv_image *frame, int *got, rv_ctx *ctx) {
+  *got = 0;
+  const char *src = r->source.c_str();
+  try {
+    if (r->have_first) {
+      r->have_first = false;
+      RV_TRY(to_bgr(frame, r->first, ctx, src));
+      r->first.release();
+      r->frames++;
+      *got = 1;
+      return RV_OK;
+    }
+    cv::Mat m;
+    if (!r->cap.read(m) || m.empty()) {
+      // OpenCV does not tell end-of-stream from a decode failure. A file that announced
+      // N frames and stops well before is reported as broken; a small shortfall is
+      // common (frame counts are estimated from the duration) and is a normal end.
+      long n = r->info.frame_count;
+      if (n > 0 && r->frames < n - n / 20 - 2)
+        return rv_error(ctx, RV_ERR_FORMAT, "video %s: stream ended after %ld of %ld frames", src,
+                        r->frames, n);
+      return RV_OK;
+    }
+    RV_TRY(to_bgr(frame, m, ctx, src));
+    r->frames++;
+    *got = 1;
+    return RV_OK;
+  }
+  RV_CATCH(ctx, src)
+}
+
+void rv_video_close(rv_video_reader *r) {
+  if (!r) return;
+  try {
+    r->cap.release();
+  } catch (...) {
+  }
+  delete r;
+}
+
+struct rv_video_writer {
+  cv::VideoWriter vw;
+  std::string path, tmp;
+  int w, h;
+  char fourcc[5];
+  long frames;
+  cv::Mat scratch;
+};
+
+rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double fps, int w, int h,
+                               const char *fourcc, rv_ctx *ctx) {
+  *out = NULL;
+  if (w <= 0 || h <= 0) return rv_error(ctx, RV_ERR_ARG, "video %s: invalid frame size %dx%d", path, w, h);
+  if (!(fps > 0 && fps <= 1000)) return rv_error(ctx, RV_ERR_ARG, "video %s: invalid fps %g", path, fps);
+  if (fourcc && std::strlen(fourcc) != 4)
+    return rv_error(ctx, RV_ERR_ARG, "video %s: fourcc '%s' must have 4 characters", path, fourcc);
+  rv_video_writer *v = NULL;
+  try {
+    std::string ext = lower_ext(path);
+    std::vector<std::string> cands;
+    if (fourcc) cands.push_back(fourcc);
+    else if (ext == ".mp4" || ext == ".m4v" || ext == ".mov") cands = {"avc1", "mp4v"};
+    else if (ext == ".avi") cands = {"MJPG", "XVID"};
+    else if (ext == ".mkv") cands = {"X264", "MJPG"};
+    else if (ext == ".webm") cands = {"VP80"};
+    else
+      return rv_error(ctx, RV_ERR_ARG, "video %s: unknown container '%s' (use .mp4, .avi, .mkv)",
+                      path, ext.c_str());
+    v = new rv_video_writer();
+    v->path = path;
+    v->w = w;
+    v->h = h;
+    v->frames = 0;
+    int fd = make_temp(path, v->tmp, ext);
+    if (fd < 0) {
+      int err = errno;
+      delete v;
+      return rv_error(ctx, RV_ERR_IO, "video %s: cannot create a file there: %s", path, std::strerror(err));
+    }
+    ::close(fd);
+    bool ok = false;
+    for (const auto &c : cands) {
+      int cc = cv::VideoWriter::fourcc(c[0], c[1], c[2], c[3]);
+      if (v->vw.open(v->tmp, cv::CAP_FFMPEG, cc, fps, cv::Size(w, h), true) && v->vw.isOpened()) {
+        std::memcpy(v->fourcc, c.data(), 4);
+        v->fourcc[4] = 0;
+        ok = true;
+        break;
+      }
+    }
+    if (!ok) {
+      ::unlink(v->tmp.c_str());
+      delete v;
+      return rv_error(ctx, RV_ERR_UNSUPPORTED, "video %s: no usable encoder (tried %s%s)", path,
+                      cands[0].c_str(), cands.size() > 1 ? " and others" : "");
+    }
+    *out = v;
+    return RV_OK;
+  } catch (const cv::Exception &e) {
+    if (v) {
+      ::unlink(v->tmp.c_str());
+      delete v;
+    }
+    return rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", path, e.err.c_str());
+  } catch (...) {
+    if (v) {
+      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      delete v;
+    }
+    return rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", path);
+  }
+}
+
+const char *rv_video_writer_fourcc(const rv_video_writer *vw) { return vw->fourcc; }
+
+rv_status rv_video_write(rv_video_writer *v, const rv_image *frame, rv_ctx *ctx) {
+  const char *p = v->path.c_str();
+  try {
+    if (!valid(frame) || (frame->c != 3 && frame->c != 1))
+      return rv_error(ctx, RV_ERR_ARG, "video %s: frame must be a 1- or 3-channel image", p);
+    if (frame->w != v->w || frame->h != v->h)
+      return rv_error(ctx, RV_ERR_SHAPE, "video %s: frame %dx%d differs from the video size %dx%d", p,
+                      frame->w, frame->h, v->w, v->h);
+    cv::Mat m = wrap(frame);
+    if (frame->c == 1) {
+      cv::cvtColor(m, v->scratch, cv::COLOR_GRAY2BGR);
+      v->vw.write(v->scratch);
+    } else {
+      v->vw.write(m);
+    }
+    v->frames++;
+    return RV_OK;
+  }
+  RV_CATCH(ctx, p)
+}
+
+rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
+  if (!v) return RV_OK;
+  rv_status st = RV_OK;
+  try {
+    v->vw.release();
+    struct stat sb;
+    if (stat(v->tmp.c_str(), &sb) != 0 || (v->frames > 0 && sb.st_size == 0)) {
+      st = rv_error(ctx, RV_ERR_IO, "video %s: encoder produced no data", v->path.c_str());
+    } else if (std::rename(v->tmp.c_str(), v->path.c_str()) != 0) {
+      st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(),
+                    std::strerror(errno));
+    } else {
+      mode_t um = umask(0);
+      umask(um);
+      chmod(v->path.c_str(), 0666 & ~um);
+    }
+  } catch (const cv::Exception &e) {
+    st = rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", v->path.c_str(), e.err.c_str());
+  } catch (...) {
+    st = rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", v->path.c_str());
+  }
+  if (st != RV_OK) ::unlink(v->tmp.c_str());
+  delete v;
+  return st;
+}
+
+void rv_video_writer_discard(rv_video_writer *v) {
+  if (!v) return;
+  try {
+    v->vw.release();
+  } catch (...) {
+  }
+  ::unlink(v->tmp.c_str());
+  delete v;
+}
+
+/* ---- drawing ------------------------------------------------------------------------------ */
+
+rv_status rv_draw_rect(rv_image *img, int x1, int y1, int x2, int y2, rv_color c, int thickness, rv_ctx *ctx) {
+  RV_TRY(guard_draw(img, ctx, "draw rectangle"));
+  try {
+    cv::Mat m = wrap(img);
+    cv::rectangle(m, cv::Point(x1, y1), cv::Point(x2, y2), scalar(c, img->c),
+                  thickness < 1 ? 1 : thickness, cv::LINE_AA);
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "draw rectangle")
+}
+
+rv_status rv_draw_rect_filled(rv_image *img, int x1, int y1, int x2, int y2, rv_color c, float alpha,
+                              rv_ctx *ctx) {
+  RV_TRY(guard_draw(img, ctx, "draw filled rectangle"));
+  if (x1 > x2) std::swap(x1, x2);
+  if (y1 > y2) std::swap(y1, y2);
+  if (x1 < 0) x1 = 0;
+  if (y1 < 0) y1 = 0;
+  if (x2 > img->w - 1) x2 = img->w - 1;
+  if (y2 > img->h - 1) y2 = img->h - 1;
+  if (x1 > x2 || y1 > y2) return RV_OK;
+  float a = alpha < 0 ? 0 : alpha > 1 ? 1 : alpha;
+  const unsigned char col[4] = {c.b, c.g, c.r, 255};
+  for (int y = y1; y <= y2; y++) {
+    unsigned char *p = rv_image_px(img, y, x1);
+    for (int x = x1; x <= x2; x++)
+      for (int k = 0; k < img->c; k++, p++) {
+        float v = (float)*p * (1.0f - a) + (float)col[img->c == 1 ? 0 : k] * a;
+        *p = (unsigned char)(v + 0.5f);
+      }
+  }
+  return RV_OK;
+}
+
+rv_status rv_draw_line(rv_image *img, int x1, int y1, int x2, int y2, rv_color c, int thickness, rv_ctx *ctx) {
+  RV_TRY(guard_draw(img, ctx, "draw line"));
+  try {
+    cv::Mat m = wrap(img);
+    cv::line(m, cv::Point(x1, y1), cv::Point(x2, y2), scalar(c, img->c), thickness < 1 ? 1 : thickness,
+             cv::LINE_AA);
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "draw line")
+}
+
+rv_status rv_draw_circle(rv_image *img, int cx, int cy, int radius, rv_color c, int thickness, rv_ctx *ctx) {
+  RV_TRY(guard_draw(img, ctx, "draw circle"));
+  if (radius < 0) return rv_error(ctx, RV_ERR_ARG, "draw circle: negative radius %d", radius);
+  try {
+    cv::Mat m = wrap(img);
+    cv::circle(m, cv::Point(cx, cy), radius, scalar(c, img->c), thickness < 0 ? cv::FILLED : thickness,
+               cv::LINE_AA);
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "draw circle")
+}
+
+rv_status rv_draw_text(rv_image *img, const char *text, int x, int y, double scale, rv_color c,
+                       int thickness, rv_ctx *ctx) {
+  RV_TRY(guard_draw(img, ctx, "draw text"));
+  if (!text) return rv_error(ctx, RV_ERR_ARG, "draw text: NULL text");
+  try {
+    cv::Mat m = wrap(img);
+    cv::putText(m, text, cv::Point(x, y), cv::FONT_HERSHEY_SIMPLEX, scale, scalar(c, img->c),
+                thickness < 1 ? 1 : thickness, cv::LINE_AA);
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "draw text")
+}
+
+void rv_text_size(const char *text, double scale, int thickness, int *w, int *h, int *baseline) {
+  int bl = 0;
+  cv::Size s(0, 0);
+  try {
+    s = cv::getTextSize(text ? text : "", cv::FONT_HERSHEY_SIMPLEX, scale, thickness < 1 ? 1 : thickness, &bl);
+  } catch (...) {
+    s = cv::Size(0, 0);
+    bl = 0;
+  }
+  if (w) *w = s.width;
+  if (h) *h = s.height;
+  if (baseline) *baseline = bl;
+}
+
+}  // extern "C"
