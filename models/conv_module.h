@@ -1,0 +1,57 @@
+/* ConvModule: an mmcv ConvModule (conv [+ BN] [+ ReLU]) or a plain nn.Conv2d loaded from a
+ * checkpoint, with eval-mode BatchNorm folded into the convolution at load time.
+ *
+ *   rv_convmod m;
+ *   // "decode_head.bottleneck" -> .conv.weight [.conv.bias] [.bn.{weight,bias,running_*}]
+ *   if (rv_convmod_load(&m, w, "decode_head.bottleneck", -1, 512, 3, 1, RV_ACT_RELU, ctx))
+ *     ...error in ctx...;
+ *   rv_tensor y;
+ *   rv_convmod_forward(&m, &y, x, arena, ctx);        // y from the arena
+ *   rv_convmod_free(&m);
+ *
+ * Key layout accepted for prefix P: "P.conv.weight" (ConvModule; then optional "P.conv.bias"
+ * and "P.bn.*" with eps 1e-5), else "P.weight" (plain conv; optional "P.bias"). The
+ * weight is copied (float32); the module never points into the weight file. Padding is
+ * (k-1)/2 (all convolutions of the FPN / UperNet / Semantic FPN heads are 'same').
+ */
+#ifndef RV_MODELS_CONV_MODULE_H
+#define RV_MODELS_CONV_MODULE_H
+
+#include "core/ops.h"
+#include "core/weights.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int cin, cout, k, stride, pad;
+  rv_act act;   /* applied after bias (ReLU for ConvModule with an act_cfg) */
+  float *w;     /* [cout, cin, k, k], BN folded */
+  float *b;     /* [cout] (zeros when the checkpoint has no bias and no BN) */
+} rv_convmod;
+
+/* Load the module at `prefix`. cin / cout / k: expected values, or -1 to accept the
+ * checkpoint's. RV_ERR_NOTFOUND when no weight exists, RV_ERR_MODEL on a shape mismatch
+ * (message names the key and both shapes). */
+rv_status rv_convmod_load(rv_convmod *m, const rv_weights *w, const char *prefix, int cin,
+                          int cout, int k, int stride, rv_act act, rv_ctx *ctx);
+/* 1 if a ConvModule or plain conv weight exists at prefix. */
+int rv_convmod_exists(const rv_weights *w, const char *prefix);
+void rv_convmod_free(rv_convmod *m);
+
+/* Output spatial size for an input of h x w. */
+void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow);
+
+/* y = act(conv(x) + b), y allocated from the arena as [x.n, cout, oh, ow]. */
+rv_status rv_convmod_forward(const rv_convmod *m, rv_tensor *y, rv_tensor x, rv_arena *a,
+                             rv_ctx *ctx);
+/* Same, writing batch item i at y + i*y_batch_stride (floats): lets a caller write
+ * straight into a channel slice of a concatenation buffer. */
+rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                  rv_tensor x, rv_arena *a, rv_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

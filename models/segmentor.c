@@ -1,0 +1,459 @@
+/* Semantic segmentation decoder assembly and mmseg test-time inference. See segmentor.h. */
+#include "models/segmentor.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+struct rv_seg_decoder {
+  rv_seg_arch arch;
+  int num_classes;
+  int num_ins;
+  int in_channels[RV_FPN_MAX_LEVELS];
+  rv_fpn *fpn;            /* Semantic FPN */
+  rv_fpn_head *fpn_head;
+  rv_uper *uper;          /* UperNet */
+  rv_convmod conv_seg;    /* UperNet classifier */
+};
+
+const char *rv_seg_arch_name(rv_seg_arch a) {
+  switch (a) {
+  case RV_SEG_ARCH_UPERNET: return "upernet";
+  case RV_SEG_ARCH_SEMANTIC_FPN: return "semantic_fpn";
+  default: return "auto";
+  }
+}
+
+rv_seg_decoder_config rv_seg_decoder_default_config(void) {
+  rv_seg_decoder_config c;
+  memset(&c, 0, sizeof c);
+  c.arch = RV_SEG_ARCH_AUTO;
+  c.num_classes = -1;
+  c.fpn = rv_fpn_default_config();
+  c.fpn_head = rv_fpn_head_default_config();
+  c.uper = rv_uper_default_config();
+  return c;
+}
+
+rv_seg_test_cfg rv_seg_default_test_cfg(void) {
+  rv_seg_test_cfg t;
+  t.mode = RV_SEG_MODE_WHOLE;
+  t.crop_h = t.crop_w = 512;
+  t.stride_h = t.stride_w = 341;
+  return t;
+}
+
+void rv_seg_decoder_free(rv_seg_decoder *d) {
+  if (!d) return;
+  rv_fpn_free(d->fpn);
+  rv_fpn_head_free(d->fpn_head);
+  rv_uper_free(d->uper);
+  rv_convmod_free(&d->conv_seg);
+  rv_free(d);
+}
+
+rv_seg_arch rv_seg_decoder_arch(const rv_seg_decoder *d) { return d->arch; }
+int rv_seg_decoder_num_classes(const rv_seg_decoder *d) { return d->num_classes; }
+int rv_seg_decoder_num_inputs(const rv_seg_decoder *d) { return d->num_ins; }
+int rv_seg_decoder_in_channels(const rv_seg_decoder *d, int i) {
+  return i >= 0 && i < d->num_ins ? d->in_channels[i] : -1;
+}
+const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d) { return d->fpn; }
+
+static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
+                              const rv_weights *w, rv_ctx *ctx) {
+  *out = NULL;
+  int n_aux = 0, n_psp = 0, n_scale = 0, n_neck = 0, n_head = 0;
+  const char *det_key = NULL;
+  for (int i = 0; i < rv_weights_count(w); i++) {
+    const char *k = rv_weights_get(w, i)->name;
+    if (has_prefix(k, "auxiliary_head.")) n_aux++;
+    if (has_prefix(k, "decode_head.")) n_head++;
+    if (has_prefix(k, "decode_head.psp_modules.")) n_psp++;
+    if (has_prefix(k, "decode_head.scale_heads.")) n_scale++;
+    if (has_prefix(k, "neck.")) n_neck++;
+    if (!det_key && (has_prefix(k, "rpn_head.") || has_prefix(k, "roi_head.") ||
+                     has_prefix(k, "bbox_head.")))
+      det_key = k;
+  }
+  const char *path = rv_weights_path(w) ? rv_weights_path(w) : "weights";
+  if (det_key && n_head == 0)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: this is a detection checkpoint (has '%s'), not a segmentation model",
+                    path, det_key);
+  rv_seg_arch arch = cfg->arch;
+  if (arch == RV_SEG_ARCH_AUTO) {
+    if (n_psp > 0) arch = RV_SEG_ARCH_UPERNET;
+    else if (n_scale > 0) arch = RV_SEG_ARCH_SEMANTIC_FPN;
+    else
+      return rv_error(ctx, RV_ERR_MODEL,
+                      "%s: no UperNet (decode_head.psp_modules.*) or Semantic FPN (decode_head.scale_heads.*) "
+                      "head in the checkpoint", path);
+  }
+  if (arch == RV_SEG_ARCH_SEMANTIC_FPN && n_neck == 0)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: Semantic FPN needs an FPN neck but the checkpoint has no neck.* keys",
+                    path);
+  if (n_aux > 0)
+    rv_log(ctx, RV_LOG_INFO, "ignoring %d auxiliary_head.* tensors (training-only auxiliary head)", n_aux);
+  rv_seg_decoder *d = rv_calloc(1, sizeof *d);
+  if (!d) return rv_error(ctx, RV_ERR_NOMEM, "out of memory (segmentation decoder)");
+  d->arch = arch;
+  rv_status st = RV_OK;
+  if (arch == RV_SEG_ARCH_SEMANTIC_FPN) {
+    st = rv_fpn_load(&d->fpn, &cfg->fpn, w, "neck.", ctx);
+    if (st == RV_OK) {
+      const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
+      rv_fpn_head_config hc = cfg->fpn_head;
+      if (hc.num_levels != fc->num_outs)
+        st = rv_error(ctx, RV_ERR_MODEL, "Semantic FPN: the head takes %d levels but the neck gives %d",
+                      hc.num_levels, fc->num_outs);
+      for (int i = 0; i < hc.num_levels && i < RV_FPN_HEAD_MAX_LEVELS; i++)
+        if (hc.in_channels[i] < 0) hc.in_channels[i] = fc->out_channels;
+      hc.num_classes = cfg->num_classes;
+      if (st == RV_OK) st = rv_fpn_head_load(&d->fpn_head, &hc, w, "decode_head.", ctx);
+      if (st == RV_OK) {
+        d->num_classes = rv_fpn_head_config_of(d->fpn_head)->num_classes;
+        d->num_ins = fc->num_ins;
+        memcpy(d->in_channels, fc->in_channels, sizeof d->in_channels);
+      }
+    }
+  } else if (arch == RV_SEG_ARCH_UPERNET) {
+    st = rv_uper_load(&d->uper, &cfg->uper, w, "decode_head.", ctx);
+    if (st == RV_OK) {
+      const rv_uper_config *uc = rv_uper_config_of(d->uper);
+      st = rv_seg_classifier_load(&d->conv_seg, w, "decode_head.", uc->channels, cfg->num_classes, ctx);
+      if (st == RV_OK) {
+        d->num_classes = d->conv_seg.cout;
+        d->num_ins = uc->num_ins;
+        for (int i = 0; i < uc->num_ins && i < RV_FPN_MAX_LEVELS; i++) d->in_channels[i] = uc->in_channels[i];
+      }
+    }
+  } else {
+    st = rv_error(ctx, RV_ERR_ARG, "unknown segmentation architecture %d", (int)arch);
+  }
+  if (st != RV_OK) {
+    rv_seg_decoder_free(d);
+    return st;
+  }
+  *out = d;
+  return RV_OK;
+}
+
+rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
+                                 int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx) {
+  if (num_feats != d->num_ins)
+    return rv_error(ctx, RV_ERR_SHAPE, "the %s decoder takes %d backbone features, got %d",
+                    rv_seg_arch_name(d->arch), d->num_ins, num_feats);
+  if (d->arch == RV_SEG_ARCH_UPERNET) {
+    int h0 = feats[0].h, w0 = feats[0].w;
+    *logits = rv_tensor_new(a, feats[0].n, d->num_classes, h0, w0);
+    if (!logits->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (logits)");
+    rv_arena_mark m = rv_arena_get_mark(a);
+    rv_tensor fused;
+    rv_status st = rv_uper_forward(d->uper, &fused, feats, num_feats, a, ctx);
+    if (st == RV_OK)
+      st = rv_convmod_forward_into(&d->conv_seg, logits->data,
+                                   (size_t)d->num_classes * (size_t)h0 * (size_t)w0, fused, a, ctx);
+    rv_arena_release(a, m);
+    return st;
+  }
+  const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
+  rv_tensor local[2 * RV_FPN_MAX_LEVELS];
+  rv_tensor *outs = neck_outs ? neck_outs : local;
+  /* The neck outputs stay in the arena (below the logits) until the caller releases. */
+  RV_TRY(rv_fpn_forward(d->fpn, outs, feats, num_feats, a, ctx));
+  return rv_fpn_head_forward(d->fpn_head, logits, outs, fc->num_outs, a, ctx);
+}
+
+/* ---- test-time inference ---------------------------------------------------------------- */
+
+static void set_threads(rv_ctx *ctx) {
+#ifdef _OPENMP
+  int t = rv_ctx_threads(ctx);
+  if (t > 0) omp_set_num_threads(t);
+#else
+  (void)ctx;
+#endif
+}
+
+rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                               rv_ctx *ctx) {
+  RV_ASSERT(s && s->decoder && s->backbone);
+  if (!img.data || img.n != 1 || img.h <= 0 || img.w <= 0)
+    return rv_error(ctx, RV_ERR_SHAPE, "segmentation input must be one non-empty image [1, C, H, W]");
+  const rv_seg_decoder *d = s->decoder;
+  *logits = rv_tensor_new(a, 1, d->num_classes, img.h, img.w);
+  if (!logits->data)
+    return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (%d x %d x %d logits)", d->num_classes,
+                    img.h, img.w);
+  rv_arena_mark m = rv_arena_get_mark(a);
+  rv_tensor feats[RV_FPN_MAX_LEVELS], small;
+  rv_status st = s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx);
+  if (st == RV_OK) st = rv_seg_decoder_forward(d, &small, feats, d->num_ins, NULL, a, ctx);
+  if (st == RV_OK)
+    rv_resize_bilinear_f32(logits->data, small.data, d->num_classes, small.h, small.w, img.h, img.w);
+  rv_arena_release(a, m);
+  return st;
+}
+
+static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                              rv_ctx *ctx) {
+  const rv_seg_test_cfg *t = &s->test;
+  if (t->crop_h <= 0 || t->crop_w <= 0 || t->stride_h <= 0 || t->stride_w <= 0)
+    return rv_error(ctx, RV_ERR_ARG, "slide inference needs a positive crop and stride (got crop %dx%d, stride %dx%d)",
+                    t->crop_h, t->crop_w, t->stride_h, t->stride_w);
+  const int H = img.h, W = img.w, C = s->decoder->num_classes;
+  const int h_grids = (H - t->crop_h + t->stride_h - 1 > 0 ? H - t->crop_h + t->stride_h - 1 : 0) / t->stride_h + 1;
+  const int w_grids = (W - t->crop_w + t->stride_w - 1 > 0 ? W - t->crop_w + t->stride_w - 1 : 0) / t->stride_w + 1;
+  *logits = rv_tensor_zeros(a, 1, C, H, W);
+  if (!logits->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (slide logits)");
+  rv_arena_mark m = rv_arena_get_mark(a);
+  float *count = rv_arena_floats(a, (size_t)H * (size_t)W);
+  if (!count) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (slide counts)");
+  memset(count, 0, (size_t)H * (size_t)W * sizeof(float));
+  rv_status st = RV_OK;
+  for (int hi = 0; hi < h_grids && st == RV_OK; hi++)
+    for (int wi = 0; wi < w_grids && st == RV_OK; wi++) {
+      int y1 = hi * t->stride_h, x1 = wi * t->stride_w;
+      int y2 = y1 + t->crop_h < H ? y1 + t->crop_h : H;
+      int x2 = x1 + t->crop_w < W ? x1 + t->crop_w : W;
+      y1 = y2 - t->crop_h > 0 ? y2 - t->crop_h : 0;
+      x1 = x2 - t->crop_w > 0 ? x2 - t->crop_w : 0;
+      const int ch = y2 - y1, cw = x2 - x1;
+      rv_arena_mark mc = rv_arena_get_mark(a);
+      rv_tensor crop = rv_tensor_new(a, 1, img.c, ch, cw), cl;
+      if (!crop.data) {
+        st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (slide crop)");
+        break;
+      }
+      for (int c = 0; c < img.c; c++)
+        for (int y = 0; y < ch; y++)
+          memcpy(rv_tensor_at(crop, 0, c, y, 0), rv_tensor_at(img, 0, c, y1 + y, x1), (size_t)cw * sizeof(float));
+      st = rv_seg_encode_decode(s, &cl, crop, a, ctx);
+      if (st == RV_OK) {
+#pragma omp parallel for schedule(static)
+        for (int c = 0; c < C; c++)
+          for (int y = 0; y < ch; y++) {
+            float *dst = rv_tensor_at(*logits, 0, c, y1 + y, x1);
+            const float *src = rv_tensor_at(cl, 0, c, y, 0);
+            for (int x = 0; x < cw; x++) dst[x] += src[x];
+          }
+        for (int y = y1; y < y2; y++)
+          for (int x = x1; x < x2; x++) count[(size_t)y * W + x] += 1.0f;
+      }
+      rv_arena_release(a, mc);
+    }
+  if (st == RV_OK) {
+    size_t hw = (size_t)H * (size_t)W;
+    for (size_t i = 0; i < hw; i++)
+      if (count[i] == 0.0f) {
+        st = rv_error(ctx, RV_ERR_INTERNAL, "slide inference left pixel %zu uncovered", i);
+        break;
+      }
+#pragma omp parallel for schedule(static)
+    for (int c = 0; c < C; c++) {
+      float *p = logits->data + (size_t)c * hw;
+      for (size_t i = 0; i < hw; i++) p[i] /= count[i];
+    }
+  }
+  rv_arena_release(a, m);
+  return st;
+}
+
+rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                        rv_ctx *ctx) {
+  set_threads(ctx);
+  if (!img.data || img.n != 1 || img.h <= 0 || img.w <= 0)
+    return rv_error(ctx, RV_ERR_SHAPE, "segmentation input must be one non-empty image [1, C, H, W]");
+  if (s->test.mode == RV_SEG_MODE_SLIDE) return slide_logits(s, logits, img, a, ctx);
+  if (s->test.mode != RV_SEG_MODE_WHOLE)
+    return rv_error(ctx, RV_ERR_ARG, "unknown segmentation test mode %d", (int)s->test.mode);
+  return rv_seg_encode_decode(s, logits, img, a, ctx);
+}
+
+/* Bilinear tap, the formula of core/resize.c (PyTorch CPU upsample_bilinear2d). */
+typedef struct {
+  int i0, i1;
+  float l0, l1;
+} tap;
+
+static tap make_tap(float scale, int dst, int in) {
+  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
+  if (src < 0.0f) src = 0.0f;
+  tap t;
+  t.i0 = (int)src;
+  if (t.i0 > in - 1) t.i0 = in - 1;
+  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
+  t.l1 = src - (float)t.i0;
+  if (t.l1 > 1.0f) t.l1 = 1.0f;
+  t.l0 = 1.0f - t.l1;
+  return t;
+}
+
+/* Pixels per chunk of the fused row loops, and the stack buffer they use. */
+#define CHUNK 128
+#define SOFTMAX_BUF 8192
+
+static rv_status check_resize_args(rv_tensor logits, int ori_h, int ori_w, rv_ctx *ctx) {
+  if (!logits.data || logits.n != 1 || logits.c <= 0 || logits.h <= 0 || logits.w <= 0)
+    return rv_error(ctx, RV_ERR_SHAPE, "logits must be one non-empty [1, C, H, W] tensor");
+  if (ori_h <= 0 || ori_w <= 0 || ori_h > (1 << 16) || ori_w > (1 << 16))
+    return rv_error(ctx, RV_ERR_ARG, "invalid original image size %dx%d", ori_w, ori_h);
+  return RV_OK;
+}
+
+rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h, int ori_w,
+                                    rv_ctx *ctx) {
+  RV_TRY(check_resize_args(logits, ori_h, ori_w, ctx));
+  const int C = logits.c, ih = logits.h, iw = logits.w;
+  const size_t plane = (size_t)ih * (size_t)iw;
+  const float sh = (float)ih / (float)ori_h, sw = (float)iw / (float)ori_w;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int oy = 0; oy < ori_h; oy++) {
+    tap th = make_tap(sh, oy, ih);
+    tap tw[CHUNK];
+    float best[CHUNK];
+    int32_t *lab = labels + (size_t)oy * ori_w;
+    for (int x0 = 0; x0 < ori_w; x0 += CHUNK) {
+      int nx = ori_w - x0 < CHUNK ? ori_w - x0 : CHUNK;
+      for (int j = 0; j < nx; j++) tw[j] = make_tap(sw, x0 + j, iw);
+      for (int c = 0; c < C; c++) {
+        const float *r0 = logits.data + (size_t)c * plane + (size_t)th.i0 * iw;
+        const float *r1 = logits.data + (size_t)c * plane + (size_t)th.i1 * iw;
+        for (int j = 0; j < nx; j++) {
+          float v = th.l0 * (tw[j].l0 * r0[tw[j].i0] + tw[j].l1 * r0[tw[j].i1]) +
+                    th.l1 * (tw[j].l0 * r1[tw[j].i0] + tw[j].l1 * r1[tw[j].i1]);
+          if (c == 0 || v > best[j]) {
+            best[j] = v;
+            lab[x0 + j] = c;
+          }
+        }
+      }
+    }
+  }
+  return RV_OK;
+}
+
+rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
+                             int ori_w, rv_arena *a, rv_ctx *ctx) {
+  rv_arena_mark m = rv_arena_get_mark(a);
+  rv_tensor logits;
+  rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
+  if (st == RV_OK) st = rv_seg_labels_from_logits(labels, logits, ori_h, ori_w, ctx);
+  rv_arena_release(a, m);
+  return st;
+}
+
+rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h, int ori_w,
+                           rv_ctx *ctx) {
+  RV_TRY(check_resize_args(logits, ori_h, ori_w, ctx));
+  const int C = logits.c, ih = logits.h, iw = logits.w;
+  if (C > SOFTMAX_BUF)
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "%d classes: at most %d supported", C, SOFTMAX_BUF);
+  const int chunk = SOFTMAX_BUF / C < CHUNK ? SOFTMAX_BUF / C : CHUNK;
+  const size_t plane = (size_t)ih * (size_t)iw, oplane = (size_t)ori_h * (size_t)ori_w;
+  const float sh = (float)ih / (float)ori_h, sw = (float)iw / (float)ori_w;
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int oy = 0; oy < ori_h; oy++) {
+    tap th = make_tap(sh, oy, ih);
+    tap tw[CHUNK];
+    float v[SOFTMAX_BUF], mx[CHUNK], sum[CHUNK];
+    for (int x0 = 0; x0 < ori_w; x0 += chunk) {
+      int nx = ori_w - x0 < chunk ? ori_w - x0 : chunk;
+      for (int j = 0; j < nx; j++) tw[j] = make_tap(sw, x0 + j, iw);
+      for (int c = 0; c < C; c++) {
+        const float *r0 = logits.data + (size_t)c * plane + (size_t)th.i0 * iw;
+        const float *r1 = logits.data + (size_t)c * plane + (size_t)th.i1 * iw;
+        float *vc = v + (size_t)c * nx;
+        for (int j = 0; j < nx; j++) {
+          vc[j] = th.l0 * (tw[j].l0 * r0[tw[j].i0] + tw[j].l1 * r0[tw[j].i1]) +
+                  th.l1 * (tw[j].l0 * r1[tw[j].i0] + tw[j].l1 * r1[tw[j].i1]);
+          if (c == 0 || vc[j] > mx[j]) mx[j] = vc[j];
+        }
+      }
+      for (int j = 0; j < nx; j++) sum[j] = 0.0f;
+      for (int c = 0; c < C; c++) {
+        float *vc = v + (size_t)c * nx;
+        for (int j = 0; j < nx; j++) {
+          vc[j] = expf(vc[j] - mx[j]);
+          sum[j] += vc[j];
+        }
+      }
+      for (int c = 0; c < C; c++) {
+        const float *vc = v + (size_t)c * nx;
+        float *row = acc + (size_t)c * oplane + (size_t)oy * ori_w;
+        for (int j = 0; j < nx; j++) {
+          int ox = x0 + j;
+          row[flipped ? ori_w - 1 - ox : ox] += vc[j] / sum[j];
+        }
+      }
+    }
+  }
+  return RV_OK;
+}
+
+rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
+                         int ori_w, rv_arena *a, rv_ctx *ctx) {
+  rv_arena_mark m = rv_arena_get_mark(a);
+  rv_tensor logits;
+  rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
+  if (st == RV_OK) st = rv_seg_probs_add(acc, logits, flipped, ori_h, ori_w, ctx);
+  rv_arena_release(a, m);
+  return st;
+}
+
+void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw) {
+#pragma omp parallel for schedule(static) if (hw > 65536)
+  for (size_t i = 0; i < hw; i++) {
+    float best = x[i];
+    int32_t arg = 0;
+    for (int c = 1; c < num_classes; c++) {
+      float v = x[(size_t)c * hw + i];
+      if (v > best) {
+        best = v;
+        arg = c;
+      }
+    }
+    labels[i] = arg;
+  }
+}
+
+void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, int ori_w, int n_aug) {
+  size_t n = (size_t)num_classes * (size_t)ori_h * (size_t)ori_w;
+  if (n_aug > 1) {
+    float inv = (float)n_aug;
+#pragma omp parallel for schedule(static) if (n > 65536)
+    for (size_t i = 0; i < n; i++) acc[i] /= inv;
+  }
+  rv_seg_argmax(labels, acc, num_classes, (size_t)ori_h * (size_t)ori_w);
+}
+
+void rv_seg_top2_margin(float *margin, const float *x, int num_classes, size_t hw, int is_prob) {
+#pragma omp parallel for schedule(static) if (hw > 65536)
+  for (size_t i = 0; i < hw; i++) {
+    double m1 = -INFINITY, m2 = -INFINITY, sum = 0;
+    for (int c = 0; c < num_classes; c++) {
+      double v = x[(size_t)c * hw + i];
+      if (v > m1) {
+        m2 = m1;
+        m1 = v;
+      } else if (v > m2) {
+        m2 = v;
+      }
+    }
+    if (num_classes < 2) {
+      margin[i] = 1.0f;
+      continue;
+    }
+    if (is_prob) {
+      margin[i] = (float)(m1 - m2);
+      continue;
+    }
+    for (int c = 0; c < num_classes; c++) sum += exp((double)x[(size_t)c * hw + i] - m1);
+    margin[i] = (float)((1.0 - exp(m2 - m1)) / sum);
+  }
+}

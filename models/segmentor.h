@@ -1,0 +1,144 @@
+/* Semantic segmentation: the decoder (neck + decode head + conv_seg) of an mmseg 0.13
+ * EncoderDecoder checkpoint, and its test-time inference (whole / slide / aug-test).
+ *
+ *   rv_seg_decoder *dec;
+ *   rv_seg_decoder_config dc = rv_seg_decoder_default_config();   // architecture from keys
+ *   if (rv_seg_decoder_load(&dec, &dc, weights, ctx)) ...;        // "neck.*", "decode_head.*"
+ *   rv_segmentor seg = {dec, my_backbone_fn, my_backbone, rv_seg_default_test_cfg()};
+ *   int32_t *labels = malloc(ori_h * ori_w * sizeof *labels);
+ *   rv_seg_simple_test(&seg, labels, img, ori_h, ori_w, arena, ctx); // img: normalised [1,3,H,W]
+ *
+ *   // aug-test: one accumulator, one call per (scale, flip) image, then the label map
+ *   float *acc = calloc((size_t)C * ori_h * ori_w, sizeof *acc);
+ *   for each augmented img: rv_seg_aug_add(&seg, acc, img, flipped, ori_h, ori_w, arena, ctx);
+ *   rv_seg_aug_labels(labels, acc, C, ori_h, ori_w, n_aug);
+ *
+ * Semantics (SEMANTICS.md I.27, mmseg segmentors/encoder_decoder.py):
+ * - encode_decode: backbone -> [FPN neck] -> head -> 1/4 logits -> bilinear to the input
+ *   tensor size (align_corners False).
+ * - whole: logits = encode_decode(img); slide: crops of crop_h x crop_w every stride, each
+ *   y1 = min(r*stride_h, H-crop_h) clamped at 0 (same for x), h_grids =
+ *   max(H-crop_h+stride_h-1, 0)/stride_h + 1; every crop's encode_decode is added into a
+ *   [C,H,W] sum and divided by the per-pixel window count.
+ * - rescale: a SECOND bilinear resize of those logits to ori_shape (never composed with
+ *   the first), softmax over classes, [flip back], argmax (the first maximum wins).
+ * - aug_test: mean over the augmented images of the (flipped back) softmax at ori_shape,
+ *   summed in call order then divided by their number, argmax.
+ * Softmax is monotonic, so simple_test takes the argmax of the logits (no softmax pass).
+ * Memory: the [C, H, W] input-size logits are materialised (arena); the ori-size logits
+ * are never materialised: the second resize is fused with the argmax / softmax-add row by row.
+ *
+ * The backbone is a callback so any feature extractor (backbone/ravlt.h, a fixture's stored
+ * features in tests) can drive the same pipeline.
+ */
+#ifndef RV_MODELS_SEGMENTOR_H
+#define RV_MODELS_SEGMENTOR_H
+
+#include "heads/seg_heads.h"
+#include "necks/fpn.h"
+#include "necks/uper.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  RV_SEG_ARCH_AUTO = 0,       /* from the checkpoint keys */
+  RV_SEG_ARCH_UPERNET,        /* UPerHead (decode_head.psp_modules.*) */
+  RV_SEG_ARCH_SEMANTIC_FPN    /* FPN neck + FPNHead (neck.*, decode_head.scale_heads.*) */
+} rv_seg_arch;
+
+const char *rv_seg_arch_name(rv_seg_arch a); /* "upernet", "semantic_fpn", "auto" */
+
+typedef struct {
+  rv_seg_arch arch;
+  int num_classes;               /* expected number of classes, -1: from the weights */
+  rv_fpn_config fpn;             /* Semantic FPN neck (default: 4 in, 4 out, widths from weights) */
+  rv_fpn_head_config fpn_head;   /* strides 4,8,16,32 */
+  rv_uper_config uper;           /* pool scales 1,2,3,6 */
+} rv_seg_decoder_config;
+
+rv_seg_decoder_config rv_seg_decoder_default_config(void);
+
+typedef struct rv_seg_decoder rv_seg_decoder;
+
+/* Copies the neck/head weights (BN folded). Keys "neck.*" and "decode_head.*";
+ * "auxiliary_head.*" (training only) is ignored with an info log. A detector checkpoint
+ * (rpn_head / roi_head / bbox_head keys) or a class-count mismatch is RV_ERR_MODEL. */
+rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
+                              const rv_weights *w, rv_ctx *ctx);
+void rv_seg_decoder_free(rv_seg_decoder *d);
+rv_seg_arch rv_seg_decoder_arch(const rv_seg_decoder *d);
+int rv_seg_decoder_num_classes(const rv_seg_decoder *d);
+int rv_seg_decoder_num_inputs(const rv_seg_decoder *d);
+/* Backbone channels the decoder expects at input i. */
+int rv_seg_decoder_in_channels(const rv_seg_decoder *d, int i);
+/* FPN neck of a Semantic FPN decoder (NULL for UperNet). */
+const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d);
+
+/* Backbone features -> logits at the resolution of feats[0] (1/4), from the arena. If
+ * neck_outs is non-NULL and the model has an FPN neck, its outputs are stored there (they
+ * are allocated from the arena either way: release with a mark taken before the call). */
+rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
+                                 int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx);
+
+/* ---- test-time inference ---------------------------------------------------------------- */
+typedef rv_status (*rv_seg_backbone_fn)(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
+                                        rv_arena *a, rv_ctx *ctx);
+
+typedef enum { RV_SEG_MODE_WHOLE = 0, RV_SEG_MODE_SLIDE } rv_seg_mode;
+
+typedef struct {
+  rv_seg_mode mode;
+  int crop_h, crop_w;      /* slide only */
+  int stride_h, stride_w;
+} rv_seg_test_cfg;
+
+/* whole; crop 512x512, stride 341x341 for slide. */
+rv_seg_test_cfg rv_seg_default_test_cfg(void);
+
+typedef struct {
+  const rv_seg_decoder *decoder;
+  rv_seg_backbone_fn backbone;
+  void *backbone_user;
+  rv_seg_test_cfg test;
+} rv_segmentor;
+
+/* Logits at the input size [1, C, H, W] (from the arena): encode_decode in whole mode, the
+ * window average in slide mode. img: normalised [1, 3, H, W]. */
+rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                        rv_ctx *ctx);
+/* encode_decode alone: backbone, decoder, bilinear to the input size. */
+rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                               rv_ctx *ctx);
+
+/* labels[ori_h * ori_w] = argmax_c bilinear(logits -> ori_h x ori_w)[c]; first max wins.
+ * logits: [1, C, H, W]. This is the rescale + argmax of simple_test. */
+rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h, int ori_w,
+                                    rv_ctx *ctx);
+/* simple_test: rv_seg_logits + rv_seg_labels_from_logits. */
+rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
+                             int ori_w, rv_arena *a, rv_ctx *ctx);
+
+/* acc[C, ori_h, ori_w] += softmax(bilinear(logits -> ori)) (mirrored in x when flipped). */
+rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h, int ori_w,
+                           rv_ctx *ctx);
+/* One aug-test image: rv_seg_logits + rv_seg_probs_add. */
+rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
+                         int ori_w, rv_arena *a, rv_ctx *ctx);
+/* acc /= n_aug (in place), labels = argmax over classes (first max wins). */
+void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, int ori_w, int n_aug);
+
+/* labels[i] = argmax_c x[c * hw + i], the first maximum wins. */
+void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw);
+
+/* margin[i] = p1 - p2, the gap between the two largest softmax probabilities over classes of
+ * x[c * hw + i] (double precision; a 1-class map gives 1). The robustness measure used to
+ * compare label maps: a label can only flip where this margin is tiny. If `is_prob` the
+ * input is already probabilities. */
+void rv_seg_top2_margin(float *margin, const float *x, int num_classes, size_t hw, int is_prob);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

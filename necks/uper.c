@@ -1,0 +1,204 @@
+/* UperNet PPM + top-down fusion + fpn_bottleneck. See uper.h. */
+#include "necks/uper.h"
+#include "models/conv_module.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct rv_uper {
+  rv_uper_config cfg;
+  rv_convmod ppm[RV_UPER_MAX_SCALES];
+  rv_convmod bottleneck;
+  rv_convmod lateral[RV_UPER_MAX_LEVELS];
+  rv_convmod fpn[RV_UPER_MAX_LEVELS];
+  rv_convmod fpn_bottleneck;
+};
+
+rv_uper_config rv_uper_default_config(void) {
+  rv_uper_config c;
+  memset(&c, 0, sizeof c);
+  c.num_ins = 4;
+  for (int i = 0; i < RV_UPER_MAX_LEVELS; i++) c.in_channels[i] = -1;
+  c.channels = -1;
+  c.num_pool_scales = 4;
+  c.pool_scales[0] = 1;
+  c.pool_scales[1] = 2;
+  c.pool_scales[2] = 3;
+  c.pool_scales[3] = 6;
+  return c;
+}
+
+void rv_uper_free(rv_uper *u) {
+  if (!u) return;
+  for (int i = 0; i < RV_UPER_MAX_SCALES; i++) rv_convmod_free(&u->ppm[i]);
+  for (int i = 0; i < RV_UPER_MAX_LEVELS; i++) {
+    rv_convmod_free(&u->lateral[i]);
+    rv_convmod_free(&u->fpn[i]);
+  }
+  rv_convmod_free(&u->bottleneck);
+  rv_convmod_free(&u->fpn_bottleneck);
+  rv_free(u);
+}
+
+const rv_uper_config *rv_uper_config_of(const rv_uper *u) { return &u->cfg; }
+
+rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weights *w,
+                       const char *prefix, rv_ctx *ctx) {
+  *out = NULL;
+  if (cfg->num_ins < 2 || cfg->num_ins > RV_UPER_MAX_LEVELS)
+    return rv_error(ctx, RV_ERR_ARG, "UperNet: num_ins %d outside 2..%d", cfg->num_ins, RV_UPER_MAX_LEVELS);
+  if (cfg->num_pool_scales < 1 || cfg->num_pool_scales > RV_UPER_MAX_SCALES)
+    return rv_error(ctx, RV_ERR_ARG, "UperNet: %d pool scales (1..%d allowed)", cfg->num_pool_scales,
+                    RV_UPER_MAX_SCALES);
+  for (int k = 0; k < cfg->num_pool_scales; k++)
+    if (cfg->pool_scales[k] < 1 || cfg->pool_scales[k] > 1024)
+      return rv_error(ctx, RV_ERR_ARG, "UperNet: pool scale %d invalid", cfg->pool_scales[k]);
+  rv_uper *u = rv_calloc(1, sizeof *u);
+  if (!u) return rv_error(ctx, RV_ERR_NOMEM, "out of memory (UperNet)");
+  u->cfg = *cfg;
+  rv_uper_config *c = &u->cfg;
+  const int last = c->num_ins - 1;
+  char name[512];
+  rv_status st = RV_OK;
+  for (int k = 0; k < c->num_pool_scales && st == RV_OK; k++) {
+    snprintf(name, sizeof name, "%spsp_modules.%d.1", prefix, k);
+    st = rv_convmod_load(&u->ppm[k], w, name, c->in_channels[last], c->channels, 1, 1, RV_ACT_RELU, ctx);
+    if (st == RV_OK) {
+      c->in_channels[last] = u->ppm[k].cin;
+      c->channels = u->ppm[k].cout;
+    }
+  }
+  if (st == RV_OK) {
+    snprintf(name, sizeof name, "%spsp_modules.%d.1", prefix, c->num_pool_scales);
+    if (rv_convmod_exists(w, name))
+      st = rv_error(ctx, RV_ERR_MODEL, "UperNet: checkpoint has '%s' but the config has %d pool scales",
+                    name, c->num_pool_scales);
+  }
+  if (st == RV_OK) {
+    snprintf(name, sizeof name, "%sbottleneck", prefix);
+    st = rv_convmod_load(&u->bottleneck, w, name, c->in_channels[last] + c->num_pool_scales * c->channels,
+                         c->channels, 3, 1, RV_ACT_RELU, ctx);
+  }
+  for (int i = 0; i < last && st == RV_OK; i++) {
+    snprintf(name, sizeof name, "%slateral_convs.%d", prefix, i);
+    st = rv_convmod_load(&u->lateral[i], w, name, c->in_channels[i], c->channels, 1, 1, RV_ACT_RELU, ctx);
+    if (st != RV_OK) break;
+    c->in_channels[i] = u->lateral[i].cin;
+    snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, i);
+    st = rv_convmod_load(&u->fpn[i], w, name, c->channels, c->channels, 3, 1, RV_ACT_RELU, ctx);
+  }
+  if (st == RV_OK) {
+    snprintf(name, sizeof name, "%slateral_convs.%d", prefix, last);
+    if (rv_convmod_exists(w, name))
+      st = rv_error(ctx, RV_ERR_MODEL, "UperNet: checkpoint has '%s' but the config has %d inputs", name,
+                    c->num_ins);
+  }
+  if (st == RV_OK) {
+    snprintf(name, sizeof name, "%sfpn_bottleneck", prefix);
+    st = rv_convmod_load(&u->fpn_bottleneck, w, name, c->num_ins * c->channels, c->channels, 3, 1,
+                         RV_ACT_RELU, ctx);
+  }
+  if (st != RV_OK) {
+    rv_uper_free(u);
+    return st;
+  }
+  *out = u;
+  return RV_OK;
+}
+
+/* dst += bilinear(src resized to dst's size). */
+static rv_status add_bilinear(rv_tensor dst, rv_tensor src, rv_arena *a, rv_ctx *ctx) {
+  size_t n = rv_tensor_numel(dst);
+  rv_arena_mark m = rv_arena_get_mark(a);
+  const float *s = src.data;
+  if (src.h != dst.h || src.w != dst.w) {
+    float *tmp = rv_arena_floats(a, n);
+    if (!tmp) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet top-down)");
+    rv_resize_bilinear_f32(tmp, src.data, src.n * src.c, src.h, src.w, dst.h, dst.w);
+    s = tmp;
+  }
+  float *d = dst.data;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (size_t i = 0; i < n; i++) d[i] += s[i];
+  rv_arena_release(a, m);
+  return RV_OK;
+}
+
+/* Write src (batch n, c channels) resized to oh x ow into channel offset `c0` of a
+ * concatenation buffer with `cat_c` channels per item. */
+static void resize_into_slice(float *cat, int cat_c, int c0, int oh, int ow, rv_tensor src) {
+  size_t ohw = (size_t)oh * (size_t)ow, ihw = (size_t)src.h * (size_t)src.w;
+  for (int b = 0; b < src.n; b++) {
+    float *d = cat + ((size_t)b * (size_t)cat_c + (size_t)c0) * ohw;
+    const float *s = src.data + (size_t)b * (size_t)src.c * ihw;
+    if (src.h == oh && src.w == ow)
+      memcpy(d, s, (size_t)src.c * ohw * sizeof(float));
+    else
+      rv_resize_bilinear_f32(d, s, src.c, src.h, src.w, oh, ow);
+  }
+}
+
+rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inputs,
+                          int num_inputs, rv_arena *a, rv_ctx *ctx) {
+  const rv_uper_config *c = &u->cfg;
+  if (num_inputs != c->num_ins)
+    return rv_error(ctx, RV_ERR_SHAPE, "UperNet expects %d input features, got %d", c->num_ins, num_inputs);
+  const int n = inputs[0].n, last = c->num_ins - 1, ch = c->channels;
+  for (int i = 0; i < num_inputs; i++) {
+    if (!inputs[i].data || inputs[i].n != n || inputs[i].h <= 0 || inputs[i].w <= 0)
+      return rv_error(ctx, RV_ERR_SHAPE, "UperNet input %d is empty or has another batch size", i);
+    if (inputs[i].c != c->in_channels[i])
+      return rv_error(ctx, RV_ERR_SHAPE, "UperNet input %d has %d channels, the weights expect %d", i,
+                      inputs[i].c, c->in_channels[i]);
+  }
+  const int h0 = inputs[0].h, w0 = inputs[0].w;
+  *out = rv_tensor_new(a, n, ch, h0, w0);
+  if (!out->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet output)");
+  rv_arena_mark m = rv_arena_get_mark(a);
+  rv_status st = RV_OK;
+  rv_tensor lat[RV_UPER_MAX_LEVELS];
+  /* PSP: cat[x, ppm_s...] -> bottleneck */
+  {
+    const rv_tensor x = inputs[last];
+    const int cat_c = x.c + c->num_pool_scales * ch;
+    rv_tensor cat = rv_tensor_new(a, n, cat_c, x.h, x.w);
+    if (!cat.data) st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet PPM)");
+    if (st == RV_OK) resize_into_slice(cat.data, cat_c, 0, x.h, x.w, x);
+    for (int k = 0; k < c->num_pool_scales && st == RV_OK; k++) {
+      rv_arena_mark mk = rv_arena_get_mark(a);
+      const int s = c->pool_scales[k];
+      rv_tensor pooled = rv_tensor_new(a, n, x.c, s, s), conv;
+      if (!pooled.data) {
+        st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet PPM)");
+        break;
+      }
+      rv_adaptive_avgpool_f32(pooled.data, x.data, n * x.c, x.h, x.w, s, s);
+      st = rv_convmod_forward(&u->ppm[k], &conv, pooled, a, ctx);
+      if (st == RV_OK) resize_into_slice(cat.data, cat_c, x.c + k * ch, x.h, x.w, conv);
+      rv_arena_release(a, mk);
+    }
+    if (st == RV_OK) st = rv_convmod_forward(&u->bottleneck, &lat[last], cat, a, ctx);
+  }
+  for (int i = 0; i < last && st == RV_OK; i++)
+    st = rv_convmod_forward(&u->lateral[i], &lat[i], inputs[i], a, ctx);
+  for (int i = last; i > 0 && st == RV_OK; i--) st = add_bilinear(lat[i - 1], lat[i], a, ctx);
+  if (st == RV_OK) {
+    const int cat_c = c->num_ins * ch;
+    rv_tensor cat = rv_tensor_new(a, n, cat_c, h0, w0);
+    if (!cat.data) st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet fusion)");
+    size_t item = (size_t)cat_c * (size_t)h0 * (size_t)w0;
+    if (st == RV_OK) st = rv_convmod_forward_into(&u->fpn[0], cat.data, item, lat[0], a, ctx);
+    for (int i = 1; i <= last && st == RV_OK; i++) {
+      rv_arena_mark mk = rv_arena_get_mark(a);
+      rv_tensor f = lat[last];
+      if (i < last) st = rv_convmod_forward(&u->fpn[i], &f, lat[i], a, ctx);
+      if (st == RV_OK) resize_into_slice(cat.data, cat_c, i * ch, h0, w0, f);
+      rv_arena_release(a, mk);
+    }
+    if (st == RV_OK)
+      st = rv_convmod_forward_into(&u->fpn_bottleneck, out->data, (size_t)ch * (size_t)h0 * (size_t)w0,
+                                   cat, a, ctx);
+  }
+  rv_arena_release(a, m);
+  return st;
+}
