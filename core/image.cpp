@@ -7,6 +7,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/core/utils/logger.hpp>
 
 #include <cctype>
 #include <cerrno>
@@ -373,6 +374,15 @@ void rv_image_swap_rb(rv_image *img) {
     unsigned char t = q[0];
     q[0] = q[2];
     q[2] = t;
+  }
+}
+
+void rv_image_set_opencv_log_level(int level) {
+  try {
+    cv::utils::logging::setLogLevel(level >= 2   ? cv::utils::logging::LOG_LEVEL_INFO
+                                    : level == 1 ? cv::utils::logging::LOG_LEVEL_WARNING
+                                                 : cv::utils::logging::LOG_LEVEL_ERROR);
+  } catch (...) {
   }
 }
 

@@ -73,6 +73,12 @@ rv_status rv_image_flip(rv_image *dst, const rv_image *src, int horizontal, rv_c
 /* BGR <-> RGB in place (3 or 4 channels). */
 void rv_image_swap_rb(rv_image *img);
 
+/* OpenCV's own diagnostics (its logger: GStreamer/V4L/FFmpeg backend warnings) are
+ * process-wide OpenCV state: the CLI calls this once at start-up (0: errors only, 1: also
+ * warnings, 2: everything). libjpeg's "Corrupt JPEG data" lines and FFmpeg's own log go
+ * to stderr regardless. The library itself never calls it. */
+void rv_image_set_opencv_log_level(int level);
+
 /* ---- video ------------------------------------------------------------------------------ */
 typedef struct rv_video_reader rv_video_reader;
 typedef struct {
