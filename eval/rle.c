@@ -1,0 +1,475 @@
+/* RLE mask API with pycocotools semantics. Written from the behaviour of cocoapi's
+ * common/maskApi.c; every rounding, clamp and quirk that changes a bit of output is kept
+ * (see ../shared/fixtures/SEMANTICS.md, COCO quirks 12-15). */
+#include "eval/rle.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* a*b+c must round twice, as in the reference build */
+#endif
+
+void rv_rle_free(rv_rle *r) {
+  if (!r) return;
+  free(r->cnts);
+  r->cnts = NULL;
+  r->m = 0;
+}
+
+static rv_status rle_set(rv_rle *r, uint32_t h, uint32_t w, const uint32_t *cnts, size_t m,
+                         rv_ctx *ctx) {
+  uint32_t *c = NULL;
+  if (m) {
+    c = malloc(m * sizeof *c);
+    if (!c) return rv_error(ctx, RV_ERR_NOMEM, "rle: out of memory (%zu runs)", m);
+    if (cnts) memcpy(c, cnts, m * sizeof *c);
+  }
+  r->h = h;
+  r->w = w;
+  r->m = m;
+  r->cnts = c;
+  return RV_OK;
+}
+
+rv_status rv_rle_copy(rv_rle *dst, const rv_rle *src, rv_ctx *ctx) {
+  return rle_set(dst, src->h, src->w, src->cnts, src->m, ctx);
+}
+
+static rv_status encode_impl(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, int rowmajor,
+                             rv_ctx *ctx) {
+  size_t a = (size_t)h * w;
+  uint32_t *cnts = malloc((a + 1) * sizeof *cnts);
+  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "rle encode: out of memory (%ux%u)", h, w);
+  size_t k = 0;
+  uint32_t c = 0;
+  uint8_t p = 0;
+  for (uint32_t x = 0; x < w; x++)
+    for (uint32_t y = 0; y < h; y++) {
+      uint8_t v = (rowmajor ? M[(size_t)y * w + x] : M[(size_t)x * h + y]) != 0;
+      if (v != p) {
+        cnts[k++] = c;
+        c = 0;
+        p = v;
+      }
+      c++;
+    }
+  cnts[k++] = c;
+  rv_status st = rle_set(r, h, w, cnts, k, ctx);
+  free(cnts);
+  return st;
+}
+
+rv_status rv_rle_encode(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return encode_impl(r, M, h, w, 0, ctx);
+}
+
+rv_status rv_rle_encode_rowmajor(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return encode_impl(r, M, h, w, 1, ctx);
+}
+
+void rv_rle_decode(const rv_rle *r, uint8_t *M) {
+  uint8_t v = 0;
+  for (size_t j = 0; j < r->m; j++) {
+    memset(M, v, r->cnts[j]);
+    M += r->cnts[j];
+    v = !v;
+  }
+}
+
+char *rv_rle_to_string(const rv_rle *r) {
+  /* at most 7 chars per count (32 bits + sign in 5-bit groups) */
+  char *s = malloc(r->m * 8 + 1);
+  if (!s) return NULL;
+  size_t p = 0;
+  for (size_t i = 0; i < r->m; i++) {
+    int64_t x = (int64_t)r->cnts[i];
+    if (i > 2) x -= (int64_t)r->cnts[i - 2];
+    int more = 1;
+    while (more) {
+      int c = (int)(x & 0x1f);
+      x >>= 5; /* arithmetic shift of a negative value, as in the reference (long) */
+      more = (c & 0x10) ? x != -1 : x != 0;
+      if (more) c |= 0x20;
+      s[p++] = (char)(c + 48);
+    }
+  }
+  s[p] = 0;
+  return s;
+}
+
+static rv_status check_sum(const uint32_t *cnts, size_t m, uint32_t h, uint32_t w, const char *what,
+                           rv_ctx *ctx) {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < m; i++) sum += cnts[i];
+  if (sum != (uint64_t)h * w)
+    return rv_error(ctx, RV_ERR_FORMAT, "%s: RLE counts sum to %llu, expected h*w = %u*%u = %llu",
+                    what ? what : "rle", (unsigned long long)sum, h, w,
+                    (unsigned long long)((uint64_t)h * w));
+  return RV_OK;
+}
+
+rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
+                             rv_ctx *ctx) {
+  if (!what) what = "rle";
+  size_t len = strlen(s);
+  uint32_t *cnts = malloc((len + 1) * sizeof *cnts);
+  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what);
+  size_t m = 0, p = 0;
+  rv_status st = RV_OK;
+  while (s[p]) {
+    int64_t x = 0;
+    int k = 0, more = 1;
+    while (more) {
+      int c = (unsigned char)s[p] - 48;
+      if (s[p] == 0) {
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (truncated at character %zu)", what, p);
+        goto done;
+      }
+      if (c < 0 || c > 63) {
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (character '%c' at %zu)", what,
+                      s[p], p);
+        goto done;
+      }
+      if (k >= 8) {
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count too long at %zu)", what, p);
+        goto done;
+      }
+      x |= (int64_t)(c & 0x1f) << (5 * k);
+      more = c & 0x20;
+      p++;
+      k++;
+      if (!more && (c & 0x10)) x |= -((int64_t)1 << (5 * k));
+    }
+    if (m > 2) x += (int64_t)cnts[m - 2];
+    if (x < 0 || x > (int64_t)UINT32_MAX) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count %zu decodes to %lld)", what, m,
+                    (long long)x);
+      goto done;
+    }
+    cnts[m++] = (uint32_t)x;
+  }
+  st = check_sum(cnts, m, h, w, what, ctx);
+  if (st == RV_OK) st = rle_set(r, h, w, cnts, m, ctx);
+done:
+  free(cnts);
+  return st;
+}
+
+rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w,
+                             const char *what, rv_ctx *ctx) {
+  RV_TRY(check_sum(counts, m, h, w, what ? what : "rle", ctx));
+  return rle_set(r, h, w, counts, m, ctx);
+}
+
+static uint32_t umin32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+static uint32_t umax32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+rv_status rv_rle_merge(rv_rle *out, const rv_rle *R, size_t n, int intersect, rv_ctx *ctx) {
+  if (n == 0) return rle_set(out, 0, 0, NULL, 0, ctx);
+  uint32_t h = R[0].h, w = R[0].w;
+  size_t m = R[0].m;
+  if (n == 1) return rle_set(out, h, w, R[0].cnts, m, ctx);
+  size_t cap = (size_t)h * w + 1;
+  uint32_t *cnts = malloc(cap * sizeof *cnts), *A = malloc(cap * sizeof *A);
+  if (!cnts || !A) {
+    free(cnts);
+    free(A);
+    return rv_error(ctx, RV_ERR_NOMEM, "rle merge: out of memory (%ux%u)", h, w);
+  }
+  if (m) memcpy(cnts, R[0].cnts, m * sizeof *cnts);
+  for (size_t i = 1; i < n; i++) {
+    const rv_rle *B = &R[i];
+    if (B->h != h || B->w != w) {
+      h = w = 0;
+      m = 0;
+      break;
+    }
+    size_t am = m;
+    if (am) memcpy(A, cnts, am * sizeof *A);
+    if (am == 0 || B->m == 0) { /* degenerate input (only an empty 0-pixel mask) */
+      m = 0;
+      continue;
+    }
+    uint32_t ca = A[0], cb = B->cnts[0], cc = 0, ct = 1, c;
+    int v = 0, va = 0, vb = 0, vp;
+    size_t a = 1, b = 1;
+    m = 0;
+    while (ct > 0) {
+      c = umin32(ca, cb);
+      cc += c;
+      ct = 0;
+      ca -= c;
+      if (!ca && a < am) {
+        ca = A[a++];
+        va = !va;
+      }
+      ct += ca;
+      cb -= c;
+      if (!cb && b < B->m) {
+        cb = B->cnts[b++];
+        vb = !vb;
+      }
+      ct += cb;
+      vp = v;
+      v = intersect ? (va && vb) : (va || vb);
+      if (v != vp || ct == 0) {
+        cnts[m++] = cc;
+        cc = 0;
+      }
+    }
+  }
+  rv_status st = rle_set(out, h, w, cnts, m, ctx);
+  free(cnts);
+  free(A);
+  return st;
+}
+
+uint32_t rv_rle_area(const rv_rle *r) {
+  uint32_t a = 0;
+  for (size_t j = 1; j < r->m; j += 2) a += r->cnts[j];
+  return a;
+}
+
+void rv_rle_to_bbox(const rv_rle *r, double bb[4]) {
+  uint32_t h = r->h, xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, xp = 0;
+  size_t m = (r->m / 2) * 2;
+  if (m == 0 || h == 0) {
+    bb[0] = bb[1] = bb[2] = bb[3] = 0;
+    return;
+  }
+  for (size_t j = 0; j < m; j++) {
+    cc += r->cnts[j];
+    uint32_t t = cc - (uint32_t)(j % 2), y = t % h, x = (t - y) / h;
+    if (j % 2 == 0)
+      xp = x;
+    else if (xp < x) {
+      ys = 0;
+      ye = h - 1;
+    }
+    xs = umin32(xs, x);
+    xe = umax32(xe, x);
+    ys = umin32(ys, y);
+    ye = umax32(ye, y);
+  }
+  bb[0] = xs;
+  bb[2] = (double)xe - xs + 1;
+  bb[1] = ys;
+  bb[3] = (double)ye - ys + 1;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t c = *(const uint32_t *)a, d = *(const uint32_t *)b;
+  return c > d ? 1 : c < d ? -1 : 0;
+}
+
+/* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
+ * centre column, and turn those y-boundary points into run lengths (maskApi rleFrPoly).
+ * Coordinates: (int)(5*x + .5) truncates toward zero, as in the reference. */
+rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
+  for (size_t j = 0; j < 2 * k; j++)
+    if (!(fabs(xy[j]) < 1e8))
+      return rv_error(ctx, RV_ERR_FORMAT, "polygon coordinate %zu is %g (not finite or beyond 1e8)", j,
+                      xy[j]);
+  const double scale = 5;
+  rv_status st = RV_OK;
+  int *x = malloc(sizeof(int) * (k + 1)), *y = malloc(sizeof(int) * (k + 1));
+  int *u = NULL, *v = NULL, *bx = NULL, *by = NULL;
+  uint32_t *a = NULL, *b = NULL;
+  if (!x || !y) goto nomem;
+  for (size_t j = 0; j < k; j++) x[j] = (int)(scale * xy[j * 2 + 0] + .5);
+  x[k] = x[0];
+  for (size_t j = 0; j < k; j++) y[j] = (int)(scale * xy[j * 2 + 1] + .5);
+  y[k] = y[0];
+  size_t m = 0;
+  for (size_t j = 0; j < k; j++)
+    m += umax32((uint32_t)abs(x[j] - x[j + 1]), (uint32_t)abs(y[j] - y[j + 1])) + 1;
+  u = malloc(sizeof(int) * m);
+  v = malloc(sizeof(int) * m);
+  if (!u || !v) goto nomem;
+  m = 0;
+  for (size_t j = 0; j < k; j++) {
+    int xs = x[j], xe = x[j + 1], ys = y[j], ye = y[j + 1], dx, dy, t, d, flip;
+    double s;
+    dx = abs(xe - xs);
+    dy = abs(ys - ye);
+    flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
+    if (flip) {
+      t = xs; xs = xe; xe = t;
+      t = ys; ys = ye; ye = t;
+    }
+    s = dx >= dy ? (double)(ye - ys) / dx : (double)(xe - xs) / dy;
+    if (dx >= dy)
+      for (d = 0; d <= dx; d++) {
+        t = flip ? dx - d : d;
+        u[m] = t + xs;
+        double tmp = s * t;
+        v[m] = (int)(ys + tmp + .5);
+        m++;
+      }
+    else
+      for (d = 0; d <= dy; d++) {
+        t = flip ? dy - d : d;
+        v[m] = t + ys;
+        double tmp = s * t;
+        u[m] = (int)(xs + tmp + .5);
+        m++;
+      }
+  }
+  /* points on the y-boundary, downsampled */
+  size_t np = m;
+  m = 0;
+  bx = malloc(sizeof(int) * (np ? np : 1));
+  by = malloc(sizeof(int) * (np ? np : 1));
+  if (!bx || !by) goto nomem;
+  for (size_t j = 1; j < np; j++)
+    if (u[j] != u[j - 1]) {
+      double xd = (double)(u[j] < u[j - 1] ? u[j] : u[j] - 1);
+      xd = (xd + .5) / scale - .5;
+      if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
+      double yd = (double)(v[j] < v[j - 1] ? v[j] : v[j - 1]);
+      yd = (yd + .5) / scale - .5;
+      if (yd < 0)
+        yd = 0;
+      else if (yd > h)
+        yd = h;
+      yd = ceil(yd);
+      bx[m] = (int)xd;
+      by[m] = (int)yd;
+      m++;
+    }
+  /* run lengths from the sorted boundary indices */
+  size_t nk = m;
+  a = malloc(sizeof(uint32_t) * (nk + 1));
+  b = malloc(sizeof(uint32_t) * (nk + 1));
+  if (!a || !b) goto nomem;
+  for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
+  a[nk++] = (uint32_t)((size_t)h * w);
+  qsort(a, nk, sizeof(uint32_t), cmp_u32);
+  uint32_t prev = 0;
+  for (size_t j = 0; j < nk; j++) {
+    uint32_t t = a[j];
+    a[j] -= prev;
+    prev = t;
+  }
+  size_t j = 0;
+  m = 0;
+  b[m++] = a[j++];
+  while (j < nk)
+    if (a[j] > 0)
+      b[m++] = a[j++];
+    else {
+      j++;
+      if (j < nk) b[m - 1] += a[j++];
+    }
+  st = rle_set(R, h, w, b, m, ctx);
+  goto done;
+nomem:
+  st = rv_error(ctx, RV_ERR_NOMEM, "polygon to RLE: out of memory (%zu points)", k);
+done:
+  free(x);
+  free(y);
+  free(u);
+  free(v);
+  free(bx);
+  free(by);
+  free(a);
+  free(b);
+  return st;
+}
+
+rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx) {
+  double xs = bb[0], xe = xs + bb[2];
+  double ys = bb[1], ye = ys + bb[3];
+  double xy[8] = {xs, ys, xs, ye, xe, ye, xe, ys};
+  return rv_rle_from_poly(r, xy, 4, h, w, ctx);
+}
+
+/* Box IoU exactly as maskApi bbIou for one pair (returns 0 when the boxes do not overlap). */
+static double bb_iou1(const double *D, const double *G, int crowd) {
+  double ga = G[2] * G[3], da = D[2] * D[3];
+  double w = fmin(D[2] + D[0], G[2] + G[0]) - fmax(D[0], G[0]);
+  if (w <= 0) return 0;
+  double h = fmin(D[3] + D[1], G[3] + G[1]) - fmax(D[1], G[1]);
+  if (h <= 0) return 0;
+  double i = w * h;
+  double u = crowd ? da : da + ga - i;
+  return i / u;
+}
+
+void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt, size_t n,
+                 const uint8_t *iscrowd) {
+  for (size_t d = 0; d < m; d++)
+    for (size_t g = 0; g < n; g++)
+      o[d * n + g] = bb_iou1(dt + d * 4, gt + g * 4, iscrowd && iscrowd[g]);
+}
+
+double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd) {
+  if (dt->m == 0 || gt->m == 0) return 0;
+  uint32_t ca = dt->cnts[0], cb = gt->cnts[0], c, ct = 1, i = 0, u = 0;
+  size_t ka = dt->m, kb = gt->m, a = 1, b = 1;
+  int va = 0, vb = 0;
+  while (ct > 0) {
+    c = umin32(ca, cb);
+    if (va || vb) {
+      u += c;
+      if (va && vb) i += c;
+    }
+    ct = 0;
+    ca -= c;
+    if (!ca && a < ka) {
+      ca = dt->cnts[a++];
+      va = !va;
+    }
+    ct += ca;
+    cb -= c;
+    if (!cb && b < kb) {
+      cb = gt->cnts[b++];
+      vb = !vb;
+    }
+    ct += cb;
+  }
+  if (i == 0)
+    u = 1;
+  else if (crowd)
+    u = rv_rle_area(dt);
+  return (double)i / (double)u;
+}
+
+void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
+                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb) {
+  double *db = NULL, *gb = NULL;
+  if (!dt_bb) {
+    db = malloc(sizeof(double) * 4 * (m ? m : 1));
+    if (db)
+      for (size_t d = 0; d < m; d++) rv_rle_to_bbox(&dt[d], db + 4 * d);
+    dt_bb = db;
+  }
+  if (!gt_bb) {
+    gb = malloc(sizeof(double) * 4 * (n ? n : 1));
+    if (gb)
+      for (size_t g = 0; g < n; g++) rv_rle_to_bbox(&gt[g], gb + 4 * g);
+    gt_bb = gb;
+  }
+  double tmpb[8];
+  for (size_t d = 0; d < m; d++)
+    for (size_t g = 0; g < n; g++) {
+      int crowd = iscrowd && iscrowd[g];
+      const double *D = dt_bb ? dt_bb + 4 * d : tmpb, *G = gt_bb ? gt_bb + 4 * g : tmpb + 4;
+      if (!dt_bb) rv_rle_to_bbox(&dt[d], tmpb);
+      if (!gt_bb) rv_rle_to_bbox(&gt[g], tmpb + 4);
+      double v = bb_iou1(D, G, crowd);
+      if (v > 0) {
+        if (dt[d].h != gt[g].h || dt[d].w != gt[g].w)
+          v = -1;
+        else
+          v = rv_rle_iou_pair(&dt[d], &gt[g], crowd);
+      }
+      o[d * n + g] = v;
+    }
+  free(db);
+  free(gb);
+}

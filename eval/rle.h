@@ -1,0 +1,86 @@
+/* Run-length encoded binary masks with pycocotools' semantics (common/maskApi.c).
+ *
+ *   rv_rle r = {0};
+ *   rv_rle_encode(&r, mask_colmajor, h, w, ctx);    // mask[x*h + y] in {0,1}
+ *   char *s = rv_rle_to_string(&r);                 // "counts" as COCO JSON stores it
+ *   uint32_t a = rv_rle_area(&r);
+ *   double bb[4]; rv_rle_to_bbox(&r, bb);           // x, y, w, h
+ *   free(s); rv_rle_free(&r);
+ *
+ * A mask of h x w pixels is stored column-major (x-major, like a Fortran array): counts
+ * alternate background/foreground runs starting with background, over pixel index x*h + y.
+ * A valid RLE has counts that sum to h*w. The functions that read external data
+ * (rv_rle_from_string, rv_rle_from_counts, rv_rle_from_poly) validate it; the others assume
+ * valid RLEs. Results are bit-identical to pycocotools (encodings, areas, boxes, IoUs).
+ */
+#ifndef RV_EVAL_RLE_H
+#define RV_EVAL_RLE_H
+
+#include "core/rv.h"
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  uint32_t h, w;  /* mask size */
+  size_t m;       /* number of runs */
+  uint32_t *cnts; /* m run lengths (malloc'd, NULL when m == 0) */
+} rv_rle;
+
+void rv_rle_free(rv_rle *r);
+/* Deep copy. */
+rv_status rv_rle_copy(rv_rle *dst, const rv_rle *src, rv_ctx *ctx);
+
+/* Encode a column-major mask (M[x*h + y], nonzero = foreground; maskApi rleEncode compares
+ * with the previous byte, so only 0/1 masks give the pycocotools string). */
+rv_status rv_rle_encode(rv_rle *r, const uint8_t *mask_colmajor, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Encode a row-major mask (M[y*w + x] nonzero = foreground), as a model or a PNG gives it. */
+rv_status rv_rle_encode_rowmajor(rv_rle *r, const uint8_t *mask, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Decode into h*w bytes (0/1), column-major. */
+void rv_rle_decode(const rv_rle *r, uint8_t *mask_colmajor);
+
+/* Compressed string (maskApi rleToString: 5 bits per char + continuation, +48, counts
+ * delta-coded against cnts[i-2] for i > 2). Returns a malloc'd string or NULL (no memory). */
+char *rv_rle_to_string(const rv_rle *r);
+/* Parse a compressed string; fails with RV_ERR_FORMAT (message names `what`) on characters
+ * outside '0'..'o', a truncated last count, a count outside 0..2^32-1, or counts whose sum
+ * differs from h*w. */
+rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
+                             rv_ctx *ctx);
+/* Uncompressed RLE (COCO {"counts": [...], "size": [h, w]}); validates the sum. */
+rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w,
+                             const char *what, rv_ctx *ctx);
+
+/* Union (intersect = 0) or intersection (intersect = 1) of n RLEs (maskApi rleMerge). n == 0
+ * gives an empty 0x0 RLE; RLEs of different sizes give a 0x0 RLE, as pycocotools does. */
+rv_status rv_rle_merge(rv_rle *out, const rv_rle *in, size_t n, int intersect, rv_ctx *ctx);
+
+/* Foreground pixel count (uint32, like pycocotools). */
+uint32_t rv_rle_area(const rv_rle *r);
+/* Tight box [x, y, w, h] (maskApi rleToBbox: a run crossing a column widens to full height). */
+void rv_rle_to_bbox(const rv_rle *r, double bb[4]);
+
+/* Polygon of k points xy[2k] rasterised exactly like maskApi rleFrPoly (x5 upsampling). */
+rv_status rv_rle_from_poly(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Box [x, y, w, h] -> RLE (rleFrBbox = the 4-corner polygon). */
+rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx);
+
+/* IoU matrix o[d*n + g] (rows = detections, like pycocotools' iou()). iscrowd may be NULL.
+ * For a crowd gt the union is the detection's area. -1 where sizes differ and the boxes
+ * overlap; pairs whose rleToBbox boxes do not overlap are 0 without a run walk.
+ * dt_bb / gt_bb: optional precomputed rv_rle_to_bbox boxes (4 per RLE), or NULL. */
+void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
+                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb);
+/* Box IoU matrix o[d*n + g] in double, maskApi bbIou (crowd: union = dt box area). */
+void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt, size_t n,
+                 const uint8_t *iscrowd);
+/* IoU of one pair (no crowd, sizes assumed equal): intersection / union with the
+ * pycocotools conventions (0 when the intersection is empty). */
+double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
