@@ -1,0 +1,601 @@
+/* COCOeval (bbox / segm) with pycocotools' numbers. The steps mirror cocoeval.py
+ * (evaluate -> evaluateImg -> accumulate -> summarize); SEMANTICS.md "COCO evaluation"
+ * lists the quirks kept here. Data layout:
+ *   pairs    (category k, image i) with gt or dt, sorted by k then i (image-id order);
+ *   per pair D = min(#dt, maxDets[-1]) detections sorted by score (stable), and a state
+ *            byte per (area a, threshold t, detection d): TP, FP or ignored;
+ *   npig     non-ignored gt count per (pair, area).
+ * accumulate() pools the detections of a category over images with one stable sort and
+ * derives every (area, maxDet) cell from it. */
+#include "eval/cocoeval.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF /* linspace k*step+start must not be fused */
+#endif
+
+enum { ST_FP = 0, ST_TP = 1, ST_IGN = 2 };
+
+static size_t nz(size_t n) { return n ? n : 1; } /* malloc(0) avoidance */
+
+struct rv_cocoeval {
+  rv_cocoeval_params p;
+  int64_t *imgs, *cats;
+  size_t I, K;
+  size_t n_pairs;
+  size_t *cat_pair; /* K+1: pairs of category k are [cat_pair[k], cat_pair[k+1]) */
+  size_t *dt_off;   /* n_pairs+1: offsets of each pair's kept detections */
+  double *score;    /* sorted scores, dt_off[n_pairs] of them */
+  uint8_t *state;   /* A*T*D per pair at dt_off[p]*A*T */
+  int64_t *npig;    /* [n_pairs][A] */
+  double *precision, *recall, *cat_ap;
+};
+
+void rv_linspace(double *out, double start, double stop, int num) {
+  if (num <= 0) return;
+  if (num == 1) {
+    out[0] = start;
+    return;
+  }
+  double div = num - 1, delta = stop - start, step = delta / div;
+  for (int k = 0; k < num; k++) {
+    double y = (step == 0) ? ((double)k / div) * delta : (double)k * step;
+    out[k] = y + start;
+  }
+  out[num - 1] = stop;
+}
+
+/* numpy pairwise_sum for float64 (loops/arithmetic: n < 8 plain, <= 128 eight lanes). */
+static double pairwise_sum(const double *a, size_t n) {
+  if (n < 8) {
+    double res = 0.;
+    for (size_t i = 0; i < n; i++) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    double r[8];
+    for (int j = 0; j < 8; j++) r[j] = a[j];
+    size_t i;
+    for (i = 8; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; j++) r[j] += a[i + j];
+    double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) res += a[i];
+    return res;
+  }
+  size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+double rv_np_mean(const double *v, size_t n) {
+  if (n == 0) return NAN;
+  double total = 0.0;
+  for (size_t b = 0; b < n; b += 8192) total += pairwise_sum(v + b, n - b < 8192 ? n - b : 8192);
+  return total / (double)n;
+}
+
+rv_cocoeval_params rv_cocoeval_default_params(rv_iou_type t) {
+  rv_cocoeval_params p;
+  memset(&p, 0, sizeof p);
+  p.iou_type = t;
+  p.n_iou = 10;
+  rv_linspace(p.iou_thrs, .5, 0.95, 10);
+  p.n_rec = 101;
+  rv_linspace(p.rec_thrs, .0, 1.00, 101);
+  p.n_max_dets = 3;
+  p.max_dets[0] = 1;
+  p.max_dets[1] = 10;
+  p.max_dets[2] = 100;
+  p.n_areas = 4;
+  static const char *lbl[4] = {"all", "small", "medium", "large"};
+  const double rng[4][2] = {{0, 1e5 * 1e5}, {0, 32 * 32}, {32 * 32, 96 * 96}, {96 * 96, 1e5 * 1e5}};
+  for (int a = 0; a < 4; a++) {
+    p.area_rng[a][0] = rng[a][0];
+    p.area_rng[a][1] = rng[a][1];
+    p.area_lbl[a] = lbl[a];
+  }
+  return p;
+}
+
+void rv_cocoeval_params_mmdet(rv_cocoeval_params *p) {
+  p->n_max_dets = 3;
+  p->max_dets[0] = 100;
+  p->max_dets[1] = 300;
+  p->max_dets[2] = 1000;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static size_t sort_unique(int64_t *v, size_t n) {
+  if (n == 0) return 0;
+  qsort(v, n, sizeof *v, cmp_i64);
+  size_t m = 1;
+  for (size_t i = 1; i < n; i++)
+    if (v[i] != v[m - 1]) v[m++] = v[i];
+  return m;
+}
+
+static long find_i64(const int64_t *v, size_t n, int64_t x) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return (lo < n && v[lo] == x) ? (long)lo : -1;
+}
+
+typedef struct {
+  int64_t key;
+  size_t idx;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Stable descending sort by score: ties keep their position (np.argsort(-s, 'mergesort')). */
+typedef struct {
+  double s;
+  size_t pos;
+} scored;
+
+static int cmp_scored(const void *a, const void *b) {
+  const scored *x = a, *y = b;
+  if (x->s > y->s) return -1;
+  if (x->s < y->s) return 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static rv_status key_objects(keyed **out, size_t *n_out, const rv_coco_obj *o, size_t n,
+                             const rv_cocoeval *ev, rv_ctx *ctx) {
+  keyed *k = malloc(sizeof *k * (n ? n : 1));
+  if (!k) return rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
+  size_t m = 0;
+  for (size_t j = 0; j < n; j++) {
+    long i = find_i64(ev->imgs, ev->I, o[j].image_id);
+    long c = find_i64(ev->cats, ev->K, o[j].category_id);
+    if (i < 0 || c < 0) continue;
+    k[m].key = (int64_t)c * (int64_t)ev->I + i;
+    k[m].idx = j;
+    m++;
+  }
+  qsort(k, m, sizeof *k, cmp_keyed);
+  *out = k;
+  *n_out = m;
+  return RV_OK;
+}
+
+/* evaluateImg for one (image, category) pair and every area range. */
+static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *gk, size_t G,
+                     const keyed *dk, size_t nd, size_t pidx) {
+  const rv_cocoeval_params *p = &ev->p;
+  const int T = p->n_iou, A = p->n_areas;
+  size_t D = ev->dt_off[pidx + 1] - ev->dt_off[pidx];
+  int ok = 0;
+  scored *ord = malloc(sizeof *ord * (nd ? nd : 1));
+  double *ious = malloc(sizeof(double) * nz(D * G));
+  size_t *gtind = malloc(sizeof(size_t) * (G ? G : 1));
+  int64_t *gtm = malloc(sizeof(int64_t) * nz((size_t)T * G));
+  int64_t *dtm = malloc(sizeof(int64_t) * nz((size_t)T * D));
+  uint8_t *dtig = malloc(nz((size_t)T * D)), *gig = malloc(G ? G : 1), *crowd = malloc(G ? G : 1);
+  double *bbd = malloc(sizeof(double) * 4 * (D ? D : 1)), *bbg = malloc(sizeof(double) * 4 * (G ? G : 1));
+  rv_rle *rd = NULL, *rg = NULL;
+  if (!ord || !ious || !gtind || !gtm || !dtm || !dtig || !gig || !crowd || !bbd || !bbg) goto done;
+  for (size_t j = 0; j < nd; j++) {
+    ord[j].s = in->dt[dk[j].idx].score;
+    ord[j].pos = j;
+  }
+  qsort(ord, nd, sizeof *ord, cmp_scored);
+  for (size_t g = 0; g < G; g++) crowd[g] = in->gt[gk[g].idx].iscrowd != 0;
+  /* computeIoU: rows = score-sorted dt (first D), columns = gt in file order */
+  if (D && G) {
+    if (p->iou_type == RV_IOU_BBOX) {
+      for (size_t d = 0; d < D; d++) memcpy(bbd + 4 * d, in->dt[dk[ord[d].pos].idx].bbox, sizeof(double) * 4);
+      for (size_t g = 0; g < G; g++) memcpy(bbg + 4 * g, in->gt[gk[g].idx].bbox, sizeof(double) * 4);
+      rv_bbox_iou(ious, bbd, D, bbg, G, crowd);
+    } else {
+      rd = malloc(sizeof *rd * D);
+      rg = malloc(sizeof *rg * G);
+      if (!rd || !rg) goto done;
+      for (size_t d = 0; d < D; d++) {
+        rd[d] = in->dt[dk[ord[d].pos].idx].segm;
+        rv_rle_to_bbox(&rd[d], bbd + 4 * d);
+      }
+      for (size_t g = 0; g < G; g++) {
+        rg[g] = in->gt[gk[g].idx].segm;
+        rv_rle_to_bbox(&rg[g], bbg + 4 * g);
+      }
+      rv_rle_iou(ious, rd, D, rg, G, crowd, bbd, bbg);
+    }
+  }
+  double *sc = ev->score + ev->dt_off[pidx];
+  for (size_t d = 0; d < D; d++) sc[d] = ord[d].s;
+  uint8_t *st = ev->state + ev->dt_off[pidx] * (size_t)A * T;
+  for (int a = 0; a < A; a++) {
+    double lo = p->area_rng[a][0], hi = p->area_rng[a][1];
+    /* gt _ignore and the stable sort that puts ignored gt last */
+    size_t ng = 0;
+    for (size_t g = 0; g < G; g++) {
+      const rv_coco_obj *o = &in->gt[gk[g].idx];
+      gig[g] = (o->iscrowd != 0) || o->area < lo || o->area > hi;
+      if (!gig[g]) gtind[ng++] = g;
+    }
+    ev->npig[pidx * A + a] = (int64_t)ng;
+    size_t q = ng;
+    for (size_t g = 0; g < G; g++)
+      if (gig[g]) gtind[q++] = g;
+    memset(gtm, 0, sizeof(int64_t) * T * G);
+    memset(dtm, 0, sizeof(int64_t) * T * D);
+    memset(dtig, 0, T * D);
+    if (D && G) {
+      for (int t = 0; t < T; t++) {
+        double thr = p->iou_thrs[t];
+        for (size_t d = 0; d < D; d++) {
+          double iou = thr < 1 - 1e-10 ? thr : 1 - 1e-10;
+          long m = -1;
+          for (size_t gi = 0; gi < G; gi++) {
+            size_t g = gtind[gi];
+            if (gtm[t * G + gi] > 0 && !crowd[g]) continue;
+            if (m > -1 && gig[gtind[m]] == 0 && gig[g] == 1) break;
+            double v = ious[d * G + g];
+            if (v < iou) continue;
+            iou = v;
+            m = (long)gi;
+          }
+          if (m == -1) continue;
+          const rv_coco_obj *gm = &in->gt[gk[gtind[m]].idx];
+          dtig[t * D + d] = gig[gtind[m]];
+          dtm[t * D + d] = gm->id;
+          gtm[t * G + (size_t)m] = in->dt[dk[ord[d].pos].idx].id;
+        }
+      }
+    }
+    for (size_t d = 0; d < D; d++) {
+      double ar = in->dt[dk[ord[d].pos].idx].area;
+      int out = ar < lo || ar > hi;
+      for (int t = 0; t < T; t++) {
+        int ig = dtig[t * D + d] || (dtm[t * D + d] == 0 && out);
+        st[((size_t)a * T + t) * D + d] = ig ? ST_IGN : (dtm[t * D + d] != 0 ? ST_TP : ST_FP);
+      }
+    }
+  }
+  ok = 1;
+done:
+  free(ord);
+  free(ious);
+  free(gtind);
+  free(gtm);
+  free(dtm);
+  free(dtig);
+  free(gig);
+  free(crowd);
+  free(bbd);
+  free(bbg);
+  free(rd);
+  free(rg);
+  return ok;
+}
+
+rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
+                               const rv_cocoeval_input *in, rv_ctx *ctx) {
+  *out = NULL;
+  if (p->n_iou < 1 || p->n_iou > RV_COCO_MAX_IOU || p->n_rec < 1 || p->n_rec > RV_COCO_MAX_REC ||
+      p->n_max_dets < 1 || p->n_max_dets > RV_COCO_MAX_DETS || p->n_areas < 1 ||
+      p->n_areas > RV_COCO_MAX_AREAS)
+    return rv_error(ctx, RV_ERR_ARG, "cocoeval: parameter counts out of range");
+  for (int m = 0; m < p->n_max_dets; m++)
+    if (p->max_dets[m] < 0 || (m && p->max_dets[m] < p->max_dets[m - 1]))
+      return rv_error(ctx, RV_ERR_ARG, "cocoeval: maxDets must be ascending and >= 0");
+  for (size_t j = 0; j < in->n_dt; j++)
+    if (isnan(in->dt[j].score))
+      return rv_error(ctx, RV_ERR_ARG, "cocoeval: detection %zu has a NaN score", j);
+  rv_cocoeval *ev = calloc(1, sizeof *ev);
+  if (!ev) return rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
+  ev->p = *p;
+  rv_status st = RV_OK;
+  keyed *gk = NULL, *dk = NULL;
+  size_t ngk = 0, ndk = 0;
+  size_t *pg = NULL, *pd = NULL; /* per pair: start in gk / dk */
+  ev->imgs = malloc(sizeof(int64_t) * (in->n_imgs ? in->n_imgs : 1));
+  ev->cats = malloc(sizeof(int64_t) * (in->n_cats ? in->n_cats : 1));
+  if (!ev->imgs || !ev->cats) goto nomem;
+  if (in->n_imgs) memcpy(ev->imgs, in->img_ids, sizeof(int64_t) * in->n_imgs);
+  if (in->n_cats) memcpy(ev->cats, in->cat_ids, sizeof(int64_t) * in->n_cats);
+  ev->I = sort_unique(ev->imgs, in->n_imgs);
+  ev->K = sort_unique(ev->cats, in->n_cats);
+  if ((st = key_objects(&gk, &ngk, in->gt, in->n_gt, ev, ctx)) != RV_OK) goto fail;
+  if ((st = key_objects(&dk, &ndk, in->dt, in->n_dt, ev, ctx)) != RV_OK) goto fail;
+  /* pairs: union of the keys */
+  size_t cap = ngk + ndk + 1;
+  int64_t *pkey = malloc(sizeof(int64_t) * cap);
+  pg = malloc(sizeof(size_t) * (cap + 1));
+  pd = malloc(sizeof(size_t) * (cap + 1));
+  ev->cat_pair = calloc(ev->K + 1, sizeof(size_t));
+  if (!pkey || !pg || !pd || !ev->cat_pair) {
+    free(pkey);
+    goto nomem;
+  }
+  size_t np = 0, a = 0, b = 0;
+  while (a < ngk || b < ndk) {
+    int64_t k = INT64_MAX;
+    if (a < ngk) k = gk[a].key;
+    if (b < ndk && dk[b].key < k) k = dk[b].key;
+    pkey[np] = k;
+    pg[np] = a;
+    pd[np] = b;
+    while (a < ngk && gk[a].key == k) a++;
+    while (b < ndk && dk[b].key == k) b++;
+    np++;
+  }
+  pg[np] = a;
+  pd[np] = b;
+  ev->n_pairs = np;
+  for (size_t q = 0; q < np; q++) ev->cat_pair[pkey[q] / (int64_t)ev->I + 1]++;
+  for (size_t k = 0; k < ev->K; k++) ev->cat_pair[k + 1] += ev->cat_pair[k];
+  free(pkey);
+  const size_t maxdet = (size_t)p->max_dets[p->n_max_dets - 1];
+  ev->dt_off = malloc(sizeof(size_t) * (np + 1));
+  ev->npig = malloc(sizeof(int64_t) * (np ? np : 1) * p->n_areas);
+  if (!ev->dt_off || !ev->npig) goto nomem;
+  ev->dt_off[0] = 0;
+  for (size_t q = 0; q < np; q++) {
+    size_t nd = pd[q + 1] - pd[q];
+    ev->dt_off[q + 1] = ev->dt_off[q] + (nd < maxdet ? nd : maxdet);
+  }
+  size_t totd = ev->dt_off[np];
+  ev->score = malloc(sizeof(double) * (totd ? totd : 1));
+  ev->state = malloc((totd ? totd : 1) * (size_t)p->n_areas * p->n_iou);
+  if (!ev->score || !ev->state) goto nomem;
+  int failed = 0;
+  int nth = p->threads > 0 ? p->threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nth) reduction(| : failed)
+  for (long q = 0; q < (long)np; q++) {
+    if (!eval_pair(ev, in, gk + pg[q], pg[q + 1] - pg[q], dk + pd[q], pd[q + 1] - pd[q], (size_t)q))
+      failed = 1;
+  }
+  if (failed) goto nomem;
+  free(gk);
+  free(dk);
+  free(pg);
+  free(pd);
+  *out = ev;
+  return RV_OK;
+nomem:
+  st = rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
+fail:
+  free(gk);
+  free(dk);
+  free(pg);
+  free(pd);
+  rv_cocoeval_free(ev);
+  return st;
+}
+
+/* accumulate() for one category: pool the kept detections of all its pairs (image order),
+ * one stable sort by score, then every (area, maxDet, threshold) cell. */
+static int accumulate_cat(rv_cocoeval *ev, size_t k) {
+  const rv_cocoeval_params *p = &ev->p;
+  const int T = p->n_iou, R = p->n_rec, A = p->n_areas, M = p->n_max_dets;
+  const size_t K = ev->K;
+  size_t p0 = ev->cat_pair[k], p1 = ev->cat_pair[k + 1];
+  if (p0 == p1) return 1; /* no evalImgs: stays -1 */
+  size_t n = ev->dt_off[p1] - ev->dt_off[p0];
+  scored *e = malloc(sizeof *e * (n ? n : 1));
+  uint32_t *pair_of = malloc(sizeof(uint32_t) * (n ? n : 1)), *det_of = malloc(sizeof(uint32_t) * (n ? n : 1));
+  size_t *sel = malloc(sizeof(size_t) * (n ? n : 1));
+  double *rc = malloc(sizeof(double) * (n ? n : 1)), *pr = malloc(sizeof(double) * (n ? n : 1));
+  if (!e || !pair_of || !det_of || !sel || !rc || !pr) {
+    free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr);
+    return 0;
+  }
+  size_t j = 0;
+  for (size_t q = p0; q < p1; q++)
+    for (size_t d = 0; d < ev->dt_off[q + 1] - ev->dt_off[q]; d++, j++) {
+      e[j].s = ev->score[ev->dt_off[q] + d];
+      e[j].pos = j;
+      pair_of[j] = (uint32_t)(q - p0);
+      det_of[j] = (uint32_t)d;
+    }
+  qsort(e, n, sizeof *e, cmp_scored);
+  for (int a = 0; a < A; a++) {
+    int64_t npig = 0;
+    for (size_t q = p0; q < p1; q++) npig += ev->npig[q * A + a];
+    if (npig == 0) continue;
+    for (int m = 0; m < M; m++) {
+      size_t maxdet = (size_t)p->max_dets[m], nd = 0;
+      for (size_t i = 0; i < n; i++)
+        if (det_of[e[i].pos] < maxdet) sel[nd++] = e[i].pos;
+      for (int t = 0; t < T; t++) {
+        double tp = 0, fp = 0;
+        for (size_t i = 0; i < nd; i++) {
+          size_t q = p0 + pair_of[sel[i]];
+          size_t D = ev->dt_off[q + 1] - ev->dt_off[q];
+          uint8_t s = ev->state[ev->dt_off[q] * (size_t)A * T + ((size_t)a * T + t) * D + det_of[sel[i]]];
+          if (s == ST_TP) tp += 1;
+          else if (s == ST_FP) fp += 1;
+          rc[i] = tp / (double)npig;
+          pr[i] = tp / ((fp + tp) + DBL_EPSILON);
+        }
+        ev->recall[(((size_t)t * K + k) * A + a) * M + m] = nd ? rc[nd - 1] : 0;
+        for (size_t i = nd; i-- > 1;)
+          if (pr[i] > pr[i - 1]) pr[i - 1] = pr[i];
+        size_t ii = 0;
+        for (int r = 0; r < R; r++) {
+          double thr = p->rec_thrs[r];
+          while (ii < nd && rc[ii] < thr) ii++; /* searchsorted side='left' */
+          double v = 0;
+          if (ii < nd) v = pr[ii];
+          else { /* the bare except: this and every later threshold stay 0 */
+            for (; r < R; r++) ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = 0;
+            break;
+          }
+          ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = v;
+        }
+      }
+    }
+  }
+  free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr);
+  return 1;
+}
+
+rv_status rv_cocoeval_accumulate(rv_cocoeval *ev, rv_ctx *ctx) {
+  const rv_cocoeval_params *p = &ev->p;
+  size_t K = ev->K, T = (size_t)p->n_iou, R = (size_t)p->n_rec, A = (size_t)p->n_areas,
+         M = (size_t)p->n_max_dets;
+  free(ev->precision);
+  free(ev->recall);
+  free(ev->cat_ap);
+  ev->precision = malloc(sizeof(double) * nz(T * R * K * A * M));
+  ev->recall = malloc(sizeof(double) * nz(T * K * A * M));
+  ev->cat_ap = malloc(sizeof(double) * (K ? K : 1));
+  double *tmp = malloc(sizeof(double) * T * R);
+  if (!ev->precision || !ev->recall || !ev->cat_ap || !tmp) {
+    free(tmp);
+    return rv_error(ctx, RV_ERR_NOMEM, "cocoeval accumulate: out of memory");
+  }
+  for (size_t i = 0; i < T * R * K * A * M; i++) ev->precision[i] = -1;
+  for (size_t i = 0; i < T * K * A * M; i++) ev->recall[i] = -1;
+  int failed = 0;
+  int nth = p->threads > 0 ? p->threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nth) reduction(| : failed)
+  for (long k = 0; k < (long)K; k++)
+    if (!accumulate_cat(ev, (size_t)k)) failed = 1;
+  if (failed) {
+    free(tmp);
+    return rv_error(ctx, RV_ERR_NOMEM, "cocoeval accumulate: out of memory");
+  }
+  for (size_t k = 0; k < K; k++) {
+    size_t n = 0;
+    for (size_t t = 0; t < T; t++)
+      for (size_t r = 0; r < R; r++) {
+        double v = ev->precision[(((t * R + r) * K + k) * A + 0) * M + (M - 1)];
+        if (v > -1) tmp[n++] = v;
+      }
+    ev->cat_ap[k] = n ? rv_np_mean(tmp, n) : -1;
+  }
+  free(tmp);
+  return RV_OK;
+}
+
+/* _summarize(ap, iouThr, areaRng, maxDets): mean of the entries > -1 in C order. */
+static double summarize_one(const rv_cocoeval *ev, int ap, double iou_thr, int use_thr,
+                            const char *area, int max_det) {
+  const rv_cocoeval_params *p = &ev->p;
+  size_t K = ev->K, T = (size_t)p->n_iou, R = (size_t)p->n_rec, A = (size_t)p->n_areas,
+         M = (size_t)p->n_max_dets;
+  long ai = -1, mi = -1;
+  for (size_t a = 0; a < A; a++)
+    if (strcmp(p->area_lbl[a], area) == 0) { ai = (long)a; break; }
+  for (size_t m = 0; m < M; m++)
+    if (p->max_dets[m] == max_det) { mi = (long)m; break; }
+  if (ai < 0 || mi < 0 || !ev->precision) return -1;
+  size_t cap = ap ? T * R * K : T * K;
+  double *v = malloc(sizeof(double) * (cap ? cap : 1));
+  if (!v) return NAN;
+  size_t n = 0;
+  for (size_t t = 0; t < T; t++) {
+    if (use_thr && p->iou_thrs[t] != iou_thr) continue;
+    if (ap) {
+      for (size_t r = 0; r < R; r++)
+        for (size_t k = 0; k < K; k++) {
+          double x = ev->precision[(((t * R + r) * K + k) * A + (size_t)ai) * M + (size_t)mi];
+          if (x > -1) v[n++] = x;
+        }
+    } else {
+      for (size_t k = 0; k < K; k++) {
+        double x = ev->recall[((t * K + k) * A + (size_t)ai) * M + (size_t)mi];
+        if (x > -1) v[n++] = x;
+      }
+    }
+  }
+  double mean = n ? rv_np_mean(v, n) : -1;
+  free(v);
+  return mean;
+}
+
+typedef struct {
+  int ap;
+  double thr;
+  int use_thr;
+  const char *area;
+  int mdi; /* index into max_dets */
+} summ_spec;
+
+static const summ_spec SPECS[12] = {
+    {1, 0, 0, "all", 2},   {1, .5, 1, "all", 2},  {1, .75, 1, "all", 2}, {1, 0, 0, "small", 2},
+    {1, 0, 0, "medium", 2}, {1, 0, 0, "large", 2}, {0, 0, 0, "all", 0},   {0, 0, 0, "all", 1},
+    {0, 0, 0, "all", 2},   {0, 0, 0, "small", 2}, {0, 0, 0, "medium", 2}, {0, 0, 0, "large", 2},
+};
+
+static int spec_maxdet(const rv_cocoeval_params *p, int mdi) {
+  if (mdi < p->n_max_dets) return p->max_dets[mdi];
+  return -1;
+}
+
+void rv_cocoeval_summarize(const rv_cocoeval *ev, double stats[12]) {
+  /* stats[0] uses maxDets=100 literally (the _summarize default), the rest maxDets[i] */
+  for (int i = 0; i < 12; i++) {
+    const summ_spec *s = &SPECS[i];
+    int md = i == 0 ? 100 : spec_maxdet(&ev->p, s->mdi);
+    stats[i] = summarize_one(ev, s->ap, s->thr, s->use_thr, s->area, md);
+  }
+}
+
+int rv_cocoeval_summary_text(const rv_cocoeval *ev, char *buf, size_t size) {
+  double stats[12];
+  rv_cocoeval_summarize(ev, stats);
+  const rv_cocoeval_params *p = &ev->p;
+  int len = 0;
+  for (int i = 0; i < 12; i++) {
+    const summ_spec *s = &SPECS[i];
+    int md = i == 0 ? 100 : spec_maxdet(p, s->mdi);
+    char iou[32];
+    if (s->use_thr)
+      snprintf(iou, sizeof iou, "%0.2f", s->thr);
+    else
+      snprintf(iou, sizeof iou, "%0.2f:%0.2f", p->iou_thrs[0], p->iou_thrs[p->n_iou - 1]);
+    int w = snprintf(buf ? buf + len : NULL, buf && (size_t)len < size ? size - (size_t)len : 0,
+                     " %-18s %s @[ IoU=%-9s | area=%6s | maxDets=%3d ] = %0.3f\n",
+                     s->ap ? "Average Precision" : "Average Recall", s->ap ? "(AP)" : "(AR)", iou,
+                     s->area, md, stats[i]);
+    if (w < 0) return w;
+    len += w;
+  }
+  return len;
+}
+
+size_t rv_cocoeval_num_cats(const rv_cocoeval *ev) { return ev->K; }
+int64_t rv_cocoeval_cat_id(const rv_cocoeval *ev, size_t k) { return ev->cats[k]; }
+double rv_cocoeval_category_ap(const rv_cocoeval *ev, size_t k) { return ev->cat_ap ? ev->cat_ap[k] : -1; }
+const double *rv_cocoeval_precision(const rv_cocoeval *ev) { return ev->precision; }
+const double *rv_cocoeval_recall(const rv_cocoeval *ev) { return ev->recall; }
+const rv_cocoeval_params *rv_cocoeval_get_params(const rv_cocoeval *ev) { return &ev->p; }
+
+void rv_cocoeval_free(rv_cocoeval *ev) {
+  if (!ev) return;
+  free(ev->imgs);
+  free(ev->cats);
+  free(ev->cat_pair);
+  free(ev->dt_off);
+  free(ev->score);
+  free(ev->state);
+  free(ev->npig);
+  free(ev->precision);
+  free(ev->recall);
+  free(ev->cat_ap);
+  free(ev);
+}
