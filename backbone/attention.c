@@ -1,0 +1,135 @@
+/* Softmax attention of the RAVLT 'v' blocks (VanillaSelfAttention without LePE, gate and
+ * proj): res[:, l] = sum_m softmax_m(scale * q_l . k_m) v[:, m], per head.
+ *
+ * Blocked online softmax (flash-attention style): each task owns a tile of BQ queries
+ * and streams over key tiles of BK keys,
+ *   S = scale * Q_tile^T K_tile                     [BQ x BK]   (GEMM)
+ *   m' = max(m, rowmax S); P = exp(S - m'); l = l e^(m-m') + rowsum P
+ *   O = O e^(m-m') + P V_tile^T                      [BQ x d]    (GEMM)
+ * and finally res = O / l. Scratch per thread: BQ*BK + BQ*d floats; the N x N matrix is
+ * never stored, so an 800x1344 input (N = 4200 at stride 16) needs a few hundred KB.
+ *
+ * Tiles run in an OpenMP loop, each calling cblas_sgemm on its own tile. OpenBLAS's
+ * OpenMP build runs a GEMM called from inside a parallel region on the calling thread
+ * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription.
+ */
+#include "backbone/attention.h"
+#include "backbone/vmath.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { BQ = 64, BK = 256 };
+
+/* One query tile of one head. */
+static void flash_tile(float *res, int ldr, const float *q, const float *k, const float *v,
+                       int ld, int d, int n, float scale, int q0, int bq, float *s, float *o,
+                       float *m, float *l) {
+  for (int i = 0; i < bq; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+  for (size_t i = 0; i < (size_t)bq * d; i++) o[i] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += BK) {
+    const int bk = n - k0 < BK ? n - k0 : BK;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bq, bk, d, scale, q + q0, ld, k + k0,
+                ld, 0.0f, s, BK);
+    for (int i = 0; i < bq; i++) {
+      float *si = s + (size_t)i * BK;
+      float mx = m[i];
+      for (int j = 0; j < bk; j++) mx = si[j] > mx ? si[j] : mx;
+      float sum = 0.0f;
+      for (int j = 0; j < bk; j++) {
+        const float e = vm_expf(si[j] - mx);
+        si[j] = e;
+        sum += e;
+      }
+      if (k0 > 0) {
+        const float alpha = vm_expf(m[i] - mx);
+        float *oi = o + (size_t)i * d;
+        for (int e = 0; e < d; e++) oi[e] *= alpha;
+        l[i] = l[i] * alpha + sum;
+      } else {
+        l[i] = sum;
+      }
+      m[i] = mx;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, d, bk, 1.0f, s, BK, v + k0, ld,
+                1.0f, o, d);
+  }
+  for (int i = 0; i < bq; i++) {
+    const float inv = 1.0f / l[i];
+    for (int e = 0; e < d; e++) res[(size_t)e * ldr + q0 + i] = o[(size_t)i * d + e] * inv;
+  }
+}
+
+rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
+                                   const float *v, int ld, int heads, int d, int n,
+                                   float scale, rv_arena *arena) {
+  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
+  const int nqt = (n + BQ - 1) / BQ;
+  const int tasks = heads * nqt;
+  int nth = 1;
+#ifdef _OPENMP
+  nth = omp_get_max_threads();
+#endif
+  if (nth > tasks) nth = tasks;
+  if (nth < 1) nth = 1;
+  const size_t per = (size_t)BQ * BK + (size_t)BQ * d + 2 * (size_t)BQ + 16;
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  float *scratch = rv_arena_floats(arena, per * nth);
+  if (!scratch) return RV_ERR_NOMEM;
+#pragma omp parallel num_threads(nth) if (nth > 1)
+  {
+    int tid = 0;
+#ifdef _OPENMP
+    tid = omp_get_thread_num();
+#endif
+    float *s = scratch + per * tid;
+    float *o = s + (size_t)BQ * BK;
+    float *m = o + (size_t)BQ * d;
+    float *l = m + BQ;
+#pragma omp for schedule(dynamic, 1)
+    for (int t = 0; t < tasks; t++) {
+      const int h = t / nqt, q0 = (t % nqt) * BQ;
+      const int bq = n - q0 < BQ ? n - q0 : BQ;
+      const size_t off = (size_t)h * d * ld;
+      flash_tile(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, scale, q0,
+                 bq, s, o, m, l);
+    }
+  }
+  rv_arena_release(arena, mk);
+  return RV_OK;
+}
+
+rv_status rv_softmax_attention_naive_f32(float *res, int ldr, const float *q, const float *k,
+                                         const float *v, int ld, int heads, int d, int n,
+                                         float scale) {
+  double *a = malloc(sizeof(double) * (size_t)n * n);
+  if (!a) return RV_ERR_NOMEM;
+  for (int h = 0; h < heads; h++) {
+    const float *qh = q + (size_t)h * d * ld, *kh = k + (size_t)h * d * ld,
+                *vh = v + (size_t)h * d * ld;
+    for (int i = 0; i < n; i++) {
+      double mx = -INFINITY;
+      for (int j = 0; j < n; j++) {
+        double s = 0;
+        for (int c = 0; c < d; c++) s += (double)qh[(size_t)c * ld + i] * kh[(size_t)c * ld + j];
+        a[(size_t)i * n + j] = scale * s;
+        if (a[(size_t)i * n + j] > mx) mx = a[(size_t)i * n + j];
+      }
+      double tot = 0;
+      for (int j = 0; j < n; j++) { a[(size_t)i * n + j] = exp(a[(size_t)i * n + j] - mx); tot += a[(size_t)i * n + j]; }
+      for (int j = 0; j < n; j++) a[(size_t)i * n + j] /= tot;
+    }
+    for (int e = 0; e < d; e++)
+      for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (int j = 0; j < n; j++) s += a[(size_t)i * n + j] * vh[(size_t)e * ld + j];
+        res[(size_t)h * d * ldr + (size_t)e * ldr + i] = (float)s;
+      }
+  }
+  free(a);
+  return RV_OK;
+}

@@ -1,0 +1,73 @@
+/* RAVLT attention kernels: 2-D RoPE, RALA linear attention, blocked online-softmax
+ * attention. Heads are stored channel-major, as they come out of the qkvo 1x1 conv:
+ * head h of q is the d x N matrix q + h*d*ld (row = channel, ld >= N floats per row),
+ * N = H*W tokens in row-major (y, x) order.
+ *
+ *   rv_rope r;
+ *   rv_rope_init(&r, arena, angle, d / 2, H, W);          // sin/cos tables of a stage
+ *   rv_rala_f32(res, qkvo, qkvo + C*N, qkvo + 2*C*N, N, heads, d, N, &r, arena);
+ *   rv_softmax_attention_f32(res, q, k, v, N, heads, d, N, 1/sqrt(d), arena);
+ *
+ * Every kernel has a *_naive twin (plain loops in double, materialising everything) used
+ * by the tests.
+ */
+#ifndef RV_BACKBONE_ATTENTION_H
+#define RV_BACKBONE_ATTENTION_H
+
+#include "core/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* RoPE tables for an H x W grid. The official RoPE gives token l = (y, x) the angles
+ * sin/cos(y * angle[j]) for channel j < d2 and sin/cos(x * angle[j - d2]) for j >= d2
+ * (head_dim = 2 * d2); we store the two separable halves. */
+typedef struct {
+  const float *sin_h, *cos_h; /* [H x d2] */
+  const float *sin_w, *cos_w; /* [W x d2] */
+  int d2, h, w;
+} rv_rope;
+
+/* Tables from `angle` [d2] (the stage's RoPE.angle buffer) in the arena (computed in
+ * double, stored float). RV_ERR_NOMEM if the arena fails. */
+rv_status rv_rope_init(rv_rope *r, rv_arena *arena, const float *angle, int d2, int h, int w);
+
+/* In place on one head x [2*d2 x N] (row stride ld):
+ *   x'[2i]   = x[2i] cos_{2i}(l)   - x[2i+1] sin_{2i}(l)
+ *   x'[2i+1] = x[2i+1] cos_{2i+1}(l) + x[2i] sin_{2i+1}(l)   (rotate_every_two, theta_shift) */
+void rv_rope_apply_f32(float *x, int ld, const rv_rope *r);
+void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r);
+
+/* RALA (GateLinearAttentionNoSilu without LePE, gate and proj), per head, on q, k, v
+ * [heads*d x N] (row stride ld); res [heads*d x N] (row stride ldr):
+ *   q' = elu(q)+1, k' = elu(k)+1                      (d x N)
+ *   a  = softmax_l(d^-1/2 * mean_l(q') . k'_l)        (N)
+ *   k'' = k' * a * N
+ *   z_l = 1 / (q'_l . mean_l(k'') + 1e-6)
+ *   kv = rope(k'') v^T / N                            (d x d)
+ *   res_l = z_l * kv^T rope(q')_l
+ * q and k are overwritten (scratch); v is read only. RV_ERR_NOMEM if the arena fails.
+ * Calls multithreaded BLAS (not from inside a parallel region). */
+rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                      int heads, int d, int n, const rv_rope *rope, rv_arena *arena);
+rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
+                            const float *v, int ld, int heads, int d, int n,
+                            const rv_rope *rope);
+
+/* Softmax attention per head on already-roped q, k and v [heads*d x N] (row stride ld):
+ *   res[:, l] = sum_m softmax_m(scale * q_l . k_m) v[:, m]
+ * computed in query tiles x key tiles with an online softmax: the N x N matrix is never
+ * stored (scratch O(threads * tile^2)). */
+rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
+                                   const float *v, int ld, int heads, int d, int n,
+                                   float scale, rv_arena *arena);
+/* Reference: materialises the N x N matrix (small N only). */
+rv_status rv_softmax_attention_naive_f32(float *res, int ldr, const float *q, const float *k,
+                                         const float *v, int ld, int heads, int d, int n,
+                                         float scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

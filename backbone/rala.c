@@ -1,0 +1,243 @@
+/* RALA: rank-augmented linear attention (GateLinearAttentionNoSilu in the official
+ * RALA.py), the attention part only: the caller adds LePE, gates by o and projects.
+ *
+ * Per head, with q, k, v [d x N] channel-major:
+ *   q' = elu(q) + 1, k' = elu(k) + 1
+ *   a_l = softmax_l(d^-1/2 * sum_i mean(q'_i) k'_il)        query-mean attention over tokens
+ *   k''_il = k'_il * a_l * N                               keys re-weighted
+ *   z_l = 1 / (sum_i q'_il mean_l(k''_il) + 1e-6)          normaliser, without RoPE
+ *   kv = rope(k'') v^T / N                                 [d x d], the KV buffer
+ *   res_l = z_l * kv^T rope(q')_l                          numerator with RoPE
+ * The official code scales both factors of kv by N^-1/2; we scale once by 1/N.
+ */
+#include "backbone/attention.h"
+#include "backbone/vmath.h"
+#include "core/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* x = elu(x) + 1 = x > 0 ? x + 1 : exp(x), in place over n floats; returns sum (double). */
+static double elu1_sum(float *x, int n) {
+  double s = 0.0;
+  const int blk = 1024;
+  for (int l0 = 0; l0 < n; l0 += blk) {
+    const int l1 = l0 + blk < n ? l0 + blk : n;
+    float part = 0.0f;
+    for (int l = l0; l < l1; l++) {
+      const float v = x[l];
+      const float e = vm_expf(v);
+      const float y = v > 0.0f ? v + 1.0f : e;
+      x[l] = y;
+      part += y;
+    }
+    s += part;
+  }
+  return s;
+}
+
+static rv_status rala_head(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                           int d, int n, const rv_rope *rope, float *qm, float *km, float *a,
+                           float *z, float *kv) {
+  const float scale = 1.0f / sqrtf((float)d);
+  /* q' and k' in place, with the row means */
+#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  for (int i = 0; i < d; i++) {
+    qm[i] = (float)(elu1_sum(q + (size_t)i * ld, n) / n);
+    elu1_sum(k + (size_t)i * ld, n);
+  }
+  /* a = softmax(scale * qm^T k') over tokens */
+  float gmax = -INFINITY;
+#pragma omp parallel if ((size_t)d * n >= 16384)
+  {
+    float lmax = -INFINITY;
+#pragma omp for schedule(static)
+    for (int l0 = 0; l0 < n; l0 += 256) {
+      const int l1 = l0 + 256 < n ? l0 + 256 : n;
+      float acc[256];
+      for (int l = l0; l < l1; l++) acc[l - l0] = 0.0f;
+      for (int i = 0; i < d; i++) {
+        const float w = qm[i] * scale;
+        const float *kr = k + (size_t)i * ld;
+        for (int l = l0; l < l1; l++) acc[l - l0] += w * kr[l];
+      }
+      for (int l = l0; l < l1; l++) {
+        a[l] = acc[l - l0];
+        lmax = acc[l - l0] > lmax ? acc[l - l0] : lmax;
+      }
+    }
+#pragma omp critical
+    gmax = lmax > gmax ? lmax : gmax;
+  }
+  double sum = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= 16384)
+  for (int l0 = 0; l0 < n; l0 += 1024) {
+    const int l1 = l0 + 1024 < n ? l0 + 1024 : n;
+    float part = 0.0f;
+    for (int l = l0; l < l1; l++) {
+      const float e = vm_expf(a[l] - gmax);
+      a[l] = e;
+      part += e;
+    }
+    sum += part;
+  }
+  /* k'' = k' * a * N: the factor a_l * N = N e_l / sum */
+  const float fac = (float)((double)n / sum);
+#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  for (int l = 0; l < n; l++) a[l] *= fac;
+#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  for (int i = 0; i < d; i++) {
+    float *kr = k + (size_t)i * ld;
+    double s = 0.0;
+    for (int l0 = 0; l0 < n; l0 += 1024) {
+      const int l1 = l0 + 1024 < n ? l0 + 1024 : n;
+      float part = 0.0f;
+      for (int l = l0; l < l1; l++) {
+        const float y = kr[l] * a[l];
+        kr[l] = y;
+        part += y;
+      }
+      s += part;
+    }
+    km[i] = (float)(s / n);
+  }
+  /* z_l = 1 / (q'_l . km + 1e-6) */
+#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  for (int l0 = 0; l0 < n; l0 += 256) {
+    const int l1 = l0 + 256 < n ? l0 + 256 : n;
+    float acc[256];
+    for (int l = l0; l < l1; l++) acc[l - l0] = 0.0f;
+    for (int i = 0; i < d; i++) {
+      const float w = km[i];
+      const float *qr = q + (size_t)i * ld;
+      for (int l = l0; l < l1; l++) acc[l - l0] += w * qr[l];
+    }
+    for (int l = l0; l < l1; l++) z[l] = 1.0f / (acc[l - l0] + 1e-6f);
+  }
+  rv_rope_apply_f32(q, ld, rope);
+  rv_rope_apply_f32(k, ld, rope);
+  /* kv[i][e] = 1/N sum_l k''_il v_el */
+  rv_gemm_f32(0, 1, d, d, n, 1.0f / (float)n, k, ld, v, ld, 0.0f, kv, d);
+  /* res[e][l] = sum_i kv[i][e] q'_il, then * z_l */
+  rv_gemm_f32(1, 0, d, n, d, 1.0f, kv, d, q, ld, 0.0f, res, ldr);
+#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  for (int e = 0; e < d; e++) {
+    float *rr = res + (size_t)e * ldr;
+    for (int l = 0; l < n; l++) rr[l] *= z[l];
+  }
+  return RV_OK;
+}
+
+rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                      int heads, int d, int n, const rv_rope *rope, rv_arena *arena) {
+  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
+  RV_ASSERT(rope && 2 * rope->d2 == d && rope->h * rope->w == n);
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  float *qm = rv_arena_floats(arena, (size_t)d);
+  float *km = rv_arena_floats(arena, (size_t)d);
+  float *kv = rv_arena_floats(arena, (size_t)d * d);
+  float *a = rv_arena_floats(arena, (size_t)n);
+  float *z = rv_arena_floats(arena, (size_t)n);
+  if (!qm || !km || !kv || !a || !z) {
+    rv_arena_release(arena, mk);
+    return RV_ERR_NOMEM;
+  }
+  for (int h = 0; h < heads; h++) {
+    size_t off = (size_t)h * d * ld;
+    rala_head(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, rope, qm, km,
+              a, z, kv);
+  }
+  rv_arena_release(arena, mk);
+  return RV_OK;
+}
+
+/* ---- reference ------------------------------------------------------------------------ */
+
+/* The official formula step by step, in double, with separate buffers and the N^-1/2
+ * scaling of both kv factors. */
+rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
+                            const float *v, int ld, int heads, int d, int n,
+                            const rv_rope *rope) {
+  RV_ASSERT(2 * rope->d2 == d && rope->h * rope->w == n);
+  double *qf = malloc(sizeof(double) * (size_t)d * n);
+  double *kf = malloc(sizeof(double) * (size_t)d * n);
+  double *qr = malloc(sizeof(double) * (size_t)d * n);
+  double *kr = malloc(sizeof(double) * (size_t)d * n);
+  double *eff = malloc(sizeof(double) * (size_t)n);
+  double *kv = malloc(sizeof(double) * (size_t)d * d);
+  double *qmean = malloc(sizeof(double) * (size_t)d);
+  double *kmean = malloc(sizeof(double) * (size_t)d);
+  rv_status st = RV_OK;
+  if (!qf || !kf || !qr || !kr || !eff || !kv || !qmean || !kmean) { st = RV_ERR_NOMEM; goto done; }
+  const double scale = 1.0 / sqrt((double)d);
+  for (int h = 0; h < heads; h++) {
+    const float *qh = q + (size_t)h * d * ld, *kh = k + (size_t)h * d * ld,
+                *vh = v + (size_t)h * d * ld;
+    for (int i = 0; i < d; i++)
+      for (int l = 0; l < n; l++) {
+        double x = qh[(size_t)i * ld + l], y = kh[(size_t)i * ld + l];
+        qf[(size_t)i * n + l] = (x > 0 ? x : exp(x) - 1.0) + 1.0;
+        kf[(size_t)i * n + l] = (y > 0 ? y : exp(y) - 1.0) + 1.0;
+      }
+    for (int i = 0; i < d; i++) {
+      double s = 0;
+      for (int l = 0; l < n; l++) s += qf[(size_t)i * n + l];
+      qmean[i] = s / n;
+    }
+    double mx = -INFINITY;
+    for (int l = 0; l < n; l++) {
+      double s = 0;
+      for (int i = 0; i < d; i++) s += qmean[i] * kf[(size_t)i * n + l];
+      eff[l] = scale * s;
+      if (eff[l] > mx) mx = eff[l];
+    }
+    double tot = 0;
+    for (int l = 0; l < n; l++) { eff[l] = exp(eff[l] - mx); tot += eff[l]; }
+    for (int l = 0; l < n; l++) eff[l] /= tot;
+    for (int i = 0; i < d; i++)
+      for (int l = 0; l < n; l++) kf[(size_t)i * n + l] *= eff[l] * n;
+    for (int i = 0; i < d; i++) {
+      double s = 0;
+      for (int l = 0; l < n; l++) s += kf[(size_t)i * n + l];
+      kmean[i] = s / n;
+    }
+    /* rope on copies (theta_shift) */
+    for (int l = 0; l < n; l++) {
+      int y = l / rope->w, x = l % rope->w;
+      for (int i = 0; i < d; i += 2) {
+        double s[2], c[2];
+        for (int t = 0; t < 2; t++) {
+          int j = i + t;
+          if (j < rope->d2) { s[t] = rope->sin_h[(size_t)y * rope->d2 + j]; c[t] = rope->cos_h[(size_t)y * rope->d2 + j]; }
+          else { s[t] = rope->sin_w[(size_t)x * rope->d2 + j - rope->d2]; c[t] = rope->cos_w[(size_t)x * rope->d2 + j - rope->d2]; }
+        }
+        double a0 = qf[(size_t)i * n + l], a1 = qf[(size_t)(i + 1) * n + l];
+        qr[(size_t)i * n + l] = a0 * c[0] - a1 * s[0];
+        qr[(size_t)(i + 1) * n + l] = a1 * c[1] + a0 * s[1];
+        a0 = kf[(size_t)i * n + l]; a1 = kf[(size_t)(i + 1) * n + l];
+        kr[(size_t)i * n + l] = a0 * c[0] - a1 * s[0];
+        kr[(size_t)(i + 1) * n + l] = a1 * c[1] + a0 * s[1];
+      }
+    }
+    const double rs = pow((double)n, -0.5);
+    for (int i = 0; i < d; i++)
+      for (int e = 0; e < d; e++) {
+        double s = 0;
+        for (int l = 0; l < n; l++) s += (kr[(size_t)i * n + l] * rs) * (vh[(size_t)e * ld + l] * rs);
+        kv[(size_t)i * d + e] = s;
+      }
+    for (int l = 0; l < n; l++) {
+      double zs = 0;
+      for (int i = 0; i < d; i++) zs += qf[(size_t)i * n + l] * kmean[i];
+      double zl = 1.0 / (zs + 1e-6);
+      for (int e = 0; e < d; e++) {
+        double s = 0;
+        for (int i = 0; i < d; i++) s += qr[(size_t)i * n + l] * kv[(size_t)i * d + e];
+        res[(size_t)h * d * ldr + (size_t)e * ldr + l] = (float)(s * zl);
+      }
+    }
+  }
+done:
+  free(qf); free(kf); free(qr); free(kr); free(eff); free(kv); free(qmean); free(kmean);
+  return st;
+}
