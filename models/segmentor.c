@@ -1,5 +1,6 @@
 /* Semantic segmentation decoder assembly and mmseg test-time inference. See segmentor.h. */
 #include "models/segmentor.h"
+#include "backbone/ravlt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +199,28 @@ rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tens
     rv_resize_bilinear_f32(logits->data, small.data, d->num_classes, small.h, small.w, img.h, img.w);
   rv_arena_release(a, m);
   return st;
+}
+
+rv_status rv_seg_ravlt_backbone(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
+                                rv_arena *a, rv_ctx *ctx) {
+  const rv_ravlt *m = user;
+  if (num_feats < 1 || num_feats > RV_RAVLT_STAGES)
+    return rv_error(ctx, RV_ERR_MODEL, "the decoder takes %d features, RAVLT gives at most %d", num_feats,
+                    RV_RAVLT_STAGES);
+  rv_tensor out[RV_RAVLT_STAGES];
+  RV_TRY(rv_ravlt_forward(m, a, img, out, ctx));
+  /* the present outputs, in stage order, are the decoder inputs (in_index 0..3) */
+  int k = 0;
+  for (int i = 0; i < RV_RAVLT_STAGES; i++)
+    if (out[i].data) {
+      if (k == num_feats)
+        return rv_error(ctx, RV_ERR_MODEL, "the backbone gives more outputs than the decoder's %d inputs",
+                        num_feats);
+      feats[k++] = out[i];
+    }
+  if (k != num_feats)
+    return rv_error(ctx, RV_ERR_MODEL, "the backbone gives %d outputs, the decoder takes %d", k, num_feats);
+  return RV_OK;
 }
 
 static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,

@@ -104,6 +104,11 @@ typedef struct {
   rv_seg_test_cfg test;
 } rv_segmentor;
 
+/* Backbone callback for a RAVLT backbone: user = const rv_ravlt * (backbone/ravlt.h) built
+ * with out_indices 0..3. Its features are allocated from the arena. */
+rv_status rv_seg_ravlt_backbone(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
+                                rv_arena *a, rv_ctx *ctx);
+
 /* Logits at the input size [1, C, H, W] (from the arena): encode_decode in whole mode, the
  * window average in slide mode. img: normalised [1, 3, H, W]. */
 rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
