@@ -271,8 +271,8 @@ static int cmp_u32(const void *a, const void *b) {
 rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)
-    if (!(fabs(xy[j]) < 1e8))
-      return rv_error(ctx, RV_ERR_FORMAT, "polygon coordinate %zu is %g (not finite or beyond 1e8)", j,
+    if (!(fabs(xy[j]) < 1e6))
+      return rv_error(ctx, RV_ERR_FORMAT, "polygon coordinate %zu is %g (not finite or beyond 1e6)", j,
                       xy[j]);
   const double scale = 5;
   rv_status st = RV_OK;
@@ -302,7 +302,11 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
       t = ys; ys = ye; ye = t;
     }
     s = dx >= dy ? (double)(ye - ys) / dx : (double)(xe - xs) / dy;
-    if (dx >= dy)
+    if (dx == 0 && dy == 0) { /* repeated point: the reference computes (int)NaN, which is */
+      u[m] = xs;              /* INT_MIN on x86; the value is never read (no x change) */
+      v[m] = INT_MIN;
+      m++;
+    } else if (dx >= dy)
       for (d = 0; d <= dx; d++) {
         t = flip ? dx - d : d;
         u[m] = t + xs;
