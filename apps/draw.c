@@ -170,7 +170,7 @@ rv_status rv_draw_label_overlay(rv_image *img, const int *labels, const unsigned
       cc[k].k = k;
       if (cc[k].count) cc[n_present++] = (class_count){k, cc[k].count};
     }
-    qsort(cc, (size_t)n_present, sizeof *cc, by_count_desc);
+    if (n_present > 1) qsort(cc, (size_t)n_present, sizeof *cc, by_count_desc);
     st = draw_legend(img, cc, n_present, total, palette, names, ctx);
   }
   free(cc);
@@ -232,7 +232,7 @@ rv_status rv_draw_detections(rv_image *img, const rv_draw_det *dets, int n,
   for (int i = 0; i < n; i++)
     if (dets[i].score >= score_thr && dets[i].label >= 0 && (n_classes <= 0 || dets[i].label < n_classes))
       ord[m++] = (order_item){dets[i].score, i};
-  qsort(ord, (size_t)m, sizeof *ord, by_score_asc);
+  if (m > 1) qsort(ord, (size_t)m, sizeof *ord, by_score_asc);
   style s = style_for(img);
   rv_status st = RV_OK;
   if (n_classes <= 0) palette = NULL; /* unknown bounds: generated colours */

@@ -87,8 +87,8 @@ static rv_status list_dir(strvec *out, const char *dir, int recursive, int depth
   }
   closedir(d);
   if (st == RV_OK) {
-    qsort(files.v, (size_t)files.n, sizeof *files.v, cmp_str);
-    qsort(subdirs.v, (size_t)subdirs.n, sizeof *subdirs.v, cmp_str);
+    if (files.n > 1) qsort(files.v, (size_t)files.n, sizeof *files.v, cmp_str);
+    if (subdirs.n > 1) qsort(subdirs.v, (size_t)subdirs.n, sizeof *subdirs.v, cmp_str);
     for (int i = 0; i < files.n && st == RV_OK; i++)
       if (push(out, files.v[i])) st = rv_error(ctx, RV_ERR_NOMEM, "input %s: out of memory", dir);
     for (int i = 0; i < subdirs.n && st == RV_OK; i++)
@@ -174,7 +174,7 @@ rv_status rv_inputs_collect(rv_input_list *out, char *const *args, int nargs, in
     return rv_error(ctx, RV_ERR_NOMEM, "inputs: out of memory");
   }
   for (int i = 0; i < v.n; i++) k[i] = (keyed){v.v[i], i};
-  qsort(k, (size_t)v.n, sizeof *k, by_str_then_index);
+  if (v.n > 1) qsort(k, (size_t)v.n, sizeof *k, by_str_then_index);
   for (int i = 0; i < v.n; i++)
     if (i == 0 || strcmp(k[i].s, k[i - 1].s) != 0) keep[k[i].i] = 1;
   int m = 0;
