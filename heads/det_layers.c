@@ -1,0 +1,211 @@
+/* Convolution / linear layers of the detection heads: loading by official key names (with
+ * BatchNorm folded) and the forward helpers used by the RPN, box, mask and RetinaNet heads. */
+#include "heads/det.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int rv_det_has(const rv_weights *w, const char *name) { return rv_weights_find(w, name) != NULL; }
+
+static rv_status load_f32(float **dst, const rv_wtensor *t, rv_ctx *ctx) {
+  size_t n = rv_wtensor_numel(t);
+  *dst = rv_malloc((n ? n : 1) * sizeof(float));
+  if (!*dst) return rv_error(ctx, RV_ERR_NOMEM, "weights: out of memory for %s", t->name);
+  rv_wtensor_to_f32(t, *dst);
+  return RV_OK;
+}
+
+static rv_status check_float(const rv_wtensor *t, rv_ctx *ctx) {
+  if (t->dtype != RV_DT_F32 && t->dtype != RV_DT_F16 && t->dtype != RV_DT_BF16 &&
+      t->dtype != RV_DT_F64)
+    return rv_error(ctx, RV_ERR_MODEL, "weights: %s has dtype %s, expected a float type",
+                    t->name, rv_dtype_name(t->dtype));
+  return RV_OK;
+}
+
+rv_status rv_det_layer_load(rv_det_layer *l, const rv_weights *w, const char *name, int k,
+                            rv_ctx *ctx) {
+  memset(l, 0, sizeof *l);
+  char key[512];
+  snprintf(key, sizeof key, "%s.weight", name);
+  const rv_wtensor *tw = rv_weights_find(w, key);
+  if (!tw) return rv_error(ctx, RV_ERR_NOTFOUND, "weights: missing tensor %s", key);
+  RV_TRY(check_float(tw, ctx));
+  if (k == 0) {
+    if (tw->ndim != 2)
+      return rv_error(ctx, RV_ERR_MODEL, "weights: %s has %d dims, expected 2 (linear)", key,
+                      tw->ndim);
+    l->cout = (int)tw->shape[0];
+    l->cin = (int)tw->shape[1];
+    l->k = 0;
+  } else {
+    int kk = k < 0 ? -k : k;
+    if (tw->ndim != 4 || tw->shape[2] != kk || tw->shape[3] != kk)
+      return rv_error(ctx, RV_ERR_MODEL, "weights: %s is not a %dx%d conv kernel", key, kk, kk);
+    /* transposed conv (k < 0): PyTorch layout [cin, cout, k, k] */
+    l->cout = (int)tw->shape[k < 0 ? 1 : 0];
+    l->cin = (int)tw->shape[k < 0 ? 0 : 1];
+    l->k = kk;
+  }
+  if (l->cout <= 0 || l->cin <= 0)
+    return rv_error(ctx, RV_ERR_MODEL, "weights: %s has an empty shape", key);
+  RV_TRY(load_f32(&l->w, tw, ctx));
+  snprintf(key, sizeof key, "%s.bias", name);
+  const rv_wtensor *tb = rv_weights_find(w, key);
+  l->b = rv_calloc((size_t)l->cout, sizeof(float));
+  if (!l->b) {
+    rv_det_layer_free(l);
+    return rv_error(ctx, RV_ERR_NOMEM, "weights: out of memory for %s", key);
+  }
+  if (tb) {
+    rv_status st = check_float(tb, ctx);
+    if (st == RV_OK && (int64_t)rv_wtensor_numel(tb) != l->cout)
+      st = rv_error(ctx, RV_ERR_MODEL, "weights: %s has %zu values, expected %d", key,
+                    rv_wtensor_numel(tb), l->cout);
+    if (st != RV_OK) {
+      rv_det_layer_free(l);
+      return st;
+    }
+    rv_wtensor_to_f32(tb, l->b);
+  }
+  return RV_OK;
+}
+
+rv_status rv_det_layer_load_convmodule(rv_det_layer *l, const rv_weights *w, const char *prefix,
+                                       int k, rv_ctx *ctx) {
+  char key[512];
+  snprintf(key, sizeof key, "%s.conv", prefix);
+  RV_TRY(rv_det_layer_load(l, w, key, k, ctx));
+  snprintf(key, sizeof key, "%s.bn.running_mean", prefix);
+  if (!rv_weights_find(w, key)) return RV_OK;
+  const char *parts[4] = {"running_mean", "running_var", "weight", "bias"};
+  float *v[4] = {0};
+  rv_status st = RV_OK;
+  for (int i = 0; i < 4 && st == RV_OK; i++) {
+    snprintf(key, sizeof key, "%s.bn.%s", prefix, parts[i]);
+    const rv_wtensor *t = rv_weights_find(w, key);
+    if (!t)
+      st = rv_error(ctx, RV_ERR_NOTFOUND, "weights: missing tensor %s", key);
+    else if (check_float(t, ctx) != RV_OK)
+      st = RV_ERR_MODEL;
+    else if ((int64_t)rv_wtensor_numel(t) != l->cout)
+      st = rv_error(ctx, RV_ERR_MODEL, "weights: %s has %zu values, expected %d", key,
+                    rv_wtensor_numel(t), l->cout);
+    else
+      st = load_f32(&v[i], t, ctx);
+  }
+  if (st == RV_OK)
+    rv_bn_fold(l->w, l->b, l->cout, (size_t)l->cin * l->k * l->k, v[0], v[1], v[2], v[3],
+               1e-5f);
+  for (int i = 0; i < 4; i++) rv_free(v[i]);
+  if (st != RV_OK) rv_det_layer_free(l);
+  return st;
+}
+
+void rv_det_layer_free(rv_det_layer *l) {
+  rv_free(l->w);
+  rv_free(l->b);
+  l->w = l->b = NULL;
+}
+
+rv_status rv_det_layer_conv(float *y, const rv_det_layer *l, const float *x, int n, int h,
+                            int w, rv_act act, rv_arena *scratch) {
+  rv_conv_params p = rv_conv_default_params(l->k, 1, l->k / 2);
+  p.act = act;
+  return rv_conv2d_f32(y, x, l->w, l->b, n, l->cin, h, w, l->cout, p, scratch);
+}
+
+void rv_det_layer_linear(float *y, const rv_det_layer *l, const float *x, int n, rv_act act) {
+  /* y[n, cout] = x[n, cin] * W[cout, cin]^T + b */
+  for (int r = 0; r < n; r++) memcpy(y + (size_t)r * l->cout, l->b, (size_t)l->cout * sizeof(float));
+  rv_gemm_f32(0, 1, n, l->cout, l->cin, 1.0f, x, l->cin, l->w, l->cin, 1.0f, y, l->cout);
+  if (act != RV_ACT_NONE) rv_act_f32(y, (size_t)n * l->cout, act);
+}
+
+/* ---- batched RoI conv stack ------------------------------------------------------------- */
+
+/* im2col of a 3x3 pad-1 conv over m rois stored channel-major: x [cin][m][s][s] ->
+ * col [cin*9][m*s*s] */
+static void im2col_rois(float *col, const float *x, int cin, int m, int s) {
+  const size_t ss = (size_t)s * s, cols = (size_t)m * ss;
+#pragma omp parallel for schedule(static)
+  for (int row = 0; row < cin * 9; row++) {
+    int ci = row / 9, ky = row % 9 / 3 - 1, kx = row % 3 - 1;
+    float *o = col + (size_t)row * cols;
+    for (int r = 0; r < m; r++) {
+      const float *xp = x + ((size_t)ci * m + r) * ss;
+      for (int oy = 0; oy < s; oy++) {
+        int iy = oy + ky;
+        float *orow = o + (size_t)r * ss + (size_t)oy * s;
+        if (iy < 0 || iy >= s) {
+          memset(orow, 0, (size_t)s * sizeof(float));
+          continue;
+        }
+        const float *xr = xp + (size_t)iy * s;
+        for (int ox = 0; ox < s; ox++) {
+          int ix = ox + kx;
+          orow[ox] = (ix >= 0 && ix < s) ? xr[ix] : 0.0f;
+        }
+      }
+    }
+  }
+}
+
+/* budget for the im2col buffer, in floats */
+#define ROI_COL_BUDGET ((size_t)4 << 20)
+
+rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
+                                 int n, int s, rv_arena *scratch) {
+  if (n <= 0) return RV_OK;
+  const size_t ss = (size_t)s * s;
+  int maxc = layers[0].cin, maxk = 0;
+  for (int i = 0; i < nl; i++) {
+    RV_ASSERT(layers[i].k == 3 && (i == 0 || layers[i].cin == layers[i - 1].cout));
+    if (layers[i].cout > maxc) maxc = layers[i].cout;
+    if (layers[i].cin * 9 > maxk) maxk = layers[i].cin * 9;
+  }
+  const int cin0 = layers[0].cin, cout = layers[nl - 1].cout;
+  int m = (int)(ROI_COL_BUDGET / ((size_t)maxk * ss));
+  if (m < 1) m = 1;
+  if (m > n) m = n;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  float *col = rv_arena_floats(scratch, (size_t)maxk * m * ss);
+  float *a = rv_arena_floats(scratch, (size_t)maxc * m * ss);
+  float *b = rv_arena_floats(scratch, (size_t)maxc * m * ss);
+  if (!col || !a || !b) {
+    rv_arena_release(scratch, mk);
+    return RV_ERR_NOMEM;
+  }
+  for (int r0 = 0; r0 < n; r0 += m) {
+    int mm = n - r0 < m ? n - r0 : m;
+    const size_t cols = (size_t)mm * ss;
+    /* NCHW chunk -> channel-major [C][mm][s][s] */
+    for (int r = 0; r < mm; r++)
+      for (int c = 0; c < cin0; c++)
+        memcpy(a + ((size_t)c * mm + r) * ss, x + (((size_t)(r0 + r)) * cin0 + c) * ss,
+               ss * sizeof(float));
+    float *cur = a, *nxt = b;
+    for (int i = 0; i < nl; i++) {
+      const rv_det_layer *l = &layers[i];
+      im2col_rois(col, cur, l->cin, mm, s);
+      for (int co = 0; co < l->cout; co++) {
+        float *o = nxt + (size_t)co * cols;
+        for (size_t q = 0; q < cols; q++) o[q] = l->b[co];
+      }
+      rv_gemm_f32(0, 0, l->cout, (int)cols, l->cin * 9, 1.0f, l->w, l->cin * 9, col, (int)cols,
+                  1.0f, nxt, (int)cols);
+      rv_relu_f32(nxt, (size_t)l->cout * cols);
+      float *t = cur;
+      cur = nxt;
+      nxt = t;
+    }
+    /* back to NCHW */
+    for (int r = 0; r < mm; r++)
+      for (int c = 0; c < cout; c++)
+        memcpy(y + (((size_t)(r0 + r)) * cout + c) * ss, cur + ((size_t)c * mm + r) * ss,
+               ss * sizeof(float));
+  }
+  rv_arena_release(scratch, mk);
+  return RV_OK;
+}

@@ -1,0 +1,154 @@
+/* FCN mask head (mmdet 2.11 FCNMaskHead: convs 3x3 + ReLU, 2x2 deconv + ReLU, 1x1 logits)
+ * and the mask paste of get_seg_masks/_do_paste_mask (grid_sample bilinear, zeros padding,
+ * align_corners=False, threshold >=). */
+#include "heads/det.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+rv_status rv_mask_head_load(rv_mask_head *h, const rv_weights *w, const char *prefix,
+                            rv_ctx *ctx) {
+  memset(h, 0, sizeof *h);
+  char key[256];
+  rv_status st = RV_OK;
+  for (int i = 0; i < 8; i++) {
+    snprintf(key, sizeof key, "%s.convs.%d.conv.weight", prefix, i);
+    if (!rv_det_has(w, key)) break;
+    snprintf(key, sizeof key, "%s.convs.%d", prefix, i);
+    if ((st = rv_det_layer_load_convmodule(&h->convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    h->num_convs = i + 1;
+  }
+  snprintf(key, sizeof key, "%s.upsample", prefix);
+  if ((st = rv_det_layer_load(&h->upsample, w, key, -2, ctx)) != RV_OK) goto fail;
+  snprintf(key, sizeof key, "%s.conv_logits", prefix);
+  if ((st = rv_det_layer_load(&h->logits, w, key, 1, ctx)) != RV_OK) goto fail;
+  h->in_channels = h->num_convs ? h->convs[0].cin : h->upsample.cin;
+  int c = h->in_channels;
+  for (int i = 0; i < h->num_convs; i++) {
+    if (h->convs[i].cin != c) {
+      st = rv_error(ctx, RV_ERR_MODEL, "weights: %s.convs.%d input channels mismatch", prefix, i);
+      goto fail;
+    }
+    c = h->convs[i].cout;
+  }
+  if (h->upsample.cin != c || h->logits.cin != h->upsample.cout) {
+    st = rv_error(ctx, RV_ERR_MODEL, "weights: %s.upsample/conv_logits channels mismatch", prefix);
+    goto fail;
+  }
+  h->roi_size = 14;
+  h->num_classes = h->logits.cout;
+  return RV_OK;
+fail:
+  rv_mask_head_free(h);
+  return st;
+}
+
+void rv_mask_head_free(rv_mask_head *h) {
+  for (int i = 0; i < 8; i++) rv_det_layer_free(&h->convs[i]);
+  rv_det_layer_free(&h->upsample);
+  rv_det_layer_free(&h->logits);
+}
+
+#define MASK_CHUNK 32
+
+rv_status rv_mask_head_forward(float *logits, const rv_mask_head *h, const float *roi_feats,
+                               int n, const int *labels, rv_arena *scratch, rv_ctx *ctx) {
+  const int s = h->roi_size, s2 = 2 * s, ss = s * s, oo = s2 * s2;
+  int maxc = h->in_channels;
+  for (int i = 0; i < h->num_convs; i++)
+    if (h->convs[i].cout > maxc) maxc = h->convs[i].cout;
+  const int cu = h->upsample.cout, K = h->num_classes;
+  for (int r0 = 0; r0 < n; r0 += MASK_CHUNK) {
+    int m = n - r0 < MASK_CHUNK ? n - r0 : MASK_CHUNK;
+    rv_arena_mark mk = rv_arena_get_mark(scratch);
+    float *a = rv_arena_floats(scratch, (size_t)m * maxc * ss);
+    float *up = rv_arena_floats(scratch, (size_t)m * cu * oo);
+    if (!a || !up) {
+      rv_arena_release(scratch, mk);
+      return rv_error(ctx, RV_ERR_NOMEM, "mask head: out of memory for %d rois", m);
+    }
+    const float *x = roi_feats + (size_t)r0 * h->in_channels * ss;
+    if (h->num_convs) {
+      if (rv_det_conv_stack_rois(a, h->convs, h->num_convs, x, m, s, scratch) != RV_OK) {
+        rv_arena_release(scratch, mk);
+        return rv_error(ctx, RV_ERR_NOMEM, "mask head: out of scratch memory for convs");
+      }
+      x = a;
+    }
+    rv_deconv2x2_f32(up, x, h->upsample.w, h->upsample.b, m, h->upsample.cin, s, s, cu,
+                     RV_ACT_RELU);
+    if (!labels) {
+      rv_status st = rv_det_layer_conv(logits + (size_t)r0 * K * oo, &h->logits, up, m, s2, s2,
+                                       RV_ACT_NONE, scratch);
+      if (st != RV_OK) {
+        rv_arena_release(scratch, mk);
+        return rv_error(ctx, st, "mask head: conv_logits failed (scratch memory)");
+      }
+    } else {
+      /* only the channel of each roi's label: out[p] = b[k] + sum_c w[k, c] * up[c, p] */
+      for (int i = 0; i < m; i++) {
+        int k = labels[r0 + i];
+        RV_ASSERT(k >= 0 && k < K);
+        float *o = logits + (size_t)(r0 + i) * oo;
+        const float *u = up + (size_t)i * cu * oo;
+        rv_gemm_f32(0, 0, 1, oo, cu, 1.0f, h->logits.w + (size_t)k * cu, cu, u, oo, 0.0f, o, oo);
+        for (int p = 0; p < oo; p++) o[p] += h->logits.b[k];
+      }
+    }
+    rv_arena_release(scratch, mk);
+  }
+  return RV_OK;
+}
+
+/* One axis of grid_sample(bilinear, align_corners=False, zeros) at pixel centre c + 0.5 of
+ * the box [b0, b1] over a source axis of length len: two taps with weights (0 outside). */
+typedef struct {
+  int i0, i1;
+  double w0, w1;
+} gtap;
+
+static gtap grid_tap(int c, double b0, double b1, int len) {
+  gtap t = {0, 0, 0.0, 0.0};
+  double g = ((double)c + 0.5 - b0) / (b1 - b0) * 2.0 - 1.0;
+  if (isinf(g)) g = 0.0; /* torch sets inf grid values to 0 */
+  if (isnan(g)) return t;
+  double v = ((g + 1.0) * len - 1.0) / 2.0; /* unnormalise, align_corners=False */
+  double f = floor(v);
+  int i0 = (int)f, i1 = i0 + 1;
+  double w1 = v - f, w0 = 1.0 - w1;
+  if (i0 >= 0 && i0 < len) {
+    t.i0 = i0;
+    t.w0 = w0;
+  }
+  if (i1 >= 0 && i1 < len) {
+    t.i1 = i1;
+    t.w1 = w1;
+  }
+  return t;
+}
+
+void rv_paste_mask_u8(unsigned char *out, int img_h, int img_w, const float *prob, int mh,
+                      int mw, const float box[4], float thr) {
+  memset(out, 0, (size_t)img_h * img_w);
+  double x0 = box[0], y0 = box[1], x1 = box[2], y1 = box[3];
+  /* paste window (skip_empty): floor(min)-1 .. ceil(max)+1, clamped to the image */
+  double fx0 = floor(x0) - 1, fy0 = floor(y0) - 1, cx1 = ceil(x1) + 1, cy1 = ceil(y1) + 1;
+  int wx0 = fx0 < 0 ? 0 : (fx0 > img_w ? img_w : (int)fx0);
+  int wy0 = fy0 < 0 ? 0 : (fy0 > img_h ? img_h : (int)fy0);
+  int wx1 = cx1 > img_w ? img_w : (cx1 < 0 ? 0 : (int)cx1);
+  int wy1 = cy1 > img_h ? img_h : (cy1 < 0 ? 0 : (int)cy1);
+  if (wx1 <= wx0 || wy1 <= wy0) return;
+  for (int y = wy0; y < wy1; y++) {
+    gtap ty = grid_tap(y, y0, y1, mh);
+    if (ty.w0 == 0.0 && ty.w1 == 0.0) continue;
+    const float *r0 = prob + (size_t)ty.i0 * mw, *r1 = prob + (size_t)ty.i1 * mw;
+    unsigned char *o = out + (size_t)y * img_w;
+    for (int x = wx0; x < wx1; x++) {
+      gtap t = grid_tap(x, x0, x1, mw);
+      double v = ty.w0 * (t.w0 * r0[t.i0] + t.w1 * r0[t.i1]) +
+                 ty.w1 * (t.w0 * r1[t.i0] + t.w1 * r1[t.i1]);
+      o[x] = v >= (double)thr;
+    }
+  }
+}

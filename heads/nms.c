@@ -1,0 +1,204 @@
+/* NMS family: greedy NMS (mmcv nms CPU kernel, offset 0), batched NMS by index (mmcv
+ * batched_nms per-class semantics) and mmdet multiclass_nms. */
+#include "heads/det.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  float s;
+  int i;
+} scored;
+
+/* score descending, then index ascending: a total order, so qsort is deterministic */
+static int cmp_scored(const void *pa, const void *pb) {
+  const scored *a = pa, *b = pb;
+  if (a->s > b->s) return -1;
+  if (a->s < b->s) return 1;
+  return (a->i > b->i) - (a->i < b->i);
+}
+
+static void argsort_pairs(int *order, scored *tmp, const float *scores, int n) {
+  for (int i = 0; i < n; i++) {
+    tmp[i].s = scores[i];
+    tmp[i].i = i;
+  }
+  qsort(tmp, (size_t)n, sizeof *tmp, cmp_scored);
+  for (int i = 0; i < n; i++) order[i] = tmp[i].i;
+}
+
+void rv_argsort_desc(int *order, const float *scores, int n) {
+  if (n <= 0) return;
+  scored *tmp = rv_malloc((size_t)n * sizeof *tmp);
+  if (tmp) {
+    argsort_pairs(order, tmp, scores, n);
+    rv_free(tmp);
+    return;
+  }
+  /* allocation failed: insertion sort in place (same order, slower) */
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++) {
+    int v = order[i], j = i - 1;
+    while (j >= 0 && (scores[order[j]] < scores[v] ||
+                      (scores[order[j]] == scores[v] && order[j] > v))) {
+      order[j + 1] = order[j];
+      j--;
+    }
+    order[j + 1] = v;
+  }
+}
+
+/* Greedy suppression over the boxes listed in idx[0..m) (already in score order).
+ * alive[] flags (1 = kept) are written for those positions. IoU in double:
+ * inter / (area_i + area_j - inter) > thr suppresses j. */
+static void greedy(unsigned char *alive, const int *idx, int m, const float *boxes,
+                   double *areas, double thr) {
+  for (int t = 0; t < m; t++) {
+    const float *b = boxes + (size_t)idx[t] * 4;
+    areas[t] = ((double)b[2] - b[0]) * ((double)b[3] - b[1]);
+    alive[t] = 1;
+  }
+  for (int t = 0; t < m; t++) {
+    if (!alive[t]) continue;
+    const float *bi = boxes + (size_t)idx[t] * 4;
+    double ix1 = bi[0], iy1 = bi[1], ix2 = bi[2], iy2 = bi[3], ia = areas[t];
+    for (int u = t + 1; u < m; u++) {
+      if (!alive[u]) continue;
+      const float *bj = boxes + (size_t)idx[u] * 4;
+      double xx1 = ix1 > bj[0] ? ix1 : bj[0];
+      double yy1 = iy1 > bj[1] ? iy1 : bj[1];
+      double xx2 = ix2 < bj[2] ? ix2 : bj[2];
+      double yy2 = iy2 < bj[3] ? iy2 : bj[3];
+      double w = xx2 - xx1, h = yy2 - yy1;
+      if (w < 0) w = 0;
+      if (h < 0) h = 0;
+      double inter = w * h;
+      double ovr = inter / (ia + areas[u] - inter);
+      if (ovr > thr) alive[u] = 0;
+    }
+  }
+}
+
+int rv_nms(int *keep, const float *boxes, const float *scores, int n, float iou_thr,
+           rv_arena *scratch) {
+  if (n <= 0) return 0;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  int *order = rv_arena_alloc(scratch, (size_t)n * sizeof(int));
+  scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof(scored));
+  double *areas = rv_arena_alloc(scratch, (size_t)n * sizeof(double));
+  unsigned char *alive = rv_arena_alloc(scratch, (size_t)n);
+  if (!order || !tmp || !areas || !alive) {
+    rv_arena_release(scratch, mk);
+    return -1;
+  }
+  argsort_pairs(order, tmp, scores, n);
+  greedy(alive, order, n, boxes, areas, (double)iou_thr);
+  int k = 0;
+  for (int t = 0; t < n; t++)
+    if (alive[t]) keep[k++] = order[t];
+  rv_arena_release(scratch, mk);
+  return k;
+}
+
+int rv_batched_nms(int *keep, const float *boxes, const float *scores, const int *idxs, int n,
+                   float iou_thr, rv_arena *scratch) {
+  if (n <= 0) return 0;
+  int lo = idxs[0], hi = idxs[0];
+  for (int i = 1; i < n; i++) {
+    if (idxs[i] < lo) lo = idxs[i];
+    if (idxs[i] > hi) hi = idxs[i];
+  }
+  int ng = hi - lo + 1;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  int *order = rv_arena_alloc(scratch, (size_t)n * sizeof(int));
+  scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof(scored));
+  double *areas = rv_arena_alloc(scratch, (size_t)n * sizeof(double));
+  unsigned char *alive = rv_arena_alloc(scratch, (size_t)n);
+  unsigned char *kept = rv_arena_alloc(scratch, (size_t)n);
+  int *grouped = rv_arena_alloc(scratch, (size_t)n * sizeof(int));
+  int *start = rv_arena_alloc(scratch, ((size_t)ng + 1) * sizeof(int));
+  if (!order || !tmp || !areas || !alive || !kept || !grouped || !start) {
+    rv_arena_release(scratch, mk);
+    return -1;
+  }
+  argsort_pairs(order, tmp, scores, n);
+  /* stable bucket of the score order by group: each group stays in score order */
+  memset(start, 0, ((size_t)ng + 1) * sizeof(int));
+  for (int i = 0; i < n; i++) start[idxs[i] - lo + 1]++;
+  for (int g = 0; g < ng; g++) start[g + 1] += start[g];
+  int *fill = rv_arena_alloc(scratch, (size_t)ng * sizeof(int));
+  if (!fill) {
+    rv_arena_release(scratch, mk);
+    return -1;
+  }
+  memcpy(fill, start, (size_t)ng * sizeof(int));
+  for (int t = 0; t < n; t++) grouped[fill[idxs[order[t]] - lo]++] = order[t];
+  memset(kept, 0, (size_t)n);
+  for (int g = 0; g < ng; g++) {
+    int m = start[g + 1] - start[g];
+    if (m == 0) continue;
+    greedy(alive, grouped + start[g], m, boxes, areas, (double)iou_thr);
+    for (int t = 0; t < m; t++)
+      if (alive[t]) kept[grouped[start[g] + t]] = 1;
+  }
+  int k = 0;
+  for (int t = 0; t < n; t++)
+    if (kept[order[t]]) keep[k++] = order[t];
+  rv_arena_release(scratch, mk);
+  return k;
+}
+
+int rv_multiclass_nms_candidates(const float *scores, int score_stride, int n, int num_classes,
+                                 float score_thr) {
+  int c = 0;
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < num_classes; k++)
+      if (scores[(size_t)r * score_stride + k] > score_thr) c++;
+  return c;
+}
+
+int rv_multiclass_nms(float *out_boxes, float *out_scores, int *out_labels, int *out_rows,
+                      const float *boxes, int boxes_per_class, const float *scores,
+                      int score_stride, int n, int num_classes, float score_thr, float iou_thr,
+                      int max_num, rv_arena *scratch) {
+  int nc = rv_multiclass_nms_candidates(scores, score_stride, n, num_classes, score_thr);
+  if (nc == 0) return 0;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  float *cb = rv_arena_floats(scratch, (size_t)nc * 4);
+  float *cs = rv_arena_floats(scratch, (size_t)nc);
+  int *cl = rv_arena_alloc(scratch, (size_t)nc * sizeof(int));
+  int *cr = rv_arena_alloc(scratch, (size_t)nc * sizeof(int));
+  int *keep = rv_arena_alloc(scratch, (size_t)nc * sizeof(int));
+  if (!cb || !cs || !cl || !cr || !keep) {
+    rv_arena_release(scratch, mk);
+    return -1;
+  }
+  int c = 0;
+  for (int r = 0; r < n; r++)
+    for (int k = 0; k < num_classes; k++) {
+      float s = scores[(size_t)r * score_stride + k];
+      if (!(s > score_thr)) continue;
+      const float *b = boxes_per_class ? boxes + ((size_t)r * num_classes + k) * 4
+                                       : boxes + (size_t)r * 4;
+      memcpy(cb + (size_t)c * 4, b, 4 * sizeof(float));
+      cs[c] = s;
+      cl[c] = k;
+      cr[c] = r;
+      c++;
+    }
+  int nk = rv_batched_nms(keep, cb, cs, cl, nc, iou_thr, scratch);
+  if (nk < 0) {
+    rv_arena_release(scratch, mk);
+    return -1;
+  }
+  if (max_num > 0 && nk > max_num) nk = max_num;
+  for (int t = 0; t < nk; t++) {
+    int i = keep[t];
+    memcpy(out_boxes + (size_t)t * 4, cb + (size_t)i * 4, 4 * sizeof(float));
+    out_scores[t] = cs[i];
+    out_labels[t] = cl[i];
+    if (out_rows) out_rows[t] = cr[i];
+  }
+  rv_arena_release(scratch, mk);
+  return nk;
+}

@@ -1,0 +1,78 @@
+/* Detector assembly (mmdet 2.11 test path): backbone features + image meta -> FPN -> RPN ->
+ * RoI heads (Cascade Mask R-CNN, Mask R-CNN) or RetinaNet head -> detections in original
+ * image coordinates (boxes, scores, labels, masks as U8 at the original size).
+ *
+ *   rv_det_arch arch;
+ *   rv_detector_guess_arch(&arch, weights, ctx);           // from the state_dict names
+ *   rv_detector_config cfg = rv_detector_default_config(arch);
+ *   rv_detector *det;
+ *   if (rv_detector_load(&det, &cfg, weights, ctx) != RV_OK) ...;
+ *   rv_detections out;
+ *   rv_detector_forward(det, &out, feats, &meta, NULL, arena, ctx); // feats: 4 backbone maps
+ *   for (int i = 0; i < out.n; i++) ... out.bboxes[4*i], out.scores[i], out.labels[i] ...
+ *   rv_detector_free(det);
+ *
+ * The model is immutable after loading and may be shared by threads, each with its own
+ * arena and context. Detections come in NMS order (score descending);
+ * rv_detections_class_order gives mmdet's bbox2result order (by class, stable).
+ */
+#ifndef RV_MODELS_DETECTOR_H
+#define RV_MODELS_DETECTOR_H
+
+#include "heads/det.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  RV_DET_CASCADE_MASK_RCNN = 0,
+  RV_DET_MASK_RCNN,
+  RV_DET_RETINANET
+} rv_det_arch;
+
+const char *rv_det_arch_name(rv_det_arch a); /* "cascade_mask_rcnn", "mask_rcnn", "retinanet" */
+/* Parses the names above (also "cascade", "maskrcnn", "retina"); -1 if unknown. */
+int rv_det_arch_parse(const char *s, rv_det_arch *out);
+
+typedef struct {
+  rv_det_arch arch;
+  rv_rpn_cfg rpn;        /* two-stage: test_cfg.rpn */
+  rv_rcnn_cfg rcnn;      /* two-stage: test_cfg.rcnn */
+  rv_retina_cfg retina;  /* RetinaNet: test_cfg */
+  int with_masks;        /* 1: run the mask branch if the weights have one (default) */
+} rv_detector_config;
+
+/* Official test_cfg of the RALA configs for the architecture. */
+rv_detector_config rv_detector_default_config(rv_det_arch arch);
+/* Architecture from tensor names: roi_head.bbox_head.2.* -> cascade, roi_head.bbox_head.* ->
+ * Mask R-CNN, bbox_head.retina_cls.* -> RetinaNet. RV_ERR_MODEL if none matches. */
+rv_status rv_detector_guess_arch(rv_det_arch *arch, const rv_weights *w, rv_ctx *ctx);
+
+typedef struct rv_detector rv_detector;
+
+/* Loads the neck and heads (keys neck.*, rpn_head.*, roi_head.*, bbox_head.*); backbone
+ * channels are read from the FPN lateral weights. */
+rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
+                           const rv_weights *w, rv_ctx *ctx);
+void rv_detector_free(rv_detector *d);
+const rv_detector_config *rv_detector_config_of(const rv_detector *d);
+int rv_detector_num_classes(const rv_detector *d);
+int rv_detector_has_masks(const rv_detector *d);
+
+/* feats: the 4 backbone outputs (strides 4, 8, 16, 32 of the padded input), batch 1.
+ * Outputs (and all activations) come from the arena; the trace hook (may be NULL) sees
+ * "neck.out.i", "rpn.cls_score.i", "rpn.bbox_pred.i", "rpn.proposals",
+ * "rpn.proposal_scores", "roi.stageS.*", "mask.*", "retina.cls_score.i", ... */
+rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv_tensor *feats,
+                              const rv_img_meta *meta, const rv_det_trace *trace,
+                              rv_arena *arena, rv_ctx *ctx);
+
+/* order[0..n) = detection indices sorted by label, NMS order within a label (mmdet
+ * bbox2result / results2json order). */
+void rv_detections_class_order(int *order, const rv_detections *det);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

