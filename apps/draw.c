@@ -52,7 +52,7 @@ static void class_name(char *buf, size_t n, const char *const *names, int k) {
   }
 }
 
-rv_status rv_draw_label_colors(rv_image *out, const int *labels, int h, int w,
+rv_status rv_draw_label_colors(rv_image *out, const int32_t *labels, int h, int w,
                                const unsigned char (*palette)[3], int n_classes, rv_ctx *ctx) {
   if (!labels || h <= 0 || w <= 0 || n_classes <= 0)
     return rv_error(ctx, RV_ERR_ARG, "label colours: empty label map");
@@ -138,7 +138,7 @@ static rv_status draw_legend(rv_image *img, const class_count *cc, int n_present
   return RV_OK;
 }
 
-rv_status rv_draw_label_overlay(rv_image *img, const int *labels, const unsigned char (*palette)[3],
+rv_status rv_draw_label_overlay(rv_image *img, const int32_t *labels, const unsigned char (*palette)[3],
                                 const char *const *names, int n_classes, float opacity,
                                 int legend, rv_ctx *ctx) {
   if (!img || !img->data || img->c != 3)

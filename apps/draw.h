@@ -17,11 +17,11 @@
  * Labels outside [0, n_classes) (e.g. 255 = ignore) are left as they are. With legend=1 a
  * box listing the classes present (by pixel share, largest first, with swatches) is
  * drawn in the top-left corner. names may be NULL (then "class k"). */
-rv_status rv_draw_label_overlay(rv_image *img, const int *labels, const unsigned char (*palette)[3],
+rv_status rv_draw_label_overlay(rv_image *img, const int32_t *labels, const unsigned char (*palette)[3],
                                 const char *const *names, int n_classes, float opacity,
                                 int legend, rv_ctx *ctx);
 /* The label map alone as a colour image (BGR), same size; out-of-range labels black. */
-rv_status rv_draw_label_colors(rv_image *out, const int *labels, int h, int w,
+rv_status rv_draw_label_colors(rv_image *out, const int32_t *labels, int h, int w,
                                const unsigned char (*palette)[3], int n_classes, rv_ctx *ctx);
 
 typedef struct {

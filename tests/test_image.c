@@ -447,7 +447,7 @@ static void test_draw_overlay_and_detections(void **state) {
   assert_int_equal(rv_image_read(SAMPLES "/fruits.jpg", &img, ctx), RV_OK);
   assert_int_equal(rv_image_copy(&orig, &img, ctx), RV_OK);
   int h = img.h, w = img.w;
-  int *lab = malloc(sizeof *lab * (size_t)h * w);
+  int32_t *lab = malloc(sizeof *lab * (size_t)h * w);
   for (int y = 0; y < h; y++)
     for (int x = 0; x < w; x++) {
       int k = 255; /* ignore */
