@@ -386,6 +386,13 @@ void rv_image_set_opencv_log_level(int level) {
   }
 }
 
+void rv_image_set_opencv_threads(int n) {
+  try {
+    cv::setNumThreads(n > 0 ? n : -1);
+  } catch (...) {
+  }
+}
+
 /* ---- video ---------------------------------------------------------------------------- */
 
 struct rv_video_reader {

@@ -78,6 +78,10 @@ void rv_image_swap_rb(rv_image *img);
  * warnings, 2: everything). libjpeg's "Corrupt JPEG data" lines and FFmpeg's own log go
  * to stderr regardless. The library itself never calls it. */
 void rv_image_set_opencv_log_level(int level);
+/* Threads OpenCV may use for resize/colour conversion (its own TBB pool in Debian's
+ * build; 0 = OpenCV's default = all cores). Process-wide OpenCV state, for the CLI's
+ * --threads; the library itself never calls it. */
+void rv_image_set_opencv_threads(int n);
 
 /* ---- video ------------------------------------------------------------------------------ */
 typedef struct rv_video_reader rv_video_reader;

@@ -157,6 +157,17 @@ static void test_resize_interpolations(void **state) {
   assert_int_equal(rv_image_resize(&big, &big, 3, 3, RV_INTERP_LINEAR, ctx), RV_ERR_ARG);
   rv_image empty = {0};
   assert_int_equal(rv_image_resize(&dst, &empty, 3, 3, RV_INTERP_LINEAR, ctx), RV_ERR_ARG);
+  /* results do not depend on OpenCV's thread count */
+  rv_image photo = {0}, r1 = {0}, r2 = {0};
+  assert_int_equal(rv_image_read(SAMPLES "/baboon.jpg", &photo, ctx), RV_OK);
+  rv_image_set_opencv_threads(1);
+  assert_int_equal(rv_image_resize(&r1, &photo, 1333, 997, RV_INTERP_LINEAR, ctx), RV_OK);
+  rv_image_set_opencv_threads(0);
+  assert_int_equal(rv_image_resize(&r2, &photo, 1333, 997, RV_INTERP_LINEAR, ctx), RV_OK);
+  assert_true(images_equal(&r1, &r2));
+  rv_image_free(&photo);
+  rv_image_free(&r1);
+  rv_image_free(&r2);
   /* flip */
   rv_image f = {0};
   assert_int_equal(rv_image_flip(&f, &big, 1, ctx), RV_OK);
