@@ -73,11 +73,15 @@ static double pairwise_sum(const double *a, size_t n) {
   return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
 }
 
-double rv_np_mean(const double *v, size_t n) {
-  if (n == 0) return NAN;
+double rv_np_sum(const double *v, size_t n) {
   double total = 0.0;
   for (size_t b = 0; b < n; b += 8192) total += pairwise_sum(v + b, n - b < 8192 ? n - b : 8192);
-  return total / (double)n;
+  return total;
+}
+
+double rv_np_mean(const double *v, size_t n) {
+  if (n == 0) return NAN;
+  return rv_np_sum(v, n) / (double)n;
 }
 
 rv_cocoeval_params rv_cocoeval_default_params(rv_iou_type t) {

@@ -71,6 +71,8 @@ void rv_cocoeval_params_mmdet(rv_cocoeval_params *p);
 void rv_linspace(double *out, double start, double stop, int num);
 /* np.mean of a float64 vector bit for bit (pairwise sums in blocks of 8192). n == 0 -> NaN. */
 double rv_np_mean(const double *v, size_t n);
+/* np.sum of a float64 vector bit for bit (the numerator of rv_np_mean). */
+double rv_np_sum(const double *v, size_t n);
 
 typedef struct {
   const int64_t *img_ids; size_t n_imgs; /* any order; duplicates allowed (np.unique) */

@@ -11,12 +11,20 @@ detections of unknown categories, segm results with and without a bbox.
 
     python3 tools/ref_cocoeval.py --check ../shared/fixtures   # the reference is exact first
     python3 tools/gen_eval_cases.py --out tests/data/eval --seeds 1 2 3 4
+    python3 tools/gen_eval_cases.py --out tests/data/eval --miou --seeds 1 2 3
+
+--miou writes random_miou_<seed>/ in the layout of ../shared/fixtures/miou/<case>/ (gt/*.png
+in the ADE20K convention, pred/*.png class indices 0..149, expected.json) with the numbers of
+a numpy port of mmseg 0.x metrics.py (np.bincount histograms, np.nanmean).
 """
 import argparse
 import json
 import math
 import os
 import sys
+
+import struct
+import zlib
 
 import numpy as np
 
@@ -152,11 +160,144 @@ def make_case(seed):
     return gt, dt_bbox, dt_segm
 
 
+def write_png_gray(path, a):
+    """Minimal 8-bit greyscale PNG writer (no PIL here)."""
+    a = np.ascontiguousarray(a, dtype=np.uint8)
+    h, w = a.shape
+    raw = b''.join(b'\x00' + a[y].tobytes() for y in range(h))
+
+    def chunk(t, d):
+        return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)
+    with open(path, 'wb') as f:
+        f.write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 0, 0, 0, 0)) +
+                chunk(b'IDAT', zlib.compress(raw, 9)) + chunk(b'IEND', b''))
+
+
+def mmseg_metrics(preds, gts, C=150, ignore=255):
+    """numpy port of mmseg 0.x intersect_and_union / eval_metrics with reduce_zero_label."""
+    I, U, P, L = (np.zeros(C, dtype=np.float64) for _ in range(4))
+    for pred, gt in zip(preds, gts):
+        lab = gt.astype(np.uint8).copy()
+        lab[lab == 0] = 255
+        lab = (lab - 1).astype(np.uint8)
+        lab[lab == 254] = 255
+        keep = lab != ignore
+        p, l = pred[keep].astype(np.int64), lab[keep].astype(np.int64)
+        hist = lambda v: np.bincount(v[(v >= 0) & (v < C)], minlength=C).astype(np.float64)
+        i_, p_, l_ = hist(p[p == l]), hist(p), hist(l)
+        I += i_; P += p_; L += l_; U += p_ + l_ - i_
+    with np.errstate(invalid='ignore', divide='ignore'):
+        iou, acc = I / U, I / L
+    aacc = I.sum() / L.sum()
+    rnd = lambda v: float(np.round(v * 100, 2) / 100)
+    nn = lambda v: [None if np.isnan(x) else float(x) for x in v]
+    return {'aAcc': float(aacc), 'mIoU': float(np.nanmean(iou)), 'mAcc': float(np.nanmean(acc)),
+            'IoU': nn(iou), 'Acc': nn(acc),
+            'total_area_intersect': [int(x) for x in I], 'total_area_union': [int(x) for x in U],
+            'total_area_pred_label': [int(x) for x in P], 'total_area_label': [int(x) for x in L],
+            'mmseg_reported': {'aAcc': rnd(aacc), 'mIoU': rnd(np.nanmean(iou)), 'mAcc': rnd(np.nanmean(acc))}}
+
+
+def make_miou_case(out, seed):
+    rng = np.random.default_rng(1000 + seed)
+    d = os.path.join(out, 'random_miou_%02d' % seed)
+    os.makedirs(os.path.join(d, 'gt'), exist_ok=True)
+    os.makedirs(os.path.join(d, 'pred'), exist_ok=True)
+    preds, gts, images = [], [], []
+    classes = rng.choice(150, int(rng.integers(5, 40)), replace=False)
+    for i in range(int(rng.integers(2, 5))):
+        h, w = int(rng.integers(20, 90)), int(rng.integers(20, 90))
+        # blocky gt regions over a few classes, with 0 (other) and 255 pixels
+        bh, bw = int(rng.integers(3, 10)), int(rng.integers(3, 10))
+        blocks = rng.choice(np.concatenate([classes + 1, [0, 255, 150, 1]]), ((h + bh - 1) // bh, (w + bw - 1) // bw))
+        gt = np.kron(blocks, np.ones((bh, bw), dtype=np.int64))[:h, :w].astype(np.uint8)
+        pred = np.where(gt == 0, rng.choice(classes, (h, w)), gt.astype(np.int64) - 1)
+        pred = np.where(gt == 255, rng.choice(classes, (h, w)), pred)
+        noise = rng.random((h, w)) < rng.uniform(0.05, 0.6)
+        pred = np.where(noise, rng.choice(np.concatenate([classes, [149, 0]]), (h, w)), pred).astype(np.uint8)
+        if rng.random() < 0.3:
+            pred[rng.random((h, w)) < 0.05] = 255  # "no class"
+        name = 'img_%02d' % i
+        write_png_gray(os.path.join(d, 'gt', name + '.png'), gt)
+        write_png_gray(os.path.join(d, 'pred', name + '.png'), pred)
+        preds.append(pred)
+        gts.append(gt)
+        images.append({'name': name, 'pred': 'pred/%s.png' % name, 'gt': 'gt/%s.png' % name, 'height': h, 'width': w})
+    exp = {'convention': {'num_classes': 150, 'ignore_index': 255, 'reduce_zero_label': True},
+           'generator': 'tools/gen_eval_cases.py --miou seed %d' % seed, 'images': images}
+    exp.update(mmseg_metrics(preds, gts))
+    with open(os.path.join(d, 'expected.json'), 'w') as f:
+        json.dump(exp, f, indent=1)
+    print('%s: mIoU %.6f aAcc %.6f' % (d, exp['mIoU'], exp['aAcc']))
+
+
+def read_png_gray(path):
+    """Minimal reader for 8-bit greyscale non-interlaced PNGs (the fixtures' label maps)."""
+    data = open(path, 'rb').read()
+    pos, idat = 8, b''
+    w = h = None
+    while pos < len(data):
+        n, t = struct.unpack('>I4s', data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if t == b'IHDR':
+            w, h, depth, ctype, _, _, inter = struct.unpack('>IIBBBBB', body)
+            assert depth == 8 and ctype == 0 and inter == 0, 'only 8-bit grey PNGs'
+        elif t == b'IDAT':
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    out = np.zeros((h, w), dtype=np.uint8)
+    prev = np.zeros(w, dtype=np.int64)
+    for y in range(h):
+        f = raw[y * (w + 1)]
+        line = np.frombuffer(raw[y * (w + 1) + 1:(y + 1) * (w + 1)], dtype=np.uint8).astype(np.int64)
+        cur = np.zeros(w, dtype=np.int64)
+        for x in range(w):
+            a = cur[x - 1] if x else 0
+            b = prev[x]
+            c = prev[x - 1] if x else 0
+            if f == 0: pr = 0
+            elif f == 1: pr = a
+            elif f == 2: pr = b
+            elif f == 3: pr = (a + b) // 2
+            else:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                pr = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            cur[x] = (line[x] + pr) & 255
+        out[y] = cur
+        prev = cur
+    return out
+
+
+def check_miou(root):
+    """The numpy mmseg port against ../shared/fixtures/miou/*: number of mismatching cases."""
+    bad = 0
+    for case in sorted(os.listdir(root)):
+        d = os.path.join(root, case)
+        exp = json.load(open(os.path.join(d, 'expected.json')))
+        preds = [read_png_gray(os.path.join(d, im['pred'])) for im in exp['images']]
+        gts = [read_png_gray(os.path.join(d, im['gt'])) for im in exp['images']]
+        got = mmseg_metrics(preds, gts)
+        ok = all(got[k] == exp[k] for k in ('aAcc', 'mIoU', 'mAcc', 'IoU', 'Acc', 'total_area_intersect',
+                                             'total_area_union', 'total_area_pred_label', 'total_area_label'))
+        print('%s: %s' % (case, 'identical' if ok else 'DIFFERENT'))
+        bad += not ok
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--out', required=True)
     ap.add_argument('--seeds', type=int, nargs='+', default=[1, 2, 3, 4])
+    ap.add_argument('--miou', action='store_true', help='generate mIoU cases instead')
+    ap.add_argument('--check-miou', help='compare the mmseg port with a fixtures miou folder first')
     a = ap.parse_args()
+    if a.check_miou:
+        return 1 if check_miou(a.check_miou) else 0
+    if a.miou:
+        for seed in a.seeds:
+            make_miou_case(a.out, seed)
+        return 0
     for seed in a.seeds:
         d = os.path.join(a.out, 'random_%02d' % seed)
         os.makedirs(d, exist_ok=True)
