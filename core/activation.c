@@ -1,11 +1,16 @@
 /* Element-wise activations and softmax.
  *
  * Formulas (PyTorch defaults): relu max(x,0); gelu 0.5 x (1 + erf(x / sqrt 2)) (exact erf
- * form, nn.GELU()); silu x * sigmoid(x); sigmoid 1 / (1 + e^-x); elu x > 0 ? x : a (e^x - 1).
+ * form, nn.GELU()); silu x * sigmoid(x); sigmoid 1 / (1 + e^-x); elu x > 0 ? x : a (e^x - 1)
+ * (computed as exp(x) - 1, as PyTorch's vectorised CPU kernel).
+ * exp and erf come from core/vmath.h (branch-free polynomials, vectorised by the compiler;
+ * accuracy stated there and tested in tests/test_ops.c against double precision).
  * The *_serial variants never open an OpenMP region (for use inside callers' parallel
  * loops); the plain ones split large arrays over the OpenMP team.
  */
 #include "core/ops.h"
+
+#include "core/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -18,16 +23,15 @@ void rv_relu_serial_f32(float *x, size_t n) {
 }
 
 void rv_gelu_serial_f32(float *x, size_t n) {
-  const float r = 0.70710678118654752440f;
-  for (size_t i = 0; i < n; i++) x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * r));
+  for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 
 void rv_sigmoid_serial_f32(float *x, size_t n) {
-  for (size_t i = 0; i < n; i++) x[i] = 1.0f / (1.0f + expf(-x[i]));
+  for (size_t i = 0; i < n; i++) x[i] = rv_vsigmoidf(x[i]);
 }
 
 void rv_silu_serial_f32(float *x, size_t n) {
-  for (size_t i = 0; i < n; i++) x[i] = x[i] / (1.0f + expf(-x[i]));
+  for (size_t i = 0; i < n; i++) x[i] = x[i] * rv_vsigmoidf(x[i]);
 }
 
 void rv_act_serial_f32(float *x, size_t n, rv_act act) {
@@ -65,7 +69,7 @@ void rv_elu_f32(float *x, size_t n, float alpha) {
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
   for (long c = 0; c < nchunks; c++) {
     size_t lo = (size_t)c * CHUNK, hi = n - lo < CHUNK ? n : lo + CHUNK;
-    for (size_t i = lo; i < hi; i++) x[i] = x[i] > 0.0f ? x[i] : alpha * expm1f(x[i]);
+    for (size_t i = lo; i < hi; i++) x[i] = x[i] > 0.0f ? x[i] : alpha * (rv_vexpf(x[i]) - 1.0f);
   }
 }
 
@@ -85,10 +89,12 @@ void rv_bias_act_f32(float *y, const float *b, int n, int c, size_t hw, rv_act a
 /* One row: y = exp(x - max) / sum. y may alias x. */
 static void softmax_row(float *y, const float *x, int cols) {
   float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
   for (int j = 0; j < cols; j++) mx = x[j] > mx ? x[j] : mx;
   float s = 0.0f;
+#pragma omp simd reduction(+ : s)
   for (int j = 0; j < cols; j++) {
-    float e = expf(x[j] - mx);
+    float e = rv_vexpf(x[j] - mx);
     y[j] = e;
     s += e;
   }
@@ -123,7 +129,7 @@ void rv_softmax_nchw_f32(float *y, const float *x, int n, int c, int hw) {
       const float *xr = xb + (size_t)ci * hw;
       float *yr = yb + (size_t)ci * hw;
       for (int j = 0; j < len; j++) {
-        float e = expf(xr[j] - mx[j]);
+        float e = rv_vexpf(xr[j] - mx[j]);
         yr[j] = e;
         s[j] += e;
       }

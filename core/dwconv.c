@@ -40,6 +40,66 @@ void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float
     }
 }
 
+/* Stride-1 interior of one output row: yr[ox] += sum_{ky,kx} wk[ky*K+kx] * xr[ky][ox+kx-pad]
+ * for ox in [lo, hi), where every tap is inside the row. K is a literal at each call site,
+ * so the tap loops unroll and the ox loop vectorises. Rows outside the image come in with
+ * zero weights and a valid pointer. */
+static inline void dw_interior(float *restrict yr, const float *const *xr, const float *wk,
+                               int lo, int hi, int pad, const int K) {
+  for (int ox = lo; ox < hi; ox++) {
+    float a = yr[ox];
+    for (int ky = 0; ky < K; ky++) {
+      const float *restrict r = xr[ky] + ox - pad;
+      for (int kx = 0; kx < K; kx++) a += wk[ky * K + kx] * r[kx];
+    }
+    yr[ox] = a;
+  }
+}
+
+/* One plane, stride 1, odd k <= 7 with pad <= k - 1: single pass per output row. */
+static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv, const float *rp,
+                        int h, int wd, int k, int pad, int oh, int ow) {
+  const float *xr[7];
+  float wk[49];
+  int lo = pad < ow ? pad : ow;
+  int hi = wd - k + 1 + pad;
+  if (hi > ow) hi = ow;
+  if (hi < lo) hi = lo;
+  for (int oy = 0; oy < oh; oy++) {
+    float *yr = yp + (size_t)oy * ow;
+    if (rp) {
+      const float *rr = rp + (size_t)oy * ow;
+      for (int ox = 0; ox < ow; ox++) yr[ox] = rr[ox] + bv;
+    } else {
+      for (int ox = 0; ox < ow; ox++) yr[ox] = bv;
+    }
+    for (int ky = 0; ky < k; ky++) {
+      int iy = oy - pad + ky;
+      int in = iy >= 0 && iy < h;
+      xr[ky] = xp + (size_t)(in ? iy : 0) * wd;
+      for (int kx = 0; kx < k; kx++) wk[ky * k + kx] = in ? wp[ky * k + kx] : 0.0f;
+    }
+    switch (k) {
+      case 3: dw_interior(yr, xr, wk, lo, hi, pad, 3); break;
+      case 5: dw_interior(yr, xr, wk, lo, hi, pad, 5); break;
+      case 7: dw_interior(yr, xr, wk, lo, hi, pad, 7); break;
+      default: dw_interior(yr, xr, wk, lo, hi, pad, k); break;
+    }
+    /* border columns: bounds-checked taps */
+    for (int ox = 0; ox < ow; ox++) {
+      if (ox == lo && hi > lo) ox = hi;
+      if (ox >= ow) break;
+      float a = yr[ox];
+      for (int ky = 0; ky < k; ky++)
+        for (int kx = 0; kx < k; kx++) {
+          int ix = ox - pad + kx;
+          if (ix >= 0 && ix < wd) a += wk[ky * k + kx] * xr[ky][ix];
+        }
+      yr[ox] = a;
+    }
+  }
+}
+
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad) {
@@ -55,6 +115,10 @@ void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
     const float *rp = residual ? residual + (size_t)p * oh * ow : NULL;
     float *yp = y + (size_t)p * oh * ow;
     float bv = b ? b[ci] : 0.0f;
+    if (stride == 1 && k <= 7 && pad < k) {
+      dw_plane_s1(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow);
+      continue;
+    }
     for (int oy = 0; oy < oh; oy++) {
       float *yr = yp + (size_t)oy * ow;
       if (rp) {

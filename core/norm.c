@@ -106,8 +106,10 @@ void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float
     const float *xr = x + (size_t)r * cols;
     float *yr = y + (size_t)r * cols;
     float m = 0.0f, v = 0.0f;
+#pragma omp simd reduction(+ : m)
     for (int j = 0; j < cols; j++) m += xr[j];
     m /= (float)cols;
+#pragma omp simd reduction(+ : v)
     for (int j = 0; j < cols; j++) {
       float d = xr[j] - m;
       v += d * d;

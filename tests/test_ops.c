@@ -5,6 +5,7 @@
  * GEMM-based kernels, 2e-6 for direct kernels; torch values 2e-6 relative. */
 #include "test_util.h"
 #include "core/ops.h"
+#include "core/vmath.h"
 
 static float *frand(size_t n, uint64_t seed) {
   float *p = malloc(n * sizeof(float) + 4);
@@ -282,6 +283,35 @@ static void test_norms(void **state) {
   free(x), free(g), free(b), free(y1), free(y2), free(xt), free(yt);
 }
 
+/* ---- vectorisable math (core/vmath.h) against double precision on dense grids ---- */
+static void test_vmath(void **state) {
+  (void)state;
+  double ee = 0, ef = 0, eg = 0;
+  for (double v = -87.0; v <= 88.3; v += 1.7e-4) { /* exp: relative error */
+    float f = (float)v;
+    double ref = exp((double)f);
+    double d = fabs(rv_vexpf(f) - ref) / ref;
+    if (d > ee) ee = d;
+  }
+  /* erf: absolute error; gelu: relative above 1e-6 (below, float rounding of x / sqrt 2
+   * limits e^{-x^2/2} to ~1e-6 relative, i.e. < 1e-12 absolute) */
+  for (double v = -10.0; v <= 10.0; v += 2.3e-5) {
+    float f = (float)v;
+    double d = fabs(rv_verff(f) - erf((double)f));
+    if (d > ef) ef = d;
+    double g = 0.5 * f * erfc(-(double)f / sqrt(2.0));
+    double dg = fabs(rv_vgeluf(f) - g) / (fabs(g) + 1e-6);
+    if (dg > eg) eg = dg;
+  }
+  fprintf(stderr, "vmath: exp rel %.3g, erf abs %.3g, gelu rel(+1e-6) %.3g\n", ee, ef, eg);
+  assert_true(ee < 2e-7);
+  assert_true(ef < 2e-7);
+  assert_true(eg < 5e-7);
+  assert_true(rv_vexpf(-1000.0f) < 1e-37f && rv_vexpf(-1000.0f) >= 0.0f);
+  assert_true(rv_vgeluf(-30.0f) == 0.0f || fabsf(rv_vgeluf(-30.0f)) < 1e-30f);
+  assert_true(rv_vgeluf(30.0f) == 30.0f);
+}
+
 /* ---- activations ---- */
 static void test_activations(void **state) {
   (void)state;
@@ -481,7 +511,7 @@ int main(void) {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
       cmocka_unit_test(test_deconv),        cmocka_unit_test(test_norms),
-      cmocka_unit_test(test_activations),   cmocka_unit_test(test_softmax),
+      cmocka_unit_test(test_vmath),         cmocka_unit_test(test_activations),   cmocka_unit_test(test_softmax),
       cmocka_unit_test(test_resize_values), cmocka_unit_test(test_resize_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,142 @@
+/* Kernel micro-benchmarks (not a test). Build by hand against the library:
+ *   cmake -S . -B build-ops -DCMAKE_BUILD_TYPE=Release && cmake --build build-ops -j2
+ *   gcc -O2 -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/bench_ops.c \
+ *       build-ops/libravlt.a -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm \
+ *       -o build-ops/bench_ops
+ *   OMP_NUM_THREADS=2 build-ops/bench_ops [reps] [-c]   (-c: CPU time instead of wall time)
+ * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static float *buf(size_t n) {
+  float *p = rv_malloc(n * sizeof(float));
+  if (!p) {
+    fprintf(stderr, "out of memory\n");
+    exit(1);
+  }
+  uint64_t s = n;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+    p[i] = (float)((s >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+  }
+  return p;
+}
+
+static double cpu_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static int reps = 5;
+/* Use process CPU time instead of wall time (-c): robust on a loaded machine when run with
+ * OMP_NUM_THREADS=1; with more threads it is the sum over threads. */
+static int use_cpu = 0;
+
+/* best-of-reps seconds of one call */
+#define TIME(expr, out)                                   \
+  do {                                                    \
+    expr;                                                 \
+    double best_ = 1e30;                                  \
+    for (int r_ = 0; r_ < reps; r_++) {                   \
+      double t0_ = use_cpu ? cpu_now() : now();           \
+      expr;                                               \
+      double dt_ = (use_cpu ? cpu_now() : now()) - t0_;   \
+      if (dt_ < best_) best_ = dt_;                       \
+    }                                                     \
+    out = best_;                                          \
+  } while (0)
+
+static void bench_conv(rv_arena *ar, const char *name, int n, int cin, int h, int w, int cout,
+                       int k, int s, int groups) {
+  rv_conv_params p = rv_conv_default_params(k, s, k / 2);
+  p.groups = groups;
+  int oh = rv_conv_out_size(h, k, s, k / 2, 1), ow = rv_conv_out_size(w, k, s, k / 2, 1);
+  float *x = buf((size_t)n * cin * h * w), *wt = buf((size_t)cout * cin / groups * k * k);
+  float *b = buf((size_t)cout), *y = buf((size_t)n * cout * oh * ow);
+  double t;
+  TIME(rv_conv2d_f32(y, x, wt, b, n, cin, h, w, cout, p, ar), t);
+  double fl = 2.0 * n * cout * oh * ow * (double)(cin / groups) * k * k;
+  printf("%-34s %8.2f ms %8.1f GFLOP/s  (scratch peak %.1f MB)\n", name, t * 1e3, fl / t * 1e-9,
+         rv_arena_peak(ar) / 1048576.0);
+  rv_free(x), rv_free(wt), rv_free(b), rv_free(y);
+}
+
+static void bench_dw(const char *name, int c, int h, int w, int k, int s) {
+  int pad = k / 2, oh = (h + 2 * pad - k) / s + 1, ow = (w + 2 * pad - k) / s + 1;
+  float *x = buf((size_t)c * h * w), *wt = buf((size_t)c * k * k), *b = buf((size_t)c);
+  float *y = buf((size_t)c * oh * ow);
+  double t;
+  TIME(rv_dwconv2d_f32(y, x, wt, b, NULL, 1, c, h, w, k, s, pad), t);
+  double fl = 2.0 * c * oh * ow * k * k;
+  printf("%-34s %8.2f ms %8.1f GFLOP/s\n", name, t * 1e3, fl / t * 1e-9);
+  rv_free(x), rv_free(wt), rv_free(b), rv_free(y);
+}
+
+int main(int argc, char **argv) {
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-c")) use_cpu = 1;
+    else reps = atoi(argv[i]);
+  }
+  if (reps < 1) reps = 1;
+  rv_arena *ar = rv_arena_create(0);
+  double t;
+  {
+    int m = 2048;
+    float *a = buf((size_t)m * m), *b = buf((size_t)m * m), *c = buf((size_t)m * m);
+    TIME(rv_gemm_f32(0, 0, m, m, m, 1.0f, a, m, b, m, 0.0f, c, m), t);
+    printf("%-34s %8.2f ms %8.1f GFLOP/s\n", "sgemm 2048^3 (peak)", t * 1e3,
+           2.0 * m * m * m / t * 1e-9);
+    rv_free(a), rv_free(b), rv_free(c);
+  }
+  bench_conv(ar, "conv3x3 64->64 200x336", 1, 64, 200, 336, 64, 3, 1, 1);
+  bench_conv(ar, "conv1x1 256->1024 50x84", 1, 256, 50, 84, 1024, 1, 1, 1);
+  bench_conv(ar, "conv3x3 256->256 200x336", 1, 256, 200, 336, 256, 3, 1, 1);
+  bench_conv(ar, "conv3x3 s2 64->128 200x336", 1, 64, 200, 336, 128, 3, 2, 1);
+  bench_conv(ar, "conv3x3 256->256 14x14 n=64", 64, 256, 14, 14, 256, 3, 1, 1);
+  bench_conv(ar, "conv7x7 s4 3->64 800x1344 (stem-ish)", 1, 3, 800, 1344, 64, 7, 4, 1);
+  bench_dw("dwconv3x3 128ch 100x168", 128, 100, 168, 3, 1);
+  bench_dw("dwconv5x5 64ch 200x336", 64, 200, 336, 5, 1);
+  bench_dw("dwconv5x5 512ch 25x42", 512, 25, 42, 5, 1);
+  bench_dw("dwconv3x3 s2 64ch 200x336", 64, 200, 336, 3, 2);
+  {
+    int n = 64, cin = 256, h = 14, w = 14, cout = 256;
+    float *x = buf((size_t)n * cin * h * w), *wt = buf((size_t)cin * cout * 4);
+    float *y = buf((size_t)n * cout * 4 * h * w), *b = buf(cout);
+    TIME(rv_deconv2x2_f32(y, x, wt, b, n, cin, h, w, cout, RV_ACT_RELU), t);
+    printf("%-34s %8.2f ms %8.1f GFLOP/s\n", "deconv2x2 256->256 14x14 n=64", t * 1e3,
+           2.0 * n * cin * cout * 4 * h * w / t * 1e-9);
+    rv_free(x), rv_free(wt), rv_free(y), rv_free(b);
+  }
+  {
+    size_t n = (size_t)64 * 200 * 336;
+    float *x = buf(n), *g = buf(64), *b = buf(64), *y = buf(n);
+    TIME(rv_gelu_f32(x, n), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "gelu 4.3M", t * 1e3, n / t * 1e-9);
+    TIME(rv_silu_f32(x, n), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "silu 4.3M", t * 1e3, n / t * 1e-9);
+    TIME(rv_layernorm_nchw_f32(y, x, g, b, 1, 64, 200 * 336, 1e-6f), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "layernorm nchw 64x200x336", t * 1e3, n / t * 1e-9);
+    TIME(rv_layernorm_rows_f32(y, x, g, b, 200 * 336, 64, 1e-6f), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "layernorm rows 67200x64", t * 1e3, n / t * 1e-9);
+    TIME(rv_softmax_rows_f32(y, x, 64 * 200, 336), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "softmax rows 12800x336", t * 1e3, n / t * 1e-9);
+    TIME(rv_resize_bilinear_f32(y, x, 64, 100, 168, 200, 336), t);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "bilinear 64x100x168 -> 200x336", t * 1e3, n / t * 1e-9);
+    rv_free(x), rv_free(g), rv_free(b), rv_free(y);
+  }
+  rv_arena_free(ar);
+  return 0;
+}
