@@ -127,7 +127,7 @@ int rv_check_segmentor_head(rv_check_state *s) {
     rv_check_tensor(s, "seg_logits_img", limg.data, rv_tensor_numel(limg), "seg_logits_img", TENSOR_TOL);
     rv_resize_bilinear_f32(lori.data, limg.data, C, limg.h, limg.w, lori.h, lori.w);
     rv_check_tensor(s, "seg_logits_ori", lori.data, rv_tensor_numel(lori), "seg_logits_ori", TENSOR_TOL);
-    st = rv_seg_labels_from_logits(labels, limg, ori[0], ori[1], ctx);
+    st = rv_seg_labels_from_logits(labels, limg, ori[0], ori[1], a, ctx);
   }
   if (st == RV_OK) {
     const size_t hw = (size_t)ori[0] * (size_t)ori[1];

@@ -195,8 +195,9 @@ rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tens
   rv_tensor feats[RV_FPN_MAX_LEVELS], small;
   rv_status st = s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx);
   if (st == RV_OK) st = rv_seg_decoder_forward(d, &small, feats, d->num_ins, NULL, a, ctx);
-  if (st == RV_OK)
-    rv_resize_bilinear_f32(logits->data, small.data, d->num_classes, small.h, small.w, img.h, img.w);
+  if (st == RV_OK &&
+      rv_seg_resize_planes(logits->data, small.data, d->num_classes, small.h, small.w, img.h, img.w, a) != RV_OK)
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (logits resize)");
   rv_arena_release(a, m);
   return st;
 }
@@ -298,29 +299,6 @@ rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img,
   return rv_seg_encode_decode(s, logits, img, a, ctx);
 }
 
-/* Bilinear tap, the formula of core/resize.c (PyTorch CPU upsample_bilinear2d). */
-typedef struct {
-  int i0, i1;
-  float l0, l1;
-} tap;
-
-static tap make_tap(float scale, int dst, int in) {
-  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
-  if (src < 0.0f) src = 0.0f;
-  tap t;
-  t.i0 = (int)src;
-  if (t.i0 > in - 1) t.i0 = in - 1;
-  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
-  t.l1 = src - (float)t.i0;
-  if (t.l1 > 1.0f) t.l1 = 1.0f;
-  t.l0 = 1.0f - t.l1;
-  return t;
-}
-
-/* Pixels per chunk of the fused row loops, and the stack buffer they use. */
-#define CHUNK 128
-#define SOFTMAX_BUF 8192
-
 static rv_status check_resize_args(rv_tensor logits, int ori_h, int ori_w, rv_ctx *ctx) {
   if (!logits.data || logits.n != 1 || logits.c <= 0 || logits.h <= 0 || logits.w <= 0)
     return rv_error(ctx, RV_ERR_SHAPE, "logits must be one non-empty [1, C, H, W] tensor");
@@ -330,34 +308,10 @@ static rv_status check_resize_args(rv_tensor logits, int ori_h, int ori_w, rv_ct
 }
 
 rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h, int ori_w,
-                                    rv_ctx *ctx) {
+                                    rv_arena *scratch, rv_ctx *ctx) {
   RV_TRY(check_resize_args(logits, ori_h, ori_w, ctx));
-  const int C = logits.c, ih = logits.h, iw = logits.w;
-  const size_t plane = (size_t)ih * (size_t)iw;
-  const float sh = (float)ih / (float)ori_h, sw = (float)iw / (float)ori_w;
-#pragma omp parallel for schedule(dynamic, 4)
-  for (int oy = 0; oy < ori_h; oy++) {
-    tap th = make_tap(sh, oy, ih);
-    tap tw[CHUNK];
-    float best[CHUNK];
-    int32_t *lab = labels + (size_t)oy * ori_w;
-    for (int x0 = 0; x0 < ori_w; x0 += CHUNK) {
-      int nx = ori_w - x0 < CHUNK ? ori_w - x0 : CHUNK;
-      for (int j = 0; j < nx; j++) tw[j] = make_tap(sw, x0 + j, iw);
-      for (int c = 0; c < C; c++) {
-        const float *r0 = logits.data + (size_t)c * plane + (size_t)th.i0 * iw;
-        const float *r1 = logits.data + (size_t)c * plane + (size_t)th.i1 * iw;
-        for (int j = 0; j < nx; j++) {
-          float v = th.l0 * (tw[j].l0 * r0[tw[j].i0] + tw[j].l1 * r0[tw[j].i1]) +
-                    th.l1 * (tw[j].l0 * r1[tw[j].i0] + tw[j].l1 * r1[tw[j].i1]);
-          if (c == 0 || v > best[j]) {
-            best[j] = v;
-            lab[x0 + j] = c;
-          }
-        }
-      }
-    }
-  }
+  if (rv_seg_resize_argmax(labels, logits.data, logits.c, logits.h, logits.w, ori_h, ori_w, scratch) != RV_OK)
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory resizing %d score planes to %dx%d", logits.c, ori_w, ori_h);
   return RV_OK;
 }
 
@@ -366,56 +320,17 @@ rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor i
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
-  if (st == RV_OK) st = rv_seg_labels_from_logits(labels, logits, ori_h, ori_w, ctx);
+  if (st == RV_OK) st = rv_seg_labels_from_logits(labels, logits, ori_h, ori_w, a, ctx);
   rv_arena_release(a, m);
   return st;
 }
 
 rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h, int ori_w,
-                           rv_ctx *ctx) {
+                           rv_arena *scratch, rv_ctx *ctx) {
   RV_TRY(check_resize_args(logits, ori_h, ori_w, ctx));
-  const int C = logits.c, ih = logits.h, iw = logits.w;
-  if (C > SOFTMAX_BUF)
-    return rv_error(ctx, RV_ERR_UNSUPPORTED, "%d classes: at most %d supported", C, SOFTMAX_BUF);
-  const int chunk = SOFTMAX_BUF / C < CHUNK ? SOFTMAX_BUF / C : CHUNK;
-  const size_t plane = (size_t)ih * (size_t)iw, oplane = (size_t)ori_h * (size_t)ori_w;
-  const float sh = (float)ih / (float)ori_h, sw = (float)iw / (float)ori_w;
-#pragma omp parallel for schedule(dynamic, 4)
-  for (int oy = 0; oy < ori_h; oy++) {
-    tap th = make_tap(sh, oy, ih);
-    tap tw[CHUNK];
-    float v[SOFTMAX_BUF], mx[CHUNK], sum[CHUNK];
-    for (int x0 = 0; x0 < ori_w; x0 += chunk) {
-      int nx = ori_w - x0 < chunk ? ori_w - x0 : chunk;
-      for (int j = 0; j < nx; j++) tw[j] = make_tap(sw, x0 + j, iw);
-      for (int c = 0; c < C; c++) {
-        const float *r0 = logits.data + (size_t)c * plane + (size_t)th.i0 * iw;
-        const float *r1 = logits.data + (size_t)c * plane + (size_t)th.i1 * iw;
-        float *vc = v + (size_t)c * nx;
-        for (int j = 0; j < nx; j++) {
-          vc[j] = th.l0 * (tw[j].l0 * r0[tw[j].i0] + tw[j].l1 * r0[tw[j].i1]) +
-                  th.l1 * (tw[j].l0 * r1[tw[j].i0] + tw[j].l1 * r1[tw[j].i1]);
-          if (c == 0 || vc[j] > mx[j]) mx[j] = vc[j];
-        }
-      }
-      for (int j = 0; j < nx; j++) sum[j] = 0.0f;
-      for (int c = 0; c < C; c++) {
-        float *vc = v + (size_t)c * nx;
-        for (int j = 0; j < nx; j++) {
-          vc[j] = expf(vc[j] - mx[j]);
-          sum[j] += vc[j];
-        }
-      }
-      for (int c = 0; c < C; c++) {
-        const float *vc = v + (size_t)c * nx;
-        float *row = acc + (size_t)c * oplane + (size_t)oy * ori_w;
-        for (int j = 0; j < nx; j++) {
-          int ox = x0 + j;
-          row[flipped ? ori_w - 1 - ox : ox] += vc[j] / sum[j];
-        }
-      }
-    }
-  }
+  if (rv_seg_resize_softmax_add(acc, logits.data, logits.c, logits.h, logits.w, ori_h, ori_w, flipped,
+                                scratch) != RV_OK)
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory resizing %d score planes to %dx%d", logits.c, ori_w, ori_h);
   return RV_OK;
 }
 
@@ -424,25 +339,9 @@ rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int f
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
-  if (st == RV_OK) st = rv_seg_probs_add(acc, logits, flipped, ori_h, ori_w, ctx);
+  if (st == RV_OK) st = rv_seg_probs_add(acc, logits, flipped, ori_h, ori_w, a, ctx);
   rv_arena_release(a, m);
   return st;
-}
-
-void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw) {
-#pragma omp parallel for schedule(static) if (hw > 65536)
-  for (size_t i = 0; i < hw; i++) {
-    float best = x[i];
-    int32_t arg = 0;
-    for (int c = 1; c < num_classes; c++) {
-      float v = x[(size_t)c * hw + i];
-      if (v > best) {
-        best = v;
-        arg = c;
-      }
-    }
-    labels[i] = arg;
-  }
 }
 
 void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, int ori_w, int n_aug) {
@@ -455,28 +354,3 @@ void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, 
   rv_seg_argmax(labels, acc, num_classes, (size_t)ori_h * (size_t)ori_w);
 }
 
-void rv_seg_top2_margin(float *margin, const float *x, int num_classes, size_t hw, int is_prob) {
-#pragma omp parallel for schedule(static) if (hw > 65536)
-  for (size_t i = 0; i < hw; i++) {
-    double m1 = -INFINITY, m2 = -INFINITY, sum = 0;
-    for (int c = 0; c < num_classes; c++) {
-      double v = x[(size_t)c * hw + i];
-      if (v > m1) {
-        m2 = m1;
-        m1 = v;
-      } else if (v > m2) {
-        m2 = v;
-      }
-    }
-    if (num_classes < 2) {
-      margin[i] = 1.0f;
-      continue;
-    }
-    if (is_prob) {
-      margin[i] = (float)(m1 - m2);
-      continue;
-    }
-    for (int c = 0; c < num_classes; c++) sum += exp((double)x[(size_t)c * hw + i] - m1);
-    margin[i] = (float)((1.0 - exp(m2 - m1)) / sum);
-  }
-}

@@ -26,7 +26,8 @@
  *   summed in call order then divided by their number, argmax.
  * Softmax is monotonic, so simple_test takes the argmax of the logits (no softmax pass).
  * Memory: the [C, H, W] input-size logits are materialised (arena); the ori-size logits
- * are never materialised: the second resize is fused with the argmax / softmax-add row by row.
+ * are never materialised: the second resize is fused with the argmax / softmax-add in bands
+ * of rows (models/seg_post.h).
  *
  * The backbone is a callback so any feature extractor (backbone/ravlt.h, a fixture's stored
  * features in tests) can drive the same pipeline.
@@ -35,6 +36,7 @@
 #define RV_MODELS_SEGMENTOR_H
 
 #include "heads/seg_heads.h"
+#include "models/seg_post.h"
 #include "necks/fpn.h"
 #include "necks/uper.h"
 
@@ -120,28 +122,19 @@ rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tens
 /* labels[ori_h * ori_w] = argmax_c bilinear(logits -> ori_h x ori_w)[c]; first max wins.
  * logits: [1, C, H, W]. This is the rescale + argmax of simple_test. */
 rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h, int ori_w,
-                                    rv_ctx *ctx);
+                                    rv_arena *scratch, rv_ctx *ctx);
 /* simple_test: rv_seg_logits + rv_seg_labels_from_logits. */
 rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
                              int ori_w, rv_arena *a, rv_ctx *ctx);
 
 /* acc[C, ori_h, ori_w] += softmax(bilinear(logits -> ori)) (mirrored in x when flipped). */
 rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h, int ori_w,
-                           rv_ctx *ctx);
+                           rv_arena *scratch, rv_ctx *ctx);
 /* One aug-test image: rv_seg_logits + rv_seg_probs_add. */
 rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
                          int ori_w, rv_arena *a, rv_ctx *ctx);
 /* acc /= n_aug (in place), labels = argmax over classes (first max wins). */
 void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, int ori_w, int n_aug);
-
-/* labels[i] = argmax_c x[c * hw + i], the first maximum wins. */
-void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw);
-
-/* margin[i] = p1 - p2, the gap between the two largest softmax probabilities over classes of
- * x[c * hw + i] (double precision; a 1-class map gives 1). The robustness measure used to
- * compare label maps: a label can only flip where this margin is tiny. If `is_prob` the
- * input is already probabilities. */
-void rv_seg_top2_margin(float *margin, const float *x, int num_classes, size_t hw, int is_prob);
 
 #ifdef __cplusplus
 }
