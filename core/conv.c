@@ -10,7 +10,11 @@
  *  - otherwise im2col over a tile of output rows into the scratch arena,
  *    col[K x rows*ow], then Y[:, tile] = W[cog x K] * col (ldc = oh*ow writes the tile in
  *    place). Tiles are sized so the column buffer stays <= COL_BUDGET floats (one output
- *    row at least), which bounds the workspace at high resolution.
+ *    row at least), which bounds the workspace at high resolution;
+ *  - several images with small outputs (oh*ow < SMALL_OHW, RoI heads): the column matrices of
+ *    a block of images side by side, one GEMM, then a scatter into NCHW.
+ * Workspace (scratch arena, released on return): at most ~COL_BUDGET floats (24 MB) plus
+ * the batched GEMM output; nothing for 1x1 stride-1 unpadded convs or depthwise.
  * Bias and activation are applied in one pass afterwards (OpenMP over planes). BLAS is
  * called outside every OpenMP region.
  */
@@ -19,6 +23,8 @@
 #include <string.h>
 
 #define COL_BUDGET ((size_t)6 << 20) /* floats: 24 MB of im2col workspace per tile */
+#define SMALL_OHW 2048                /* outputs below this many pixels batch images */
+#define BATCH_COLS 16384              /* at most this many GEMM columns per batch */
 
 rv_conv_params rv_conv_default_params(int k, int stride, int pad) {
   rv_conv_params p;
@@ -86,36 +92,94 @@ static void valid_range(int out, int in, int s, int off, int *lo, int *hi) {
   *hi = h;
 }
 
+/* One row r = (ci, ky, kx) of the column matrix for output rows [oy0, oy0 + rows):
+ * d[t*ow + ox] = x[ci, (oy0+t)*sh - ph + ky*dh, ox*sw - pw + kx*dw] or 0 outside. */
+static void im2col_row(float *d, const float *xg, long r, int h, int wd, int oy0, int rows,
+                       int ow, const rv_conv_params *p) {
+  int khw = p->kh * p->kw;
+  int ci = (int)(r / khw), ky = (int)(r % khw) / p->kw, kx = (int)(r % p->kw);
+  int offx = kx * p->dw - p->pw, lo, hi;
+  valid_range(ow, wd, p->sw, offx, &lo, &hi);
+  const float *xp = xg + (size_t)ci * h * wd;
+  for (int t = 0; t < rows; t++, d += ow) {
+    int iy = (oy0 + t) * p->sh - p->ph + ky * p->dh;
+    if (iy < 0 || iy >= h || lo >= hi) {
+      memset(d, 0, sizeof(float) * ow);
+      continue;
+    }
+    const float *xr = xp + (size_t)iy * wd;
+    for (int o = 0; o < lo; o++) d[o] = 0.0f;
+    if (p->sw == 1) {
+      memcpy(d + lo, xr + lo + offx, sizeof(float) * (size_t)(hi - lo));
+    } else {
+      for (int o = lo; o < hi; o++) d[o] = xr[o * p->sw + offx];
+    }
+    for (int o = hi; o < ow; o++) d[o] = 0.0f;
+  }
+}
+
 /* col[K x rows*ow] for output rows [oy0, oy0 + rows) of one group's input planes xg. */
 static void im2col_rows(float *col, const float *xg, int cig, int h, int wd, int oy0, int rows,
                         int ow, const rv_conv_params *p) {
-  int khw = p->kh * p->kw;
-  long kk = (long)cig * khw;
+  long kk = (long)cig * p->kh * p->kw;
   size_t ncol = (size_t)rows * ow;
 #pragma omp parallel for schedule(static) if ((size_t)kk * ncol >= 65536)
-  for (long r = 0; r < kk; r++) {
-    int ci = (int)(r / khw), ky = (int)(r % khw) / p->kw, kx = (int)(r % p->kw);
-    float *dst = col + (size_t)r * ncol;
-    int offx = kx * p->dw - p->pw, lo, hi;
-    valid_range(ow, wd, p->sw, offx, &lo, &hi);
-    const float *xp = xg + (size_t)ci * h * wd;
-    for (int t = 0; t < rows; t++) {
-      float *d = dst + (size_t)t * ow;
-      int iy = (oy0 + t) * p->sh - p->ph + ky * p->dh;
-      if (iy < 0 || iy >= h || lo >= hi) {
-        memset(d, 0, sizeof(float) * ow);
-        continue;
+  for (long r = 0; r < kk; r++) im2col_row(col + (size_t)r * ncol, xg, r, h, wd, oy0, rows, ow, p);
+}
+
+/* Batched column matrix for nb whole images: col[K x nb*ohw], image j in columns
+ * [j*ohw, (j+1)*ohw). x0 points at image 0's group g planes; img_stride = cin*h*wd. */
+static void im2col_batch(float *col, const float *x0, size_t img_stride, int nb, int cig, int h,
+                         int wd, int oh, int ow, const rv_conv_params *p) {
+  long kk = (long)cig * p->kh * p->kw;
+  size_t ohw = (size_t)oh * ow, ld = (size_t)nb * ohw;
+  long total = kk * nb;
+#pragma omp parallel for schedule(static) if ((size_t)total * ohw >= 65536)
+  for (long t = 0; t < total; t++) {
+    long r = t / nb;
+    int j = (int)(t % nb);
+    im2col_row(col + (size_t)r * ld + (size_t)j * ohw, x0 + (size_t)j * img_stride, r, h, wd, 0,
+               oh, ow, p);
+  }
+}
+
+/* Small outputs with several images (RoI heads: n up to hundreds, 7x7 or 14x14): one GEMM
+ * per block of nb images, Y_blk[cog x nb*ohw] = W * col, then scattered into NCHW. */
+static rv_status conv_batched(float *y, const float *x, const float *w, int n, int cin, int h,
+                              int wd, int cout, int oh, int ow, const rv_conv_params *p,
+                              rv_arena *scratch) {
+  int G = p->groups, cig = cin / G, cog = cout / G;
+  size_t kk = (size_t)cig * p->kh * p->kw, ohw = (size_t)oh * ow, ihw = (size_t)h * wd;
+  size_t nb = COL_BUDGET / ((kk + (size_t)cog) * ohw);
+  if (nb < 1) nb = 1;
+  if (nb > (size_t)n) nb = (size_t)n;
+  if (nb * ohw > BATCH_COLS) nb = BATCH_COLS / ohw > 0 ? BATCH_COLS / ohw : 1;
+  rv_arena_mark m = rv_arena_get_mark(scratch);
+  float *col = rv_arena_floats(scratch, kk * nb * ohw);
+  float *tmp = rv_arena_floats(scratch, (size_t)cog * nb * ohw);
+  if (!col || !tmp) {
+    rv_arena_release(scratch, m);
+    return RV_ERR_NOMEM;
+  }
+  for (int n0 = 0; n0 < n; n0 += (int)nb) {
+    int cnt = n - n0 < (int)nb ? n - n0 : (int)nb;
+    size_t ld = (size_t)cnt * ohw;
+    for (int g = 0; g < G; g++) {
+      im2col_batch(col, x + ((size_t)n0 * cin + (size_t)g * cig) * ihw, (size_t)cin * ihw, cnt,
+                   cig, h, wd, oh, ow, p);
+      rv_gemm_f32(0, 0, cog, (int)ld, (int)kk, 1.0f, w + (size_t)g * cog * kk, (int)kk, col,
+                  (int)ld, 0.0f, tmp, (int)ld);
+      long total = (long)cnt * cog;
+#pragma omp parallel for schedule(static) if ((size_t)total * ohw >= 65536)
+      for (long t = 0; t < total; t++) {
+        int j = (int)(t / cog), co = (int)(t % cog);
+        memcpy(y + ((size_t)(n0 + j) * cout + (size_t)g * cog + co) * ohw,
+               tmp + (size_t)co * ld + (size_t)j * ohw, ohw * sizeof(float));
       }
-      const float *xr = xp + (size_t)iy * wd;
-      for (int o = 0; o < lo; o++) d[o] = 0.0f;
-      if (p->sw == 1) {
-        memcpy(d + lo, xr + lo + offx, sizeof(float) * (size_t)(hi - lo));
-      } else {
-        for (int o = lo; o < hi; o++) d[o] = xr[o * p->sw + offx];
-      }
-      for (int o = hi; o < ow; o++) d[o] = 0.0f;
     }
   }
+  rv_arena_release(scratch, m);
+  return RV_OK;
 }
 
 rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
@@ -138,7 +202,10 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
   size_t kk = (size_t)cig * p.kh * p.kw;
   int pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
 
-  if (pointwise) {
+  if (n > 1 && ohw < SMALL_OHW && !(pointwise && G == 1 && ohw * 4 >= SMALL_OHW)) {
+    RV_ASSERT(scratch != NULL);
+    RV_TRY(conv_batched(y, x, w, n, cin, h, wd, cout, oh, ow, &p, scratch));
+  } else if (pointwise) {
     for (int ni = 0; ni < n; ni++)
       for (int g = 0; g < G; g++)
         rv_gemm_f32(0, 0, cog, (int)ohw, cig, 1.0f, w + (size_t)g * cog * kk, (int)kk,

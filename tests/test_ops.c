@@ -105,7 +105,9 @@ static void test_conv_sweep(void **state) {
               p.groups = g;
               p.dh = p.dw = d;
               p.act = (rv_act)((ih + ik + pad) % 5);
-              conv_case(ar, 2, 3 * g, hs[ih], hs[(ih + 3) % 6], 5 * g, p, 2e-5);
+              /* n = 2 takes the batched small-output path, n = 1 the row-tiled one */
+              conv_case(ar, 1 + (s + pad + d) % 2, 3 * g, hs[ih], hs[(ih + 3) % 6], 5 * g, p,
+                        2e-5);
               cases++;
             }
   assert_true(cases > 400);
@@ -124,6 +126,12 @@ static void test_conv_sweep(void **state) {
   p = rv_conv_default_params(1, 1, 0);
   p.act = RV_ACT_RELU;
   conv_case(ar, 2, 67, 9, 13, 129, p, 2e-5);
+  /* batched small outputs over several GEMM blocks (16384 columns / 196 = 83 images) */
+  p = rv_conv_default_params(3, 1, 1);
+  p.act = RV_ACT_RELU;
+  conv_case(ar, 100, 16, 14, 14, 8, p, 2e-5);
+  p = rv_conv_default_params(1, 1, 0);
+  conv_case(ar, 9, 33, 7, 7, 17, p, 2e-5);
   /* tiled im2col: K = 2304, ow = 336 -> several row tiles */
   p = rv_conv_default_params(3, 1, 1);
   conv_case(ar, 1, 256, 20, 336, 3, p, 2e-5);
