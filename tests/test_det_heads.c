@@ -237,10 +237,82 @@ static void test_mask_rcnn(void **state) {
   run_two_stage("mask_rcnn", RV_DET_MASK_RCNN, 5 + 10 + 2 + 3 + 2 + 1 + 1 + 1 + 1, 1e-5);
 }
 
+/* RetinaNet: the e2e fixture's backbone features (feat.1..3; RetinaNet's FPN starts at
+ * level 1, feat.0 is not stored and not used) through FPN + RetinaHead. */
+static void test_retinanet_e2e_features(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL, *io = NULL;
+  assert_int_equal(rv_weights_open(&w, fixture_path("e2e/retinanet/weights.safetensors"), ctx),
+                   RV_OK);
+  assert_int_equal(rv_weights_open(&io, fixture_path("e2e/retinanet/io.safetensors"), ctx),
+                   RV_OK);
+  rv_det_arch arch;
+  assert_int_equal(rv_detector_guess_arch(&arch, w, ctx), RV_OK);
+  assert_int_equal(arch, RV_DET_RETINANET);
+  rv_detector_config cfg = rv_detector_default_config(arch);
+  rv_detector *det = NULL;
+  rv_status st = rv_detector_load(&det, &cfg, w, ctx);
+  if (st) printf("load: %s\n", rv_ctx_errmsg(ctx));
+  assert_int_equal(st, RV_OK);
+  assert_int_equal(rv_detector_num_classes(det), 80);
+  assert_false(rv_detector_has_masks(det));
+  rv_img_meta meta;
+  meta_from_io(&meta, io);
+  rv_tensor feats[4];
+  for (int i = 1; i < 4; i++) {
+    char p[32];
+    snprintf(p, sizeof p, "feat.%d", i);
+    assert_non_null(load_io(io, p, &feats[i]));
+  }
+  /* level 0 (stride 4) is never read by this neck */
+  float dummy[16] = {0};
+  feats[0] = (rv_tensor){dummy, 1, 16, 1, 1};
+  rv_arena *a = rv_arena_create(0);
+  rv_detections d;
+  double t0 = wall_now();
+  st = rv_detector_forward(det, &d, feats, &meta, NULL, a, ctx);
+  double t1 = wall_now();
+  if (st) printf("forward: %s\n", rv_ctx_errmsg(ctx));
+  assert_int_equal(st, RV_OK);
+  rv_tensor rb, rl;
+  float *bb = load_io(io, "det_bboxes", &rb), *lb = load_io(io, "det_labels", &rl);
+  assert_true(bb && lb);
+  int nref = rb.h;
+  printf("  retinanet: %d detections (ref %d), wall %.2fs\n", d.n, nref, t1 - t0);
+  assert_int_equal(d.n, nref);
+  int *order = malloc(sizeof(int) * (size_t)(d.n + 1));
+  rv_detections_class_order(order, &d);
+  double bmax = 0, smax = 0;
+  for (int i = 0; i < nref; i++) {
+    int j = order[i];
+    assert_int_equal(d.labels[j], (int)lb[i]);
+    for (int k = 0; k < 4; k++) {
+      double e = fabs((double)d.bboxes[j * 4 + k] - bb[i * 5 + k]);
+      if (e > bmax) bmax = e;
+    }
+    double e = fabs((double)d.scores[j] - bb[i * 5 + 4]);
+    if (e > smax) smax = e;
+  }
+  printf("  boxes max err %.3g px (tol 0.05), scores max err %.3g (tol 1e-4)\n", bmax, smax);
+  assert_true(bmax <= 0.05);
+  assert_true(smax <= 1e-4);
+  free(order);
+  free(bb);
+  free(lb);
+  for (int i = 1; i < 4; i++) free(feats[i].data);
+  rv_arena_free(a);
+  rv_detector_free(det);
+  rv_weights_free(w);
+  rv_weights_free(io);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cascade_mask_rcnn),
       cmocka_unit_test(test_mask_rcnn),
+      cmocka_unit_test(test_retinanet_e2e_features),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
