@@ -1,0 +1,174 @@
+/* `ravlt bench MODEL [--size HxW] [--threads N] [--runs N] [--random-weights] [--json]`:
+ * times the RAVLT forward pass (warm-up, then N timed runs). */
+#include "apps/cli.h"
+#include "apps/model_args.h"
+#include "backbone/ravlt.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static const char *USAGE =
+    "usage: ravlt bench MODEL [--size HxW] [--threads N] [--runs N] [--warmup N]\n"
+    "                   [--random-weights] [--backbone] [--json]\n"
+    "\n"
+    "Times the RAVLT forward pass on a random input: warm-up runs, then N timed runs;\n"
+    "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
+    "peak resident memory. MODEL is a checkpoint, or a preset with --random-weights\n"
+    "(ravlt-t/s/b/l: classifiers; ravlt-t/s/b/l-backbone or --backbone: the backbone).\n"
+    "\n"
+    "  --size HxW        input size (default 224x224)\n"
+    "  --threads N       threads (default: the global --threads, else all cores)\n"
+    "  --runs N          timed runs (default 5)\n"
+    "  --warmup N        untimed runs first (default 1)\n"
+    "  --random-weights  build a preset without a checkpoint\n"
+    "  --backbone        run the backbone (4 outputs) of a classifier preset/checkpoint\n"
+    "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\", ...}\n";
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int parse_count(const char *s, int lo, int hi, int *out) {
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || v < lo || v > hi) return -1;
+  *out = (int)v;
+  return 0;
+}
+
+int rv_cmd_bench(int argc, char **argv) {
+  const char *cmd = "bench";
+  const char *model = NULL;
+  int h = 224, w = 224, threads = rv_cli.threads, runs = 5, warmup = 1, random = 0, json = 0,
+      backbone = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); return 0; }
+    if (strcmp(a, "--json") == 0) json = 1;
+    else if (strcmp(a, "--random-weights") == 0) random = 1;
+    else if (strcmp(a, "--backbone") == 0) backbone = 1;
+    else if (strcmp(a, "--size") == 0) {
+      if (i + 1 >= argc || rv_parse_size(argv[++i], &h, &w) != 0)
+        return rv_cli_usage_error(cmd, "--size needs HxW (e.g. 512x512)");
+    } else if (strcmp(a, "--threads") == 0) {
+      if (i + 1 >= argc || parse_count(argv[++i], 0, 4096, &threads) != 0)
+        return rv_cli_usage_error(cmd, "--threads needs a count >= 0");
+    } else if (strcmp(a, "--runs") == 0) {
+      if (i + 1 >= argc || parse_count(argv[++i], 1, 100000, &runs) != 0)
+        return rv_cli_usage_error(cmd, "--runs needs a count >= 1");
+    } else if (strcmp(a, "--warmup") == 0) {
+      if (i + 1 >= argc || parse_count(argv[++i], 0, 100000, &warmup) != 0)
+        return rv_cli_usage_error(cmd, "--warmup needs a count >= 0");
+    } else if (a[0] == '-' && a[1]) return rv_cli_usage_error(cmd, "unknown option '%s'", a);
+    else if (!model) model = a;
+    else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", a);
+  }
+  if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_ctx_set_threads(ctx, threads);
+  int nthreads = threads;
+#ifdef _OPENMP
+  if (nthreads == 0) nthreads = omp_get_max_threads();
+#endif
+  int rc = 1;
+  rv_ravlt_config cfg;
+  rv_weights *wts = NULL;
+  rv_ravlt *m = NULL;
+  rv_arena *arena = NULL;
+  float *x = NULL;
+  double *times = NULL;
+  rv_status st = rv_model_config(model, &cfg, &wts, ctx);
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  if (!wts && !random) {
+    rc = rv_cli_usage_error(cmd, "'%s' is a preset: add --random-weights (or give a checkpoint)", model);
+    goto done;
+  }
+  if (backbone && cfg.classifier) {
+    if (wts) {
+      rc = rv_cli_usage_error(cmd, "--backbone with a classifier checkpoint is not supported");
+      goto done;
+    }
+    cfg.classifier = 0;
+    cfg.num_outs = 4;
+    for (int s = 0; s < 4; s++) cfg.out_indices[s] = s;
+  }
+  st = wts ? rv_ravlt_create(&m, &cfg, wts, NULL, ctx) : rv_ravlt_create_random(&m, &cfg, 1, ctx);
+  rv_weights_free(wts);
+  wts = NULL;
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  rv_ravlt_costs cost;
+  if ((st = rv_ravlt_count(&cfg, h, w, &cost, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  size_t n = (size_t)cfg.in_chans * h * w;
+  x = malloc(sizeof(float) * n);
+  times = malloc(sizeof(double) * (size_t)runs);
+  arena = rv_arena_create(0);
+  if (!x || !times || !arena) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); goto done; }
+  uint64_t seed = 42;
+  for (size_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    x[i] = (float)((seed >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
+  }
+  rv_tensor in = {x, 1, cfg.in_chans, h, w};
+  for (int r = 0; r < warmup + runs; r++) {
+    rv_arena_reset(arena);
+    double t0 = rv_now();
+    rv_tensor out[4], logits;
+    st = cfg.classifier ? rv_ravlt_classify(m, arena, in, &logits, ctx)
+                        : rv_ravlt_forward(m, arena, in, out, ctx);
+    double dt = rv_now() - t0;
+    if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+    if (r >= warmup) times[r - warmup] = dt * 1e3;
+  }
+  qsort(times, (size_t)runs, sizeof *times, cmp_double);
+  double med = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+  double macs = (double)rv_ravlt_cost_macs(&cost.total);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double rss_mb = ru.ru_maxrss / 1024.0;
+  double gmacs = macs / 1e9 / (med / 1e3);
+  if (json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", model);
+    cJSON_AddStringToObject(o, "variant", cfg.classifier ? "classifier" : "backbone");
+    cJSON *sz = cJSON_AddArrayToObject(o, "input");
+    cJSON_AddItemToArray(sz, cJSON_CreateNumber(h));
+    cJSON_AddItemToArray(sz, cJSON_CreateNumber(w));
+    cJSON_AddNumberToObject(o, "threads", nthreads);
+    cJSON_AddNumberToObject(o, "runs", runs);
+    cJSON_AddNumberToObject(o, "median_ms", med);
+    cJSON_AddNumberToObject(o, "min_ms", times[0]);
+    cJSON_AddNumberToObject(o, "max_ms", times[runs - 1]);
+    cJSON_AddNumberToObject(o, "gmacs", macs / 1e9);
+    cJSON_AddNumberToObject(o, "gmacs_per_s", gmacs);
+    cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+    cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
+    char *t = cJSON_PrintUnformatted(o);
+    if (t) printf("%s\n", t);
+    free(t);
+    cJSON_Delete(o);
+  } else {
+    printf("%s %s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), %.3f GMACs "
+           "-> %.1f GMAC/s, peak RSS %.0f MB (activations %.0f MB)\n",
+           model, cfg.classifier ? "classifier" : "backbone", h, w, nthreads,
+           nthreads == 1 ? "" : "s", med, times[0], times[runs - 1], runs, macs / 1e9,
+           gmacs, rss_mb, rv_arena_peak(arena) / 1048576.0);
+  }
+  rc = 0;
+done:
+  rv_weights_free(wts);
+  rv_ravlt_free(m);
+  rv_arena_free(arena);
+  free(x);
+  free(times);
+  rv_ctx_free(ctx);
+  return rc;
+}

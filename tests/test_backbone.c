@@ -1,0 +1,461 @@
+/* RAVLT backbone: attention kernels against their naive twins, configs and presets, the
+ * cost model (official parameter counts), loader errors, and parity with the official
+ * code on the backbone fixtures (safetensors and .pth), traces included.
+ * Parity rule: max|got - ref| <= 1e-4 * max(1, max|ref|) per tensor. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+#include "backbone/attention.h"
+#include "backbone/ravlt.h"
+#include "core/ops.h"
+
+#define PARITY_TOL 1e-4
+
+static double scale_of(const float *ref, size_t n) {
+  double m = max_abs(ref, n);
+  return m > 1.0 ? m : 1.0;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  rewind(f);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
+  if (buf) buf[n] = 0;
+  fclose(f);
+  return buf;
+}
+
+/* ---- kernels ---------------------------------------------------------------------------- */
+
+static float *angles(int d2) {
+  float *a = malloc(sizeof(float) * (size_t)d2);
+  int m = d2 / 2;
+  for (int i = 0; i < m; i++) {
+    double t = m > 1 ? (double)i / (m - 1) : 0.0;
+    a[2 * i] = a[2 * i + 1] = (float)(1.0 / pow(10000.0, t));
+  }
+  return a;
+}
+
+static void test_rope_vs_naive(void **state) {
+  (void)state;
+  const int d2s[] = {2, 4, 8, 32};
+  const int hw[][2] = {{1, 1}, {3, 5}, {7, 4}, {16, 9}};
+  rv_arena *A = rv_arena_create(0);
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 4; b++) {
+      int d2 = d2s[a], h = hw[b][0], w = hw[b][1], n = h * w, ld = n + 3;
+      float *ang = angles(d2);
+      rv_rope r;
+      assert_int_equal(rv_rope_init(&r, A, ang, d2, h, w), RV_OK);
+      size_t sz = (size_t)2 * d2 * ld;
+      float *x = malloc(sizeof(float) * sz), *y = malloc(sizeof(float) * sz);
+      fill_rand(x, sz, 7 + a * 4 + b);
+      memcpy(y, x, sizeof(float) * sz);
+      rv_rope_apply_f32(x, ld, &r);
+      rv_rope_apply_naive_f32(y, ld, &r);
+      assert_true(max_abs_diff(x, y, sz) <= 1e-6);
+      /* position 0 is the identity; padding columns are untouched */
+      free(x);
+      free(y);
+      free(ang);
+      rv_arena_reset(A);
+    }
+  rv_arena_free(A);
+}
+
+static void test_rala_vs_naive(void **state) {
+  (void)state;
+  const int ds[] = {4, 8, 16, 64};
+  const int hw[][2] = {{1, 1}, {2, 3}, {5, 7}, {16, 17}, {40, 33}};
+  rv_arena *A = rv_arena_create(0);
+  for (size_t a = 0; a < 4; a++)
+    for (size_t b = 0; b < 5; b++) {
+      int d = ds[a], h = hw[b][0], w = hw[b][1], n = h * w, heads = 1 + (int)((a + b) % 3);
+      if ((size_t)d * n > 64 * 600 && d > 16) continue; /* keep the naive one fast */
+      int ld = n + 1, ldr = n + 2;
+      float *ang = angles(d / 2);
+      rv_rope r;
+      assert_int_equal(rv_rope_init(&r, A, ang, d / 2, h, w), RV_OK);
+      size_t sz = (size_t)heads * d * ld, szr = (size_t)heads * d * ldr;
+      float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz),
+            *v = malloc(sizeof(float) * sz), *r1 = calloc(szr, sizeof(float)),
+            *r2 = calloc(szr, sizeof(float));
+      fill_rand(q, sz, 100 + a * 10 + b);
+      fill_rand(k, sz, 200 + a * 10 + b);
+      fill_rand(v, sz, 300 + a * 10 + b);
+      for (size_t i = 0; i < sz; i++) { q[i] *= 2.0f; k[i] *= 2.0f; }
+      assert_int_equal(rv_rala_naive_f32(r2, ldr, q, k, v, ld, heads, d, n, &r), RV_OK);
+      assert_int_equal(rv_rala_f32(r1, ldr, q, k, v, ld, heads, d, n, &r, A), RV_OK);
+      double err = max_abs_diff(r1, r2, szr), sc = scale_of(r2, szr);
+      if (err > 2e-5 * sc) fail_msg("rala d %d heads %d %dx%d: err %g scale %g", d, heads, h, w, err, sc);
+      free(q); free(k); free(v); free(r1); free(r2); free(ang);
+      rv_arena_reset(A);
+    }
+  rv_arena_free(A);
+}
+
+static void test_softmax_attention_vs_naive(void **state) {
+  (void)state;
+  const int ds[] = {4, 16, 64};
+  const int ns[] = {1, 7, 63, 64, 65, 257, 600};
+  rv_arena *A = rv_arena_create(0);
+  for (size_t a = 0; a < 3; a++)
+    for (size_t b = 0; b < 7; b++) {
+      int d = ds[a], n = ns[b], heads = 1 + (int)((a + b) % 2), ld = n + 5;
+      size_t sz = (size_t)heads * d * ld;
+      float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz),
+            *v = malloc(sizeof(float) * sz), *r1 = calloc(sz, sizeof(float)),
+            *r2 = calloc(sz, sizeof(float));
+      fill_rand(q, sz, 11 + a * 10 + b);
+      fill_rand(k, sz, 21 + a * 10 + b);
+      fill_rand(v, sz, 31 + a * 10 + b);
+      float scale = 3.0f / sqrtf((float)d); /* peaky rows exercise the running max */
+      assert_int_equal(rv_softmax_attention_naive_f32(r2, ld, q, k, v, ld, heads, d, n, scale), RV_OK);
+      size_t before = rv_arena_used(A);
+      assert_int_equal(rv_softmax_attention_f32(r1, ld, q, k, v, ld, heads, d, n, scale, A), RV_OK);
+      assert_int_equal(rv_arena_used(A), before); /* scratch released */
+      double err = max_abs_diff(r1, r2, sz);
+      if (err > 1e-5) fail_msg("attention d %d n %d: err %g", d, n, err);
+      free(q); free(k); free(v); free(r1); free(r2);
+    }
+  /* the scratch does not grow with N^2: N = 4096, one head of 64 */
+  {
+    int d = 64, n = 4096;
+    size_t sz = (size_t)d * n;
+    float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz),
+          *v = malloc(sizeof(float) * sz), *r = malloc(sizeof(float) * sz);
+    fill_rand(q, sz, 1);
+    fill_rand(k, sz, 2);
+    fill_rand(v, sz, 3);
+    rv_arena *B = rv_arena_create(0);
+    assert_int_equal(rv_softmax_attention_f32(r, n, q, k, v, n, 1, d, n, 0.125f, B), RV_OK);
+    assert_true(rv_arena_peak(B) < (size_t)4 << 20); /* N*N floats would be 64 MB */
+    for (size_t i = 0; i < sz; i++) assert_true(fabsf(r[i]) <= 1.0f);
+    rv_arena_free(B);
+    free(q); free(k); free(v); free(r);
+  }
+  rv_arena_free(A);
+}
+
+/* ---- configs, presets, costs ------------------------------------------------------------ */
+
+static void test_presets_and_costs(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  const char *names[] = {"ravlt-t", "ravlt-s", "ravlt-b", "ravlt-l"};
+  const int64_t params[] = {14897768, 25591208, 48241288, 95242440};
+  const double macs[] = {2.61, 4.88, 10.58, 17.21}, paper[] = {2.4, 4.6, 9.9, 16.0};
+  for (int i = 0; i < 4; i++) {
+    rv_ravlt_config c;
+    assert_int_equal(rv_ravlt_preset(&c, names[i], ctx), RV_OK);
+    assert_true(c.classifier);
+    rv_ravlt_costs k;
+    assert_int_equal(rv_ravlt_count(&c, 224, 224, &k, ctx), RV_OK);
+    assert_int_equal(k.total.params, params[i]);
+    double g = rv_ravlt_cost_macs(&k.total) / 1e9, gp = rv_ravlt_cost_macs_paper(&k.total) / 1e9;
+    if (fabs(g - macs[i]) > 0.005) fail_msg("%s macs %.4f G, expected %.2f", names[i], g, macs[i]);
+    if (fabs(gp - paper[i]) / paper[i] > 0.02) fail_msg("%s macs_paper %.4f G vs %.1f", names[i], gp, paper[i]);
+    int64_t sum = k.stem.params + k.head.params;
+    for (int s = 0; s < 4; s++) sum += k.stages[s].params;
+    assert_int_equal(sum, k.total.params);
+    assert_int_equal(k.h[0], 56);
+    assert_int_equal(k.w[3], 7);
+    char bb[32];
+    snprintf(bb, sizeof bb, "%s-backbone", names[i]);
+    assert_int_equal(rv_ravlt_preset(&c, bb, ctx), RV_OK);
+    assert_false(c.classifier);
+    assert_int_equal(c.num_outs, 4);
+  }
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_preset(&c, "ravlt-x", ctx), RV_ERR_ARG);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "ravlt-x"));
+  /* odd sizes: ceil halvings */
+  int h, w;
+  rv_ravlt_stage_size(800, 1333, 0, &h, &w);
+  assert_int_equal(h, 200);
+  assert_int_equal(w, 334);
+  rv_ravlt_stage_size(512, 546, 3, &h, &w);
+  assert_int_equal(h, 16);
+  assert_int_equal(w, 18);
+  rv_ctx_free(ctx);
+}
+
+static void test_config_json(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  char *text = read_file(fixture_path("backbone/tiny/config.json"));
+  assert_non_null(text);
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_config_from_json(&c, text, ctx), RV_OK);
+  free(text);
+  assert_int_equal(c.embed_dims[2], 40);
+  assert_int_equal(c.num_heads[3], 3);
+  assert_int_equal(rv_ravlt_ffn_dim(&c, 1), 84);
+  assert_int_equal(c.flags[2][1], 'v');
+  assert_int_equal(c.flags[0][0], 'l');
+  assert_false(c.classifier);
+  /* errors: not an object, head_dim not a multiple of 4, bad flags, short flag list */
+  assert_int_equal(rv_ravlt_config_from_json(&c, "[1,2]", ctx), RV_ERR_FORMAT);
+  assert_int_equal(rv_ravlt_config_from_json(&c, "{\"embed_dims\": [24, 48, 96, 192], \"num_heads\": [4, 4, 4, 4]}", ctx), RV_ERR_ARG);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "multiple of 4"));
+  assert_int_equal(rv_ravlt_config_from_json(&c, "{\"depths\": [1,1,1,1], \"flagss\": [[\"l\"],[\"x\"],[\"v\"],[\"v\"]]}", ctx), RV_ERR_ARG);
+  assert_int_equal(rv_ravlt_config_from_json(&c, "{\"depths\": [1,2,1,1], \"flagss\": [[\"l\"],[\"l\"],[\"v\"],[\"v\"]]}", ctx), RV_ERR_FORMAT);
+  assert_int_equal(rv_ravlt_config_from_json(&c, "{\"embed_dims\": [16, 24]}", ctx), RV_ERR_FORMAT);
+  rv_ctx_free(ctx);
+}
+
+static void test_config_from_weights(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL;
+  assert_int_equal(rv_weights_open(&w, fixture_path("backbone/tiny/weights.safetensors"), ctx), RV_OK);
+  assert_string_equal(rv_ravlt_detect_prefix(w), "backbone.");
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_config_from_weights(&c, w, NULL, ctx), RV_OK);
+  const int dims[4] = {16, 24, 40, 48}, heads[4] = {1, 2, 2, 3};
+  for (int s = 0; s < 4; s++) {
+    assert_int_equal(c.embed_dims[s], dims[s]);
+    assert_int_equal(c.num_heads[s], heads[s]);
+    assert_int_equal(c.depths[s], 2);
+    assert_int_equal(rv_ravlt_ffn_dim(&c, s), (int)(3.5 * dims[s]));
+    assert_true(c.layerscales[s]);
+  }
+  assert_false(c.classifier);
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+}
+
+/* ---- loader errors ---------------------------------------------------------------------- */
+
+static rv_weights *copy_except(const rv_weights *src, const char *skip, const char *extra) {
+  rv_weights *w = rv_weights_new("mem.safetensors");
+  for (int i = 0; i < rv_weights_count(src); i++) {
+    const rv_wtensor *t = rv_weights_get(src, i);
+    if (skip && strcmp(t->name, skip) == 0) continue;
+    assert_int_equal(rv_weights_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, t->nbytes, 0, NULL), RV_OK);
+  }
+  if (extra) {
+    static const float z[4] = {0};
+    int64_t shape[1] = {4};
+    assert_int_equal(rv_weights_add(w, extra, RV_DT_F32, 1, shape, z, sizeof z, 0, NULL), RV_OK);
+  }
+  return w;
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL;
+  assert_int_equal(rv_weights_open(&w, fixture_path("backbone/tiny/weights.safetensors"), ctx), RV_OK);
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_config_from_weights(&c, w, NULL, ctx), RV_OK);
+  rv_ravlt *m = NULL;
+  /* fewer blocks than the checkpoint: unexpected key */
+  rv_ravlt_config c1 = c;
+  c1.depths[1] = 1;
+  assert_int_equal(rv_ravlt_create(&m, &c1, w, NULL, ctx), RV_ERR_MODEL);
+  assert_null(m);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "backbone.layers.1.blocks.1."));
+  /* more blocks: missing key */
+  c1 = c;
+  c1.depths[2] = 3;
+  c1.flags[2][2] = 'v';
+  assert_int_equal(rv_ravlt_create(&m, &c1, w, NULL, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "missing key 'backbone.layers.2.blocks.2."));
+  /* wrong width: shape mismatch names both shapes */
+  c1 = c;
+  c1.embed_dims[3] = 64;
+  c1.num_heads[3] = 4;
+  assert_int_equal(rv_ravlt_create(&m, &c1, w, NULL, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "has shape"));
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "[64"));
+  /* one key removed */
+  rv_weights *w2 = copy_except(w, "backbone.layers.0.blocks.1.attn.lepe.bias", NULL);
+  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "backbone.layers.0.blocks.1.attn.lepe.bias"));
+  rv_weights_free(w2);
+  /* a stray architecture key */
+  w2 = copy_except(w, NULL, "backbone.layers.3.blocks.7.pos.bias");
+  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "unexpected key"));
+  rv_weights_free(w2);
+  /* keys of other modules (neck, heads) are ignored */
+  w2 = copy_except(w, NULL, "neck.lateral_convs.0.conv.bias");
+  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_OK);
+  rv_ravlt_free(m);
+  m = NULL;
+  rv_weights_free(w2);
+  /* not a RAVLT file */
+  w2 = rv_weights_new("empty");
+  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_ERR_MODEL);
+  rv_weights_free(w2);
+  /* bad input */
+  assert_int_equal(rv_ravlt_create(&m, &c, w, "backbone.", ctx), RV_OK);
+  rv_arena *A = rv_arena_create(0);
+  float x[4 * 8 * 8] = {0};
+  rv_tensor in = {x, 1, 4, 8, 8}, out[4];
+  assert_int_equal(rv_ravlt_forward(m, A, in, out, ctx), RV_ERR_SHAPE);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "channels"));
+  in.c = 3;
+  rv_tensor lg;
+  assert_int_equal(rv_ravlt_classify(m, A, in, &lg, ctx), RV_ERR_ARG);
+  /* tiny inputs work: 1x1 everywhere after the stem */
+  in.h = in.w = 1;
+  assert_int_equal(rv_ravlt_forward(m, A, in, out, ctx), RV_OK);
+  assert_int_equal(out[3].h, 1);
+  rv_arena_free(A);
+  rv_ravlt_free(m);
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+}
+
+/* ---- random classifier ----------------------------------------------------------------- */
+
+static void test_random_classifier(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_preset(&c, "ravlt-t", ctx), RV_OK);
+  rv_ravlt *m = NULL;
+  assert_int_equal(rv_ravlt_create_random(&m, &c, 5, ctx), RV_OK);
+  assert_true(rv_ravlt_weight_bytes(m) / 4 > 14800000); /* BN affine folded away */
+  rv_arena *A = rv_arena_create(0);
+  const int H = 48, W = 40;
+  size_t per = (size_t)3 * H * W;
+  float *x = malloc(sizeof(float) * 2 * per);
+  fill_rand(x, 2 * per, 9);
+  rv_tensor in = {x, 2, 3, H, W}, lg;
+  assert_int_equal(rv_ravlt_classify(m, A, in, &lg, ctx), RV_OK);
+  assert_int_equal(lg.c, 1000);
+  assert_int_equal(lg.n, 2);
+  float *both = malloc(sizeof(float) * 2000);
+  memcpy(both, lg.data, sizeof(float) * 2000);
+  for (int i = 0; i < 2000; i++) assert_true(isfinite(both[i]));
+  /* batch of two == two batches of one */
+  rv_arena_reset(A);
+  in.n = 1;
+  in.data = x + per;
+  assert_int_equal(rv_ravlt_classify(m, A, in, &lg, ctx), RV_OK);
+  assert_true(max_abs_diff(lg.data, both + 1000, 1000) <= 1e-5 * scale_of(both + 1000, 1000));
+  assert_true(max_abs_diff(both, both + 1000, 1000) > 1e-6); /* the images differ */
+  rv_tensor out[4];
+  assert_int_equal(rv_ravlt_forward(m, A, in, out, ctx), RV_ERR_ARG);
+  free(both);
+  free(x);
+  rv_arena_free(A);
+  rv_ravlt_free(m);
+  rv_ctx_free(ctx);
+}
+
+/* ---- fixture parity -------------------------------------------------------------------- */
+
+typedef struct {
+  rv_weights *io;
+  int compared;
+  double worst;
+} trace_state;
+
+static void on_trace(void *user, const char *name, int image, rv_tensor t) {
+  trace_state *ts = user;
+  const rv_wtensor *ref = rv_weights_find(ts->io, name);
+  if (!ref) return;
+  size_t per = rv_tensor_numel(t);
+  float *r = malloc(sizeof(float) * rv_wtensor_numel(ref));
+  rv_wtensor_to_f32(ref, r);
+  assert_true(rv_wtensor_numel(ref) >= per * (size_t)(image + 1));
+  double err = max_abs_diff(t.data, r + per * image, per) / scale_of(r + per * image, per);
+  if (err > PARITY_TOL) fail_msg("trace %s: relative error %g", name, err);
+  if (err > ts->worst) ts->worst = err;
+  ts->compared++;
+  free(r);
+}
+
+static void run_fixture(const char *name, const char *weights_file, int expect_traces) {
+  rv_ctx *ctx = rv_ctx_create();
+  char rel[256];
+  snprintf(rel, sizeof rel, "backbone/%s/config.json", name);
+  char *text = read_file(fixture_path(rel));
+  if (!text) fail_msg("fixture %s missing", rel);
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_config_from_json(&c, text, ctx), RV_OK);
+  free(text);
+  rv_weights *w = NULL, *io = NULL;
+  snprintf(rel, sizeof rel, "backbone/%s/%s", name, weights_file);
+  if (rv_weights_open(&w, fixture_path(rel), ctx) != RV_OK) fail_msg("%s: %s", rel, rv_ctx_errmsg(ctx));
+  snprintf(rel, sizeof rel, "backbone/%s/io.safetensors", name);
+  assert_int_equal(rv_safetensors_open(&io, fixture_path(rel), ctx), RV_OK);
+  rv_ravlt *m = NULL;
+  if (rv_ravlt_create(&m, &c, w, NULL, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
+  rv_weights_free(w); /* the model keeps its own copy */
+  const rv_wtensor *ti = rv_weights_find(io, "input");
+  assert_non_null(ti);
+  float *x = malloc(sizeof(float) * rv_wtensor_numel(ti));
+  rv_wtensor_to_f32(ti, x);
+  rv_tensor in = {x, (int)ti->shape[0], (int)ti->shape[1], (int)ti->shape[2], (int)ti->shape[3]};
+  rv_arena *A = rv_arena_create(0);
+  rv_tensor out[4];
+  trace_state ts = {io, 0, 0};
+  assert_int_equal(rv_ravlt_forward_traced(m, A, in, out, on_trace, &ts, ctx), RV_OK);
+  if (expect_traces) assert_true(ts.compared >= expect_traces);
+  for (int i = 0; i < 4; i++) {
+    char on[16];
+    snprintf(on, sizeof on, "out.%d", i);
+    const rv_wtensor *r = rv_weights_find(io, on);
+    assert_non_null(r);
+    assert_int_equal(rv_wtensor_numel(r), rv_tensor_numel(out[i]));
+    assert_int_equal(r->shape[1], out[i].c);
+    assert_int_equal(r->shape[2], out[i].h);
+    assert_int_equal(r->shape[3], out[i].w);
+    float *ref = malloc(sizeof(float) * rv_wtensor_numel(r));
+    rv_wtensor_to_f32(r, ref);
+    double err = max_abs_diff(out[i].data, ref, rv_wtensor_numel(r)) / scale_of(ref, rv_wtensor_numel(r));
+    print_message("%s %s out.%d: relative error %.3g\n", name, weights_file, i, err);
+    if (!(err <= PARITY_TOL)) fail_msg("%s out.%d: relative error %g > %g", name, i, err, PARITY_TOL);
+    free(ref);
+  }
+  /* the arena is reusable: a second pass gives the same outputs without growing */
+  size_t cap = rv_arena_capacity(A);
+  float *first = malloc(sizeof(float) * rv_tensor_numel(out[3]));
+  memcpy(first, out[3].data, sizeof(float) * rv_tensor_numel(out[3]));
+  rv_arena_reset(A);
+  assert_int_equal(rv_ravlt_forward(m, A, in, out, ctx), RV_OK);
+  assert_int_equal(rv_arena_capacity(A), cap);
+  assert_true(max_abs_diff(first, out[3].data, rv_tensor_numel(out[3])) <= 1e-5);
+  free(first);
+  free(x);
+  rv_arena_free(A);
+  rv_ravlt_free(m);
+  rv_weights_free(io);
+  rv_ctx_free(ctx);
+}
+
+static void test_fixture_tiny(void **state) { (void)state; run_fixture("tiny", "weights.safetensors", 18); }
+static void test_fixture_tiny_pth(void **state) { (void)state; run_fixture("tiny", "checkpoint.pth", 18); }
+static void test_fixture_tiny_b2(void **state) { (void)state; run_fixture("tiny_b2", "weights.safetensors", 0); }
+static void test_fixture_tiny_b2_pth(void **state) { (void)state; run_fixture("tiny_b2", "checkpoint.pth", 0); }
+static void test_fixture_d64(void **state) { (void)state; run_fixture("d64", "weights.safetensors", 0); }
+static void test_fixture_d64_pth(void **state) { (void)state; run_fixture("d64", "checkpoint.pth", 0); }
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_rope_vs_naive),
+      cmocka_unit_test(test_rala_vs_naive),
+      cmocka_unit_test(test_softmax_attention_vs_naive),
+      cmocka_unit_test(test_presets_and_costs),
+      cmocka_unit_test(test_config_json),
+      cmocka_unit_test(test_config_from_weights),
+      cmocka_unit_test(test_load_errors),
+      cmocka_unit_test(test_random_classifier),
+      cmocka_unit_test(test_fixture_tiny),
+      cmocka_unit_test(test_fixture_tiny_pth),
+      cmocka_unit_test(test_fixture_tiny_b2),
+      cmocka_unit_test(test_fixture_tiny_b2_pth),
+      cmocka_unit_test(test_fixture_d64),
+      cmocka_unit_test(test_fixture_d64_pth),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
