@@ -166,7 +166,7 @@ static rv_status seg_to_rle(rv_rle *out, const cJSON *seg, uint32_t h, uint32_t 
   if (!(dh >= 0 && dw >= 0 && dh == floor(dh) && dw == floor(dw) && dh * dw < 4294967296.0))
     return rv_error(ctx, RV_ERR_FORMAT, "RLE 'size' [%g, %g] is not a valid mask size", dh, dw);
   uint32_t rh = (uint32_t)dh, rw = (uint32_t)dw;
-  if (cJSON_IsString(counts)) return rv_rle_from_string(out, counts->valuestring, rh, rw, "RLE counts", ctx);
+  if (cJSON_IsString(counts)) return rv_rle_from_string(out, counts->valuestring, rh, rw, "segmentation", ctx);
   if (cJSON_IsArray(counts)) {
     size_t n = count_items(counts), i = 0;
     uint32_t *c = malloc(sizeof(uint32_t) * (n ? n : 1));
@@ -180,7 +180,7 @@ static rv_status seg_to_rle(rv_rle *out, const cJSON *seg, uint32_t h, uint32_t 
       }
       c[i++] = (uint32_t)v;
     }
-    rv_status st = rv_rle_from_counts(out, c, n, rh, rw, "uncompressed RLE", ctx);
+    rv_status st = rv_rle_from_counts(out, c, n, rh, rw, "segmentation (uncompressed RLE)", ctx);
     free(c);
     return st;
   }

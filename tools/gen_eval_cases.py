@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate randomized COCO evaluation cases with expected results from tools/ref_cocoeval.py.
 
-Each case folder (tests/data/eval/random_<seed>/) has the layout of
+Each case folder (tests/data/eval/random_coco_<seed>/) has the layout of
 ../shared/fixtures/coco_eval/<case>/: gt.json, dt_bbox.json, dt_segm.json, expected.json.
 The generator mixes what breaks evaluators: non-contiguous and shuffled ids, categories
 without gt, multi-part polygons (partly outside the image), a box given as a 4-number
@@ -299,7 +299,7 @@ def main():
             make_miou_case(a.out, seed)
         return 0
     for seed in a.seeds:
-        d = os.path.join(a.out, 'random_%02d' % seed)
+        d = os.path.join(a.out, 'random_coco_%02d' % seed)
         os.makedirs(d, exist_ok=True)
         gt, db, ds = make_case(seed)
         for name, obj in (('gt.json', gt), ('dt_bbox.json', db), ('dt_segm.json', ds)):
