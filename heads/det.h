@@ -33,12 +33,9 @@ extern "C" {
 #endif
 
 /* ---- image meta ------------------------------------------------------------------------ */
-typedef struct {
-  int ori_h, ori_w;        /* original image */
-  int img_h, img_w;        /* resized (boxes are clipped to this) */
-  int pad_h, pad_w;        /* padded tensor fed to the backbone */
-  float scale_factor[4];   /* float32 [w, h, w, h] factors: resized = original * factor */
-} rv_img_meta;
+/* rv_img_meta (ori/img/pad shapes, float32 scale_factor [w,h,w,h]) is defined once, in
+ * core/image.h, and filled by datasets/preprocess.c. */
+#include "core/image.h"
 
 /* ---- anchors (heads/anchors.c) --------------------------------------------------------- */
 /* mmdet AnchorGenerator base anchors, centre offset 0, float32 arithmetic:
