@@ -35,6 +35,17 @@ typedef struct {
   int h, w, c;
 } rv_image;
 
+/* mmdet/mmseg img_meta of one pre-processed image (datasets/preprocess.h fills it; the
+ * detection heads read it). Shapes are h, w; channels are always 3. */
+typedef struct {
+  int ori_h, ori_w;       /* ori_shape: decoded image */
+  int img_h, img_w;       /* img_shape: after Resize (boxes are clipped to this) */
+  int pad_h, pad_w;       /* pad_shape: after Pad (== img_* without Pad) */
+  float scale_factor[4];  /* float32 [w, h, w, h]: new_w/w, new_h/h; resized = orig * factor */
+  int flip;               /* 1 if horizontally flipped (aug test) */
+  int scale_w, scale_h;   /* the Resize "scale" tuple that was used (0 if none) */
+} rv_img_meta;
+
 /* Allocate (or reuse, when already that size) an h x w x c image, contents zeroed. */
 rv_status rv_image_alloc(rv_image *img, int h, int w, int c, rv_ctx *ctx);
 void rv_image_free(rv_image *img); /* frees data and zeroes the struct; NULL-safe */

@@ -2,6 +2,7 @@
  * [Pad]. See preprocess.h for the exact semantics and SEMANTICS.md A/K for the sources. */
 #include "datasets/preprocess.h"
 
+#include <math.h>
 #include <string.h>
 
 static const float imagenet_mean[3] = {123.675f, 116.28f, 103.53f};
@@ -191,4 +192,69 @@ void rv_flip_planes_f32(float *x, int planes, int h, int w) {
       row[b] = t;
     }
   }
+}
+
+/* torchvision.transforms.functional._compute_resized_output_size for an int size. */
+int rv_tv_resize_size(int w, int h, int size, int *new_w, int *new_h) {
+  int sh = w <= h ? w : h, lg = w <= h ? h : w;
+  if (sh == size) {
+    *new_w = w;
+    *new_h = h;
+    return 0;
+  }
+  int nl = (int)((double)size * (double)lg / (double)sh); /* int(size * long / short) */
+  *new_w = w <= h ? size : nl;
+  *new_h = w <= h ? nl : size;
+  return 1;
+}
+
+/* Python round() of x/2 for an integer x: half to even. */
+static int round_half_even_div2(int x) {
+  double r = rint((double)x / 2.0); /* default rounding mode: to nearest, ties to even */
+  return (int)r;
+}
+
+rv_status rv_preprocess_imagenet(rv_tensor *out, const rv_image *img, int input_size, rv_arena *arena,
+                                 rv_ctx *ctx) {
+  static const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
+  if (!img || !img->data || img->c != 3)
+    return rv_error(ctx, RV_ERR_ARG, "imagenet preprocess: expected a 3-channel image");
+  if (input_size < 8 || input_size > 4096)
+    return rv_error(ctx, RV_ERR_ARG, "imagenet preprocess: input size %d out of range", input_size);
+  int size = input_size > 224 ? input_size : (int)((256.0 / 224.0) * (double)input_size);
+  int nw, nh;
+  rv_image rs = {0};
+  const rv_image *src = img;
+  if (rv_tv_resize_size(img->w, img->h, size, &nw, &nh)) {
+    if (nw <= 0 || nh <= 0 || (double)nw * (double)nh > (double)(1 << 28))
+      return rv_error(ctx, RV_ERR_SHAPE, "imagenet preprocess: image %dx%d has an extreme aspect ratio",
+                      img->w, img->h);
+    RV_TRY(rv_image_resize_pil(&rs, img, nw, nh, RV_PIL_BICUBIC, ctx));
+    src = &rs;
+  }
+  int crop = input_size;
+  if (src->w < crop || src->h < crop) {
+    rv_image_free(&rs);
+    return rv_error(ctx, RV_ERR_SHAPE, "imagenet preprocess: %dx%d is smaller than the %d crop", src->w,
+                    src->h, crop);
+  }
+  int top = round_half_even_div2(src->h - crop), left = round_half_even_div2(src->w - crop);
+  *out = rv_tensor_new(arena, 1, 3, crop, crop);
+  if (!out->data) {
+    rv_image_free(&rs);
+    return rv_error(ctx, RV_ERR_NOMEM, "imagenet preprocess: cannot allocate 1x3x%dx%d", crop, crop);
+  }
+  for (int c = 0; c < 3; c++) {
+    int ic = 2 - c; /* RGB plane c from BGR pixel */
+    for (int y = 0; y < crop; y++) {
+      const unsigned char *row = src->data + ((size_t)(top + y) * src->w + left) * 3;
+      float *o = rv_tensor_at(*out, 0, c, y, 0);
+      for (int x = 0; x < crop; x++) {
+        float v = (float)row[(size_t)x * 3 + ic] / 255.0f; /* ToTensor */
+        o[x] = (v - mean[c]) / stdv[c];                      /* Normalize: sub_, div_ */
+      }
+    }
+  }
+  rv_image_free(&rs);
+  return RV_OK;
 }

@@ -32,15 +32,7 @@
 extern "C" {
 #endif
 
-/* mmdet/mmseg img_meta for one image (shapes are h, w; channels are always 3). */
-typedef struct {
-  int ori_h, ori_w;       /* ori_shape: decoded image */
-  int img_h, img_w;       /* img_shape: after Resize */
-  int pad_h, pad_w;       /* pad_shape: after Pad (== img_* without Pad) */
-  float scale_factor[4];  /* w, h, w, h: new_w/w, new_h/h as float32 */
-  int flip;               /* 1 if horizontally flipped (aug test) */
-  int scale_w, scale_h;   /* the Resize "scale" tuple that was used */
-} rv_img_meta;
+/* rv_img_meta (ori/img/pad shapes, scale_factor, flip) is defined in core/image.h. */
 
 typedef struct {
   int scale_w, scale_h;   /* Resize img_scale tuple, e.g. (1333, 800) or (2048, 512);
@@ -89,6 +81,24 @@ rv_status rv_preprocess(rv_tensor *out, rv_img_meta *meta, const rv_image *img,
  * scale is taken from the image size (img_w, img_h), like mmseg with img_scale=None. */
 int rv_preprocess_aug_list(rv_preprocess_params *out, int max, const rv_preprocess_params *base,
                            const double *ratios, int n_ratios, int flip, int img_w, int img_h);
+
+/* ---- ImageNet classification (torchvision test transform of the RALA classification
+ * code: Resize(short side, PIL bicubic) -> CenterCrop -> ToTensor -> Normalize) -------- */
+typedef enum { RV_PIL_BILINEAR = 2, RV_PIL_BICUBIC = 3 } rv_pil_filter; /* PIL's numbers */
+/* Pillow Image.resize((w, h), filter) on uint8 pixels, bit-exact (datasets/resample_pil.c).
+ * Works on any channel order (BGR in, BGR out). */
+rv_status rv_image_resize_pil(rv_image *dst, const rv_image *src, int w, int h, rv_pil_filter f,
+                              rv_ctx *ctx);
+/* torchvision Resize(int size): short side -> size, long side -> (int)(size * long / short);
+ * returns 0 if the image already has that short side (torchvision then does not resample). */
+int rv_tv_resize_size(int w, int h, int size, int *new_w, int *new_h);
+/* The RALA/DeiT ImageNet eval transform: resize_short = input_size > 224 ? input_size :
+ * (int)(256/224 * input_size); crop = input_size. *out = 1 x 3 x crop x crop, RGB,
+ * (v/255 - mean) / std with mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225), float32 as
+ * torch computes it. img is BGR (as decoded). Crop offsets round((size - crop) / 2) with
+ * Python's round-half-even. */
+rv_status rv_preprocess_imagenet(rv_tensor *out, const rv_image *img, int input_size, rv_arena *arena,
+                                 rv_ctx *ctx);
 
 /* Horizontal flip of a label map / score planes back after a flipped forward pass. */
 void rv_flip_planes_f32(float *x, int planes, int h, int w);

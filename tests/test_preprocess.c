@@ -325,12 +325,110 @@ static void test_flip_and_normalize(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* Pillow-compatible resampling and the ImageNet transform, against references made with
+ * Debian's Pillow 9.4 + torch 1.13 (tests/data/image/pil: Image.open(...).convert('RGB')
+ * .resize((w, h), filter) saved as PNG; messi5_inet224_crop.png = the 224x224 centre crop
+ * after torchvision Resize(256, bicubic)). Tolerance: exact (0 grey levels, bit-exact
+ * float32 after ToTensor/Normalize). */
+#define SAMPLES "/usr/share/doc/opencv-doc/examples/data"
+static void test_pil_resize(void **state) {
+  (void)state;
+  static const struct { const char *img, *ref; rv_pil_filter f; } cases[] = {
+      {"fruits.jpg", "image/pil/fruits_bicubic_224x171.png", RV_PIL_BICUBIC},
+      {"fruits.jpg", "image/pil/fruits_bicubic_13x11.png", RV_PIL_BICUBIC},
+      {"messi5.jpg", "image/pil/messi5_bilinear_293x183.png", RV_PIL_BILINEAR},
+      {"baboon.jpg", "image/pil/baboon_bicubic_100x600.png", RV_PIL_BICUBIC},
+  };
+  rv_ctx *ctx = rv_ctx_create();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rv_image img = {0}, ref = {0}, out = {0};
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", SAMPLES, cases[i].img);
+    assert_int_equal(rv_image_read(p, &img, ctx), RV_OK);
+    assert_int_equal(rv_image_read(data_path(cases[i].ref), &ref, ctx), RV_OK);
+    assert_int_equal(rv_image_resize_pil(&out, &img, ref.w, ref.h, cases[i].f, ctx), RV_OK);
+    size_t n = (size_t)ref.h * ref.w * 3, nd = 0;
+    for (size_t k = 0; k < n; k++) nd += out.data[k] != ref.data[k];
+    if (nd) fail_msg("%s: %zu of %zu bytes differ from Pillow", cases[i].ref, nd, n);
+    rv_image_free(&img);
+    rv_image_free(&ref);
+    rv_image_free(&out);
+  }
+  /* same size: a copy; errors */
+  rv_image a = {0}, b = {0};
+  assert_int_equal(rv_image_alloc(&a, 5, 6, 3, ctx), RV_OK);
+  a.data[17] = 200;
+  assert_int_equal(rv_image_resize_pil(&b, &a, 6, 5, RV_PIL_BICUBIC, ctx), RV_OK);
+  assert_memory_equal(a.data, b.data, 90);
+  assert_int_equal(rv_image_resize_pil(&b, &a, 0, 5, RV_PIL_BICUBIC, ctx), RV_ERR_ARG);
+  assert_int_equal(rv_image_resize_pil(&b, &a, 4, 5, (rv_pil_filter)7, ctx), RV_ERR_ARG);
+  assert_int_equal(rv_image_resize_pil(&a, &a, 4, 5, RV_PIL_BICUBIC, ctx), RV_ERR_ARG);
+  rv_image_free(&a);
+  rv_image_free(&b);
+  rv_ctx_free(ctx);
+}
+
+static void test_imagenet(void **state) {
+  (void)state;
+  int w, h;
+  assert_int_equal(rv_tv_resize_size(548, 342, 256, &w, &h), 1);
+  assert_int_equal(w, 410); /* int(256 * 548 / 342) = int(410.2) */
+  assert_int_equal(h, 256);
+  assert_int_equal(rv_tv_resize_size(300, 256, 256, &w, &h), 0);
+  assert_int_equal(w, 300);
+  assert_int_equal(rv_tv_resize_size(194, 259, 256, &w, &h), 1);
+  assert_int_equal(w, 256);
+  assert_int_equal(h, 341);
+  rv_ctx *ctx = rv_ctx_create();
+  rv_arena *arena = rv_arena_create(0);
+  rv_image img = {0}, crop = {0};
+  assert_int_equal(rv_image_read(SAMPLES "/messi5.jpg", &img, ctx), RV_OK);
+  assert_int_equal(rv_image_read(data_path("image/pil/messi5_inet224_crop.png"), &crop, ctx), RV_OK);
+  rv_tensor t;
+  assert_int_equal(rv_preprocess_imagenet(&t, &img, 224, arena, ctx), RV_OK);
+  assert_int_equal(t.c, 3);
+  assert_int_equal(t.h, 224);
+  assert_int_equal(t.w, 224);
+  static const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
+  for (int c = 0; c < 3; c++)
+    for (int y = 0; y < 224; y++)
+      for (int x = 0; x < 224; x++) {
+        float v = (float)rv_image_px(&crop, y, x)[2 - c] / 255.0f;
+        float want = (v - mean[c]) / sd[c];
+        if (*rv_tensor_at(t, 0, c, y, x) != want)
+          fail_msg("imagenet (%d,%d,%d): %.9g != %.9g", c, y, x, (double)*rv_tensor_at(t, 0, c, y, x), (double)want);
+      }
+  /* torch's float32 ToTensor/Normalize values (hex from torch 1.13) for v = 0 and 255 */
+  rv_image px = {0};
+  assert_int_equal(rv_image_alloc(&px, 256, 256, 3, ctx), RV_OK); /* short side 256: no resize */
+  for (size_t k = 0; k < (size_t)256 * 256 * 3; k += 3) px.data[k] = 255; /* B = 255, G = R = 0 */
+  assert_int_equal(rv_preprocess_imagenet(&t, &px, 224, arena, ctx), RV_OK);
+  assert_true(t.data[0] == -0x1.0f177ap+1f);                  /* R = 0 */
+  assert_true(t.data[224 * 224] == -0x1.049248p+1f);          /* G = 0 */
+  assert_true(t.data[2 * 224 * 224] == 0x1.51eb86p+1f);       /* B = 255 */
+  assert_int_equal(rv_preprocess_imagenet(&t, &px, 4, arena, ctx), RV_ERR_ARG);
+  rv_image grey = {0};
+  assert_int_equal(rv_image_alloc(&grey, 8, 8, 1, ctx), RV_OK);
+  assert_int_equal(rv_preprocess_imagenet(&t, &grey, 224, arena, ctx), RV_ERR_ARG);
+  rv_image thin = {0}; /* 1 x 20000 would resize to 256 x 5120000: refused */
+  assert_int_equal(rv_image_alloc(&thin, 1, 20000, 3, ctx), RV_OK);
+  assert_int_equal(rv_preprocess_imagenet(&t, &thin, 224, arena, ctx), RV_ERR_SHAPE);
+  rv_image_free(&thin);
+  rv_image_free(&grey);
+  rv_image_free(&px);
+  rv_image_free(&img);
+  rv_image_free(&crop);
+  rv_arena_free(arena);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_e2e_upernet),  cmocka_unit_test(test_e2e_semantic_fpn),
       cmocka_unit_test(test_e2e_mask_rcnn), cmocka_unit_test(test_e2e_cascade),
       cmocka_unit_test(test_e2e_retinanet), cmocka_unit_test(test_rescale_size),
       cmocka_unit_test(test_aug_list),      cmocka_unit_test(test_flip_and_normalize),
+      cmocka_unit_test(test_pil_resize),    cmocka_unit_test(test_imagenet),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
