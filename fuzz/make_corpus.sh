@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Seed corpora for the libFuzzer targets, from the fixtures and tests/data (see README.md).
+# usage: fuzz/make_corpus.sh OUTDIR [FIXTURES_DIR]
+set -eu
+OUT=$1
+FIX=${2:-$(dirname "$0")/../../shared/fixtures}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors}
+cp "$ROOT"/tests/data/pyconfig/*.py "$OUT/pyconfig/"
+/usr/bin/python3 - "$OUT" "$FIX" "$ROOT" <<'PY'
+import glob, json, os, struct, sys, zipfile
+out, fix, root = sys.argv[1:4]
+pths = sorted(glob.glob(root + "/tests/data/pth/*.pth"))
+big = sorted(glob.glob(fix + "/backbone/tiny/checkpoint.pth") + glob.glob(fix + "/e2e/*/checkpoint.pth"))
+for p in pths + big:
+    name = os.path.basename(os.path.dirname(p)) + "_" + os.path.basename(p) if p in big else os.path.basename(p)
+    raw = open(p, "rb").read()
+    if p in pths:  # whole small zips (mode byte 0)
+        open(f"{out}/pth/zip_{name}", "wb").write(b"\x00" + raw)
+    try:
+        z = zipfile.ZipFile(p)
+        pkl = [z.read(n) for n in z.namelist() if n.endswith("/data.pkl")][0]
+    except Exception:
+        continue
+    open(f"{out}/pickle/{name}.pkl", "wb").write(pkl)
+    open(f"{out}/pth/pkl_{name}", "wb").write(b"\x01" + pkl)  # wrapped pickle (mode byte 1)
+def st(path, tensors, meta=None):
+    hdr, data = {}, b""
+    if meta: hdr["__metadata__"] = meta
+    for n, (dt, shape, b) in tensors.items():
+        hdr[n] = {"dtype": dt, "shape": shape, "data_offsets": [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(hdr).encode()
+    open(path, "wb").write(struct.pack("<Q", len(h)) + h + data)
+st(f"{out}/safetensors/a.safetensors", {"w": ("F32", [2, 3], struct.pack("<6f", *range(6))),
+   "n": ("I64", [], struct.pack("<q", 7)), "h": ("F16", [2], b"\x00\x3c\x00\xc0"),
+   "b": ("BF16", [1], b"\x80\x3f"), "u": ("U8", [3], b"abc")}, {"config": "model = dict()", "k": "v"})
+st(f"{out}/safetensors/b.safetensors", {"d": ("F64", [1, 1], struct.pack("<d", 1.5)),
+   "e": ("F32", [0, 4], b""), "i": ("I32", [2], struct.pack("<2i", -1, 2))})
+PY
+ls "$OUT"/* | head -0
+echo "corpus in $OUT: $(ls "$OUT"/pth | wc -l) pth, $(ls "$OUT"/pickle | wc -l) pickle, $(ls "$OUT"/pyconfig | wc -l) pyconfig, $(ls "$OUT"/safetensors | wc -l) safetensors seeds"
