@@ -81,46 +81,39 @@ void rv_bbox_head_free(rv_bbox_head *h) {
   rv_det_layer_free(&h->fc_reg);
 }
 
-/* rois per chunk: bounds the conv activations ([chunk, C, 7, 7] x 2) while keeping the fc
- * GEMMs large */
-#define BBOX_CHUNK 512
-
 rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
                                const float *roi_feats, int n, rv_arena *scratch, rv_ctx *ctx) {
+  if (n <= 0) return RV_OK;
   const int s = h->roi_size, ss = s * s;
-  int maxc = h->in_channels;
-  for (int i = 0; i < h->num_convs; i++)
-    if (h->convs[i].cout > maxc) maxc = h->convs[i].cout;
   int maxf = 0;
   for (int i = 0; i < h->num_fcs; i++)
     if (h->fcs[i].cout > maxf) maxf = h->fcs[i].cout;
-  for (int r0 = 0; r0 < n; r0 += BBOX_CHUNK) {
-    int m = n - r0 < BBOX_CHUNK ? n - r0 : BBOX_CHUNK;
-    rv_arena_mark mk = rv_arena_get_mark(scratch);
-    float *a = h->num_convs ? rv_arena_floats(scratch, (size_t)m * maxc * ss) : NULL;
-    float *fa = rv_arena_floats(scratch, (size_t)m * maxf);
-    float *fb = rv_arena_floats(scratch, (size_t)m * maxf);
-    if ((h->num_convs && !a) || !fa || !fb) {
-      rv_arena_release(scratch, mk);
-      return rv_error(ctx, RV_ERR_NOMEM, "bbox head: out of memory for %d rois", m);
-    }
-    const float *x = roi_feats + (size_t)r0 * h->in_channels * ss;
-    if (h->num_convs) {
-      if (rv_det_conv_stack_rois(a, h->convs, h->num_convs, x, m, s, scratch) != RV_OK) {
-        rv_arena_release(scratch, mk);
-        return rv_error(ctx, RV_ERR_NOMEM, "bbox head: out of scratch memory for shared convs");
-      }
-      x = a;
-    }
-    /* flatten(1) of [m, C, 7, 7] is the contiguous layout */
-    for (int i = 0; i < h->num_fcs; i++) {
-      float *y = (i & 1) ? fb : fa;
-      rv_det_layer_linear(y, &h->fcs[i], x, m, RV_ACT_RELU);
-      x = y;
-    }
-    rv_det_layer_linear(cls + (size_t)r0 * h->fc_cls.cout, &h->fc_cls, x, m, RV_ACT_NONE);
-    rv_det_layer_linear(reg + (size_t)r0 * h->fc_reg.cout, &h->fc_reg, x, m, RV_ACT_NONE);
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  const int cl = h->num_convs ? h->convs[h->num_convs - 1].cout : h->in_channels;
+  float *conv_out = h->num_convs ? rv_arena_floats(scratch, (size_t)n * cl * ss) : NULL;
+  float *fa = rv_arena_floats(scratch, (size_t)n * maxf);
+  float *fb = rv_arena_floats(scratch, (size_t)n * maxf);
+  if ((h->num_convs && !conv_out) || !fa || !fb) {
     rv_arena_release(scratch, mk);
+    return rv_error(ctx, RV_ERR_NOMEM, "bbox head: out of memory for %d rois", n);
   }
+  const float *x = roi_feats;
+  if (h->num_convs) {
+    /* the shared convs run in chunks of rois (bounded im2col), each layer one GEMM */
+    if (rv_det_conv_stack_rois(conv_out, h->convs, h->num_convs, x, n, s, scratch) != RV_OK) {
+      rv_arena_release(scratch, mk);
+      return rv_error(ctx, RV_ERR_NOMEM, "bbox head: out of scratch memory for shared convs");
+    }
+    x = conv_out;
+  }
+  /* flatten(1) of [n, C, 7, 7] is the contiguous layout; every fc is one GEMM over all rois */
+  for (int i = 0; i < h->num_fcs; i++) {
+    float *y = (i & 1) ? fb : fa;
+    rv_det_layer_linear(y, &h->fcs[i], x, n, RV_ACT_RELU);
+    x = y;
+  }
+  rv_det_layer_linear(cls, &h->fc_cls, x, n, RV_ACT_NONE);
+  rv_det_layer_linear(reg, &h->fc_reg, x, n, RV_ACT_NONE);
+  rv_arena_release(scratch, mk);
   return RV_OK;
 }

@@ -143,16 +143,16 @@ static void im2col_rois(float *col, const float *x, int cin, int m, int s) {
           continue;
         }
         const float *xr = xp + (size_t)iy * s;
-        for (int ox = 0; ox < s; ox++) {
-          int ix = ox + kx;
-          orow[ox] = (ix >= 0 && ix < s) ? xr[ix] : 0.0f;
-        }
+        /* columns ox with 0 <= ox + kx < s form one contiguous run */
+        int lo = kx < 0 ? -kx : 0, hi = kx > 0 ? s - kx : s;
+        for (int ox = 0; ox < lo; ox++) orow[ox] = 0.0f;
+        memcpy(orow + lo, xr + lo + kx, (size_t)(hi - lo) * sizeof(float));
+        for (int ox = hi; ox < s; ox++) orow[ox] = 0.0f;
       }
     }
   }
 }
 
-/* budget for the im2col buffer, in floats */
 #define ROI_COL_BUDGET ((size_t)4 << 20)
 
 rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
