@@ -444,7 +444,10 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
           return rv_error(ctx, RV_ERR_IO, "video %s: is a directory", source);
         }
       }
-      if (!r->cap.open(source, cv::CAP_ANY)) {
+      // Network streams: bounded waits so a dead stream fails instead of hanging.
+      std::vector<int> params;
+      if (is_url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
+      if (!(is_url ? r->cap.open(source, cv::CAP_FFMPEG, params) : r->cap.open(source, cv::CAP_ANY))) {
         delete r;
         return rv_error(ctx, is_url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
                         source, is_url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");

@@ -432,6 +432,14 @@ static void test_video_read_write(void **state) {
   assert_null(vr);
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "no such file"));
   assert_int_equal(rv_video_open(&vr, data_path("image/not_an_image.png"), ctx), RV_ERR_FORMAT);
+  /* URLs go through FFmpeg with timeouts; a refused connection fails at once */
+  assert_int_equal(rv_video_open(&vr, "http://127.0.0.1:9/none.mp4", ctx), RV_ERR_IO);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "stream unreachable"));
+  assert_int_equal(rv_video_open(&vr, "file://" SAMPLES "/Megamind.avi", ctx), RV_OK);
+  assert_int_equal(rv_video_get_info(vr).frame_count, -1); /* not trusted for streams */
+  assert_int_equal(rv_video_read(vr, &frame, &got, ctx), RV_OK);
+  assert_int_equal(got, 1);
+  rv_video_close(vr);
   /* camera indices ("0") are not opened here: probing cameras loads libusb/dc1394,
    * which leak at exit under LeakSanitizer, and CI machines have no camera */
   assert_int_equal(rv_video_writer_open(&vw, tmp_path("x.unknown"), 25, 64, 48, NULL, ctx), RV_ERR_ARG);
