@@ -33,20 +33,54 @@ static lin_tap linear_tap(float scale, int dst, int in) {
   return t;
 }
 
+#define TAPS 2048 /* output columns per tap table / row buffer (stack) */
+#define RB 32      /* output rows per parallel work unit */
+
+/* Horizontal pass of one input row: h[j] = l0[j] * xr[i0[j]] + l1[j] * xr[i1[j]]. */
+static void hrow(float *h, const float *xr, const int *i0, const int *i1, const float *l0,
+                 const float *l1, int cn) {
+  for (int j = 0; j < cn; j++) h[j] = l0[j] * xr[i0[j]] + l1[j] * xr[i1[j]];
+}
+
+/* Separable evaluation of the formula above (same operations, same rounding): each needed
+ * input row is interpolated horizontally once into a two-row cache, then output rows are
+ * vertical blends (vectorised). Work units are (plane, block of RB output rows). */
 static void bilinear(float *y, const float *x, int planes, int ih, int iw, int oh, int ow,
                      float sh, float sw) {
-  long rows = (long)planes * oh;
-#pragma omp parallel for schedule(static) if ((size_t)rows * ow >= PAR_MIN)
-  for (long r = 0; r < rows; r++) {
-    int p = (int)(r / oh), oy = (int)(r % oh);
-    lin_tap th = linear_tap(sh, oy, ih);
-    const float *x0 = x + ((size_t)p * ih + th.i0) * iw;
-    const float *x1 = x + ((size_t)p * ih + th.i1) * iw;
-    float *yr = y + (size_t)r * ow;
-    for (int ox = 0; ox < ow; ox++) {
-      lin_tap tw = linear_tap(sw, ox, iw);
-      yr[ox] = th.l0 * (tw.l0 * x0[tw.i0] + tw.l1 * x0[tw.i1]) +
-               th.l1 * (tw.l0 * x1[tw.i0] + tw.l1 * x1[tw.i1]);
+  int i0[TAPS], i1[TAPS];
+  float l0[TAPS], l1[TAPS];
+  long nblk = (oh + RB - 1) / RB, units = (long)planes * nblk;
+  for (int c0 = 0; c0 < ow; c0 += TAPS) { /* column chunks; taps computed once per chunk */
+    int cn = ow - c0 < TAPS ? ow - c0 : TAPS;
+    for (int j = 0; j < cn; j++) {
+      lin_tap t = linear_tap(sw, c0 + j, iw);
+      i0[j] = t.i0, i1[j] = t.i1, l0[j] = t.l0, l1[j] = t.l1;
+    }
+#pragma omp parallel for schedule(static) if ((size_t)planes * oh * cn >= PAR_MIN)
+    for (long u = 0; u < units; u++) {
+      int p = (int)(u / nblk), r0 = (int)(u % nblk) * RB;
+      int r1 = oh - r0 < RB ? oh : r0 + RB;
+      float buf[2][TAPS];
+      int tag[2] = {-1, -1};
+      const float *xp = x + (size_t)p * ih * iw;
+      for (int oy = r0; oy < r1; oy++) {
+        lin_tap th = linear_tap(sh, oy, ih);
+        const float *h[2];
+        int need[2] = {th.i0, th.i1};
+        for (int q = 0; q < 2; q++) {
+          int row = need[q], other = need[1 - q];
+          if (tag[0] == row) { h[q] = buf[0]; continue; }
+          if (tag[1] == row) { h[q] = buf[1]; continue; }
+          int slot = tag[0] == other ? 1 : 0;
+          hrow(buf[slot], xp + (size_t)row * iw, i0, i1, l0, l1, cn);
+          tag[slot] = row;
+          h[q] = buf[slot];
+        }
+        float *yr = y + ((size_t)p * oh + oy) * ow + c0;
+        const float *ha = h[0], *hb = h[1];
+        float a = th.l0, b = th.l1;
+        for (int j = 0; j < cn; j++) yr[j] = a * ha[j] + b * hb[j];
+      }
     }
   }
 }

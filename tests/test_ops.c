@@ -503,6 +503,21 @@ static void test_resize_sweep(void **state) {
       assert_close(y1, y2, (size_t)planes * oh * ow, 1e-6, "bilinear sweep");
       free(x), free(y1), free(y2);
     }
+  /* several row blocks (32 rows) and column chunks (2048 columns), up and down */
+  {
+    int dims[2][4] = {{9, 1000, 70, 2100}, {75, 2300, 33, 2051}};
+    for (int t = 0; t < 2; t++) {
+      int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
+      float *xs = frand((size_t)2 * ih * iw, 23), *ys1 = malloc((size_t)2 * oh * ow * 4);
+      float *ys2 = malloc((size_t)2 * oh * ow * 4);
+      assert_non_null(ys1);
+      assert_non_null(ys2);
+      rv_resize_bilinear_f32(ys1, xs, 2, ih, iw, oh, ow);
+      rv_resize_bilinear_naive_f32(ys2, xs, 2, ih, iw, oh, ow);
+      assert_close(ys1, ys2, (size_t)2 * oh * ow, 1e-6, "bilinear chunks");
+      free(xs), free(ys1), free(ys2);
+    }
+  }
   /* large enough for the parallel path; identity resize copies */
   int planes = 4, h = 97, w = 131;
   float *x = frand((size_t)planes * h * w, 5), *y = malloc((size_t)planes * h * w * 4);
