@@ -14,7 +14,7 @@
  * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription.
  */
 #include "backbone/attention.h"
-#include "backbone/vmath.h"
+#include "core/vmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -24,6 +24,41 @@
 #endif
 
 enum { BQ = 64, BK = 256 };
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+/* Online-softmax update of one query row: s[0..n) <- e^(s - m'), m' = max(*m, max s);
+ * returns alpha = e^(*m - m') (0 on the first tile) and sets *m = m', *sum = sum of the
+ * new exponentials. Lanes of 16 keep the reductions vectorisable. */
+CLONES static float softmax_update(float *s, int n, float *m, float *sum) {
+  float lane[16];
+  for (int t = 0; t < 16; t++) lane[t] = *m;
+  int j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int t = 0; t < 16; t++) lane[t] = s[j + t] > lane[t] ? s[j + t] : lane[t];
+  float mx = *m;
+  for (int t = 0; t < 16; t++) mx = lane[t] > mx ? lane[t] : mx;
+  for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+  float acc[16] = {0};
+  j = 0;
+  for (; j + 16 <= n; j += 16)
+    for (int t = 0; t < 16; t++) {
+      const float e = rv_vexpf(s[j + t] - mx);
+      s[j + t] = e;
+      acc[t] += e;
+    }
+  float tot = 0.0f;
+  for (; j < n; j++) { s[j] = rv_vexpf(s[j] - mx); tot += s[j]; }
+  for (int t = 0; t < 16; t++) tot += acc[t];
+  const float alpha = *m == -INFINITY ? 0.0f : rv_vexpf(*m - mx);
+  *m = mx;
+  *sum = tot;
+  return alpha;
+}
 
 /* One query tile of one head. */
 static void flash_tile(float *res, int ldr, const float *q, const float *k, const float *v,
@@ -36,24 +71,13 @@ static void flash_tile(float *res, int ldr, const float *q, const float *k, cons
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, bq, bk, d, scale, q + q0, ld, k + k0,
                 ld, 0.0f, s, BK);
     for (int i = 0; i < bq; i++) {
-      float *si = s + (size_t)i * BK;
-      float mx = m[i];
-      for (int j = 0; j < bk; j++) mx = si[j] > mx ? si[j] : mx;
-      float sum = 0.0f;
-      for (int j = 0; j < bk; j++) {
-        const float e = vm_expf(si[j] - mx);
-        si[j] = e;
-        sum += e;
-      }
+      float sum;
+      const float alpha = softmax_update(s + (size_t)i * BK, bk, &m[i], &sum);
       if (k0 > 0) {
-        const float alpha = vm_expf(m[i] - mx);
         float *oi = o + (size_t)i * d;
         for (int e = 0; e < d; e++) oi[e] *= alpha;
-        l[i] = l[i] * alpha + sum;
-      } else {
-        l[i] = sum;
       }
-      m[i] = mx;
+      l[i] = l[i] * alpha + sum;
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, bq, d, bk, 1.0f, s, BK, v + k0, ld,
                 1.0f, o, d);

@@ -11,121 +11,152 @@
  * The official code scales both factors of kv by N^-1/2; we scale once by 1/N.
  */
 #include "backbone/attention.h"
-#include "backbone/vmath.h"
 #include "core/ops.h"
+#include "core/vmath.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-/* x = elu(x) + 1 = x > 0 ? x + 1 : exp(x), in place over n floats; returns sum (double). */
-static double elu1_sum(float *x, int n) {
+/* Hot loops get AVX-512 / AVX2 clones (the default build targets x86-64-v2). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+enum { CB = 256 }; /* token block of the column passes */
+
+/* x = elu(x) + 1 = (x > 0 ? x + 1 : e^x) in place over n floats; returns the sum. */
+CLONES static double elu1_sum(float *x, int n) {
   double s = 0.0;
-  const int blk = 1024;
-  for (int l0 = 0; l0 < n; l0 += blk) {
-    const int l1 = l0 + blk < n ? l0 + blk : n;
+  for (int l0 = 0; l0 < n; l0 += 1024) {
+    const int m = n - l0 < 1024 ? n - l0 : 1024;
+    float *p = x + l0;
+    float acc[16] = {0};
+    int j = 0;
+    for (; j + 16 <= m; j += 16)
+      for (int t = 0; t < 16; t++) {
+        const float v = p[j + t], e = rv_vexpf(v);
+        const float y = v > 0.0f ? v + 1.0f : e;
+        p[j + t] = y;
+        acc[t] += y;
+      }
     float part = 0.0f;
-    for (int l = l0; l < l1; l++) {
-      const float v = x[l];
-      const float e = vm_expf(v);
-      const float y = v > 0.0f ? v + 1.0f : e;
-      x[l] = y;
-      part += y;
+    for (; j < m; j++) {
+      const float v = p[j];
+      p[j] = v > 0.0f ? v + 1.0f : rv_vexpf(v);
+      part += p[j];
     }
+    for (int t = 0; t < 16; t++) part += acc[t];
     s += part;
   }
   return s;
 }
 
-static rv_status rala_head(float *res, int ldr, float *q, float *k, const float *v, int ld,
-                           int d, int n, const rv_rope *rope, float *qm, float *km, float *a,
-                           float *z, float *kv) {
-  const float scale = 1.0f / sqrtf((float)d);
-  /* q' and k' in place, with the row means */
-#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+/* acc[l] = sum_i w[i] * x[i*ld + l] for l in [0, m) (m <= CB) */
+CLONES static void col_dot(float *acc, const float *x, int ld, const float *w, int d, int m) {
+  for (int l = 0; l < m; l++) acc[l] = 0.0f;
   for (int i = 0; i < d; i++) {
-    qm[i] = (float)(elu1_sum(q + (size_t)i * ld, n) / n);
+    const float wi = w[i];
+    const float *xr = x + (size_t)i * ld;
+    for (int l = 0; l < m; l++) acc[l] += wi * xr[l];
+  }
+}
+
+/* a[l] = e^(a[l] - mx) in place; returns the sum */
+CLONES static double exp_shift_sum(float *a, int n, float mx) {
+  double s = 0.0;
+  for (int l0 = 0; l0 < n; l0 += 1024) {
+    const int m = n - l0 < 1024 ? n - l0 : 1024;
+    float *p = a + l0;
+    float acc[16] = {0};
+    int j = 0;
+    for (; j + 16 <= m; j += 16)
+      for (int t = 0; t < 16; t++) {
+        const float e = rv_vexpf(p[j + t] - mx);
+        p[j + t] = e;
+        acc[t] += e;
+      }
+    float part = 0.0f;
+    for (; j < m; j++) { p[j] = rv_vexpf(p[j] - mx); part += p[j]; }
+    for (int t = 0; t < 16; t++) part += acc[t];
+    s += part;
+  }
+  return s;
+}
+
+/* k'' = k' * a (a already holds N * softmax) in place; returns the row sum */
+CLONES static double scale_sum(float *k, const float *a, int n) {
+  double s = 0.0;
+  for (int l0 = 0; l0 < n; l0 += 1024) {
+    const int m = n - l0 < 1024 ? n - l0 : 1024;
+    float *p = k + l0;
+    const float *q = a + l0;
+    float acc[16] = {0};
+    int j = 0;
+    for (; j + 16 <= m; j += 16)
+      for (int t = 0; t < 16; t++) {
+        const float y = p[j + t] * q[j + t];
+        p[j + t] = y;
+        acc[t] += y;
+      }
+    float part = 0.0f;
+    for (; j < m; j++) { p[j] *= q[j]; part += p[j]; }
+    for (int t = 0; t < 16; t++) part += acc[t];
+    s += part;
+  }
+  return s;
+}
+
+/* Per head: q, k overwritten (q becomes z * rope(q'), k becomes rope(k'')). */
+static void rala_head(float *res, int ldr, float *q, float *k, const float *v, int ld, int d,
+                      int n, const rv_rope *rope, float *qm, float *km, float *a, float *kv) {
+  const float scale = (float)pow((double)d, -0.5);
+  const int par = (size_t)d * n >= 32768;
+  /* pass 1: q' and k' in place, mean of q' */
+#pragma omp parallel for schedule(static) if (par)
+  for (int i = 0; i < d; i++) {
+    qm[i] = (float)(elu1_sum(q + (size_t)i * ld, n) / n) * scale;
     elu1_sum(k + (size_t)i * ld, n);
   }
-  /* a = softmax(scale * qm^T k') over tokens */
+  /* pass 2: logits a_l = scale * mean(q') . k'_l, and their max */
+  const int nb = (n + CB - 1) / CB;
   float gmax = -INFINITY;
-#pragma omp parallel if ((size_t)d * n >= 16384)
-  {
-    float lmax = -INFINITY;
-#pragma omp for schedule(static)
-    for (int l0 = 0; l0 < n; l0 += 256) {
-      const int l1 = l0 + 256 < n ? l0 + 256 : n;
-      float acc[256];
-      for (int l = l0; l < l1; l++) acc[l - l0] = 0.0f;
-      for (int i = 0; i < d; i++) {
-        const float w = qm[i] * scale;
-        const float *kr = k + (size_t)i * ld;
-        for (int l = l0; l < l1; l++) acc[l - l0] += w * kr[l];
-      }
-      for (int l = l0; l < l1; l++) {
-        a[l] = acc[l - l0];
-        lmax = acc[l - l0] > lmax ? acc[l - l0] : lmax;
-      }
-    }
-#pragma omp critical
-    gmax = lmax > gmax ? lmax : gmax;
+#pragma omp parallel for schedule(static) reduction(max : gmax) if (par)
+  for (int b = 0; b < nb; b++) {
+    const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
+    col_dot(a + l0, k + l0, ld, qm, d, m);
+    for (int l = 0; l < m; l++) gmax = a[l0 + l] > gmax ? a[l0 + l] : gmax;
   }
   double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= 16384)
-  for (int l0 = 0; l0 < n; l0 += 1024) {
-    const int l1 = l0 + 1024 < n ? l0 + 1024 : n;
-    float part = 0.0f;
-    for (int l = l0; l < l1; l++) {
-      const float e = vm_expf(a[l] - gmax);
-      a[l] = e;
-      part += e;
-    }
-    sum += part;
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (par)
+  for (int b = 0; b < (n + 4095) / 4096; b++) {
+    const int l0 = b * 4096;
+    sum += exp_shift_sum(a + l0, n - l0 < 4096 ? n - l0 : 4096, gmax);
   }
-  /* k'' = k' * a * N: the factor a_l * N = N e_l / sum */
-  const float fac = (float)((double)n / sum);
-#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
+  const float fac = (float)((double)n / sum); /* a_l * N = N e_l / sum */
   for (int l = 0; l < n; l++) a[l] *= fac;
-#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
-  for (int i = 0; i < d; i++) {
-    float *kr = k + (size_t)i * ld;
-    double s = 0.0;
-    for (int l0 = 0; l0 < n; l0 += 1024) {
-      const int l1 = l0 + 1024 < n ? l0 + 1024 : n;
-      float part = 0.0f;
-      for (int l = l0; l < l1; l++) {
-        const float y = kr[l] * a[l];
-        kr[l] = y;
-        part += y;
-      }
-      s += part;
-    }
-    km[i] = (float)(s / n);
-  }
-  /* z_l = 1 / (q'_l . km + 1e-6) */
-#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
-  for (int l0 = 0; l0 < n; l0 += 256) {
-    const int l1 = l0 + 256 < n ? l0 + 256 : n;
-    float acc[256];
-    for (int l = l0; l < l1; l++) acc[l - l0] = 0.0f;
-    for (int i = 0; i < d; i++) {
-      const float w = km[i];
-      const float *qr = q + (size_t)i * ld;
-      for (int l = l0; l < l1; l++) acc[l - l0] += w * qr[l];
-    }
-    for (int l = l0; l < l1; l++) z[l] = 1.0f / (acc[l - l0] + 1e-6f);
-  }
-  rv_rope_apply_f32(q, ld, rope);
+  /* pass 3: k'' = k' a N, its mean, then RoPE on k'' (row pairs) */
+#pragma omp parallel for schedule(static) if (par)
+  for (int i = 0; i < d; i++) km[i] = (float)(scale_sum(k + (size_t)i * ld, a, n) / n);
   rv_rope_apply_f32(k, ld, rope);
-  /* kv[i][e] = 1/N sum_l k''_il v_el */
-  rv_gemm_f32(0, 1, d, d, n, 1.0f / (float)n, k, ld, v, ld, 0.0f, kv, d);
-  /* res[e][l] = sum_i kv[i][e] q'_il, then * z_l */
-  rv_gemm_f32(1, 0, d, n, d, 1.0f, kv, d, q, ld, 0.0f, res, ldr);
-#pragma omp parallel for schedule(static) if ((size_t)d * n >= 16384)
-  for (int e = 0; e < d; e++) {
-    float *rr = res + (size_t)e * ldr;
-    for (int l = 0; l < n; l++) rr[l] *= z[l];
+  /* pass 4: z_l = 1 / (q'_l . mean(k'') + 1e-6), kept in a[] */
+#pragma omp parallel for schedule(static) if (par)
+  for (int b = 0; b < nb; b++) {
+    const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
+    col_dot(a + l0, q + l0, ld, km, d, m);
+    for (int l = 0; l < m; l++) a[l0 + l] = 1.0f / (a[l0 + l] + 1e-6f);
   }
-  return RV_OK;
+  /* pass 5: q <- rope(q') * z (z folded into the numerator's right factor) */
+  rv_rope_apply_f32(q, ld, rope);
+#pragma omp parallel for schedule(static) if (par)
+  for (int i = 0; i < d; i++) {
+    float *qr = q + (size_t)i * ld;
+    for (int l = 0; l < n; l++) qr[l] *= a[l];
+  }
+  /* kv[i][e] = 1/N sum_l k''_il v_el ; res[e][l] = sum_i kv[i][e] (z rope(q'))_il */
+  rv_gemm_f32(0, 1, d, d, n, 1.0f / (float)n, k, ld, v, ld, 0.0f, kv, d);
+  rv_gemm_f32(1, 0, d, n, d, 1.0f, kv, d, q, ld, 0.0f, res, ldr);
 }
 
 rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
@@ -137,15 +168,14 @@ rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, i
   float *km = rv_arena_floats(arena, (size_t)d);
   float *kv = rv_arena_floats(arena, (size_t)d * d);
   float *a = rv_arena_floats(arena, (size_t)n);
-  float *z = rv_arena_floats(arena, (size_t)n);
-  if (!qm || !km || !kv || !a || !z) {
+  if (!qm || !km || !kv || !a) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
   for (int h = 0; h < heads; h++) {
     size_t off = (size_t)h * d * ld;
     rala_head(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, rope, qm, km,
-              a, z, kv);
+              a, kv);
   }
   rv_arena_release(arena, mk);
   return RV_OK;

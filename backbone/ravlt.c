@@ -3,6 +3,7 @@
 #include "backbone/ravlt.h"
 #include "backbone/attention.h"
 #include "core/ops.h"
+#include "core/vmath.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -414,13 +415,33 @@ static void residual(float *x, const float *p, const float *g, int c, int n) {
   }
 }
 
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
+/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7) */
+CLONES static void gelu_block(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
+}
+static void gelu(float *x, size_t n) {
+  const size_t blk = 16384;
+  const long nb = (long)((n + blk - 1) / blk);
+#pragma omp parallel for schedule(static) if (nb > 1)
+  for (long b = 0; b < nb; b++) {
+    size_t o = (size_t)b * blk;
+    gelu_block(x + o, n - o < blk ? n - o : blk);
+  }
+}
+
 static void mul_inplace(float *x, const float *o, size_t n) {
 #pragma omp parallel for schedule(static) if (n >= 65536)
   for (size_t i = 0; i < n; i++) x[i] *= o[i];
 }
 
 /* One stage's blocks on x [C x H x W] (in place). */
-static rv_status stage_blocks(fwd *F, int si, float *x, int H, int W) {
+static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   const stage_w *st = &F->m->st[si];
   const rv_ravlt_config *cfg = &F->m->cfg;
   const int C = st->dim, FF = st->ffn, N = H * W, hd = st->hd;
@@ -433,11 +454,14 @@ static rv_status stage_blocks(fwd *F, int si, float *x, int H, int W) {
   if (!t || !big || rv_rope_init(&rope, F->A, st->angle, hd / 2, H, W) != RV_OK) return oom(F);
   const float scale = (float)pow((double)hd, -0.5);
   char name[64];
+  float *x = x_io; /* x and t swap roles after each pos conv */
   for (int j = 0; j < st->depth; j++) {
     const block_w *b = &st->blocks[j];
     /* x = x + pos(x) */
     rv_dwconv2d_f32(t, x, b->pos_w, b->pos_b, x, 1, C, H, W, 3, 1, 1);
-    memcpy(x, t, sizeof(float) * (size_t)C * N);
+    float *swap = x;
+    x = t;
+    t = swap;
     snprintf(name, sizeof name, "s%db%d.pos", si, j);
     emit(F, name, x, C, H, W);
     /* attention on LN(x) */
@@ -469,7 +493,7 @@ static rv_status stage_blocks(fwd *F, int si, float *x, int H, int W) {
     rv_layernorm_nchw_f32(t, x, b->ln2_g, b->ln2_b, 1, C, N, cfg->ln_eps);
     float *h1 = big, *h2 = big + (size_t)FF * N;
     conv1x1(h1, b->fc1_w, b->fc1_b, t, FF, C, N);
-    rv_gelu_f32(h1, (size_t)FF * N);
+    gelu(h1, (size_t)FF * N);
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
     conv1x1(t, b->fc2_w, b->fc2_b, h2, C, FF, N);
     snprintf(name, sizeof name, "s%db%d.ffn_out", si, j);
@@ -478,6 +502,7 @@ static rv_status stage_blocks(fwd *F, int si, float *x, int H, int W) {
     snprintf(name, sizeof name, "s%db%d.ffn", si, j);
     emit(F, name, x, C, H, W);
   }
+  if (x != x_io) memcpy(x_io, x, sizeof(float) * (size_t)C * N);
   rv_arena_release(F->A, mk);
   return RV_OK;
 }
