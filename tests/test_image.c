@@ -129,6 +129,38 @@ static void test_read_write_samples(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* EXIF orientation is applied (like cv2.imread / mmcv.imfrombytes with flag 'color'):
+ * insert an APP1 Exif segment with Orientation = 6 (rotate 90 degrees clockwise). */
+static void test_exif_orientation(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  size_t n;
+  unsigned char *jpg = read_bytes(SAMPLES "/HappyFish.jpg", &n);
+  assert_non_null(jpg);
+  static const unsigned char app1[] = {
+      0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0,             /* APP1, length 34 */
+      'M', 'M', 0x00, 0x2A, 0x00, 0x00, 0x00, 0x08,                 /* TIFF big-endian */
+      0x00, 0x01,                                                   /* 1 IFD entry */
+      0x01, 0x12, 0x00, 0x03, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06, 0x00, 0x00, /* Orientation 6 */
+      0x00, 0x00, 0x00, 0x00};                                      /* no next IFD */
+  unsigned char *rot = malloc(n + sizeof app1);
+  memcpy(rot, jpg, 2); /* SOI */
+  memcpy(rot + 2, app1, sizeof app1);
+  memcpy(rot + 2 + sizeof app1, jpg + 2, n - 2);
+  rv_image a = {0}, b = {0};
+  assert_int_equal(rv_image_decode(jpg, n, "plain", &a, ctx), RV_OK);
+  assert_int_equal(rv_image_decode(rot, n + sizeof app1, "rotated", &b, ctx), RV_OK);
+  assert_int_equal(b.w, a.h);
+  assert_int_equal(b.h, a.w);
+  /* clockwise: b(y, x) = a(h-1-x, y) */
+  assert_memory_equal(rv_image_px(&b, 5, 7), rv_image_px(&a, a.h - 1 - 7, 5), 3);
+  free(jpg);
+  free(rot);
+  rv_image_free(&a);
+  rv_image_free(&b);
+  rv_ctx_free(ctx);
+}
+
 static void test_resize_interpolations(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
@@ -622,6 +654,7 @@ static void test_classes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_read_write_samples), cmocka_unit_test(test_resize_interpolations),
+      cmocka_unit_test(test_exif_orientation),
       cmocka_unit_test(test_label_png),          cmocka_unit_test(test_read_errors),
       cmocka_unit_test(test_write_errors),       cmocka_unit_test(test_drawing_primitives),
       cmocka_unit_test(test_video_read_write),   cmocka_unit_test(test_draw_overlay_and_detections),
