@@ -308,11 +308,113 @@ static void test_retinanet_e2e_features(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* Copy of a weights set with one tensor left out (skip) or reshaped (first dim doubled). */
+static rv_weights *weights_variant(const rv_weights *src, const char *skip, const char *grow,
+                                   rv_ctx *ctx) {
+  rv_weights *w = rv_weights_new("variant");
+  for (int i = 0; i < rv_weights_count(src); i++) {
+    const rv_wtensor *t = rv_weights_get(src, i);
+    if (skip && !strcmp(t->name, skip)) continue;
+    if (grow && !strcmp(t->name, grow)) {
+      int64_t shape[RV_MAX_DIMS];
+      memcpy(shape, t->shape, sizeof shape);
+      shape[0] *= 2;
+      void *buf = rv_calloc(2, t->nbytes);
+      assert_int_equal(rv_weights_add(w, t->name, t->dtype, t->ndim, shape, buf, 2 * t->nbytes, 1,
+                                      ctx), RV_OK);
+      continue;
+    }
+    assert_int_equal(rv_weights_add(w, t->name, t->dtype, t->ndim, t->shape, t->data, t->nbytes,
+                                    0, ctx), RV_OK);
+  }
+  return w;
+}
+
+static void test_load_errors(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL, *io = NULL;
+  assert_int_equal(rv_weights_open(&w, fixture_path("heads/cascade_mask_rcnn/weights.safetensors"),
+                                   ctx), RV_OK);
+  rv_detector_config cfg = rv_detector_default_config(RV_DET_CASCADE_MASK_RCNN);
+  rv_detector *det = NULL;
+  /* a missing tensor is named */
+  rv_weights *v = weights_variant(w, "roi_head.bbox_head.1.fc_reg.weight", NULL, ctx);
+  assert_int_equal(rv_detector_load(&det, &cfg, v, ctx), RV_ERR_NOTFOUND);
+  assert_null(det);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "roi_head.bbox_head.1.fc_reg.weight"));
+  rv_weights_free(v);
+  /* wrong shapes are reported, not run */
+  v = weights_variant(w, NULL, "rpn_head.rpn_cls.weight", ctx);
+  rv_status st = rv_detector_load(&det, &cfg, v, ctx);
+  assert_true(st == RV_ERR_MODEL || st == RV_ERR_UNSUPPORTED);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "rpn"));
+  rv_weights_free(v);
+  v = weights_variant(w, NULL, "roi_head.mask_head.2.conv_logits.weight", ctx);
+  assert_int_equal(rv_detector_load(&det, &cfg, v, ctx), RV_ERR_MODEL);
+  rv_weights_free(v);
+  /* a cascade checkpoint loaded as Mask R-CNN lacks roi_head.bbox_head.fc_cls */
+  rv_detector_config mc = rv_detector_default_config(RV_DET_MASK_RCNN);
+  assert_int_equal(rv_detector_load(&det, &mc, w, ctx), RV_ERR_NOTFOUND);
+  /* a segmentation checkpoint is not a detector */
+  rv_weights *seg = NULL;
+  assert_int_equal(rv_weights_open(&seg, fixture_path("heads/upernet/weights.safetensors"), ctx),
+                   RV_OK);
+  rv_det_arch arch;
+  assert_int_equal(rv_detector_guess_arch(&arch, seg, ctx), RV_ERR_MODEL);
+  rv_weights_free(seg);
+
+  /* run-time argument errors: bad meta, wrong feature channels; empty results */
+  assert_int_equal(rv_detector_load(&det, &cfg, w, ctx), RV_OK);
+  assert_int_equal(rv_weights_open(&io, fixture_path("heads/cascade_mask_rcnn/io.safetensors"),
+                                   ctx), RV_OK);
+  rv_img_meta meta;
+  meta_from_io(&meta, io);
+  rv_tensor feats[4];
+  for (int i = 0; i < 4; i++) {
+    char p[16];
+    snprintf(p, sizeof p, "feat.%d", i);
+    assert_non_null(load_io(io, p, &feats[i]));
+  }
+  rv_arena *a = rv_arena_create(0);
+  rv_detections d;
+  rv_img_meta bad = meta;
+  bad.img_h = 0;
+  assert_int_equal(rv_detector_forward(det, &d, feats, &bad, NULL, a, ctx), RV_ERR_ARG);
+  rv_tensor wrong[4];
+  memcpy(wrong, feats, sizeof wrong);
+  wrong[2].c = 47;
+  assert_true(rv_detector_forward(det, &d, wrong, &meta, NULL, a, ctx) != RV_OK);
+  rv_arena_reset(a);
+  rv_detector_free(det);
+  cfg.rcnn.score_thr = 0.99f; /* nothing passes: zero detections, no masks */
+  assert_int_equal(rv_detector_load(&det, &cfg, w, ctx), RV_OK);
+  assert_int_equal(rv_detector_forward(det, &d, feats, &meta, NULL, a, ctx), RV_OK);
+  assert_int_equal(d.n, 0);
+  assert_null(d.masks);
+  rv_detector_free(det);
+  /* roi head alone with zero proposals */
+  rv_roi_head rh;
+  assert_int_equal(rv_roi_head_load(&rh, w, "roi_head", 3, NULL, ctx), RV_OK);
+  rv_rcnn_cfg rc = rv_rcnn_cfg_default();
+  rv_tensor p32[4];
+  for (int i = 0; i < 4; i++) p32[i] = rv_tensor_zeros(a, 1, 32, feats[i].h, feats[i].w);
+  assert_int_equal(rv_roi_head_simple_test(&d, &rh, p32, NULL, 0, &meta, &rc, NULL, a, ctx), RV_OK);
+  assert_int_equal(d.n, 0);
+  rv_roi_head_free(&rh);
+  for (int i = 0; i < 4; i++) free(feats[i].data);
+  rv_arena_free(a);
+  rv_weights_free(io);
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_cascade_mask_rcnn),
       cmocka_unit_test(test_mask_rcnn),
       cmocka_unit_test(test_retinanet_e2e_features),
+      cmocka_unit_test(test_load_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
