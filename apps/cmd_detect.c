@@ -1,0 +1,156 @@
+/* `ravlt detect --weights W IMAGE...`: object detection / instance segmentation with an
+ * mmdet checkpoint (Cascade Mask R-CNN, Mask R-CNN, RetinaNet). */
+#include "apps/cli.h"
+#include "apps/draw.h"
+#include "apps/inputs.h"
+#include "apps/model_run.h"
+#include "datasets/det_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *USAGE =
+    "usage: ravlt detect --weights W [options] IMAGE|DIR|GLOB...\n"
+    "\n"
+    "Detection and instance segmentation with a RAVLT Cascade Mask R-CNN, Mask R-CNN or\n"
+    "RetinaNet checkpoint (mmdet .pth or its safetensors conversion). The test pipeline is\n"
+    "mmdet's: keep-ratio resize to (1333, 800), normalize, pad to 32, the checkpoint's\n"
+    "test_cfg (score > 0.05, NMS, at most 100 per image).\n"
+    "\n"
+    "  --weights W      checkpoint (.pth or .safetensors)\n"
+    "  --model NAME     architecture when the checkpoint has no config (e.g. mask-rcnn-ravlt-t)\n"
+    "  --out-dir D      folder for drawings <name>_det.jpg (default: det-out)\n"
+    "  --score-thr T    draw detections with score >= T (default 0.3; the JSON keeps all)\n"
+    "  --json FILE      COCO results JSON (bbox; masks go to FILE with .segm.json when the\n"
+    "                   model has masks): image_id = index of the image in the sorted input\n"
+    "                   list + 1, category ids of COCO when the model has its 80 classes\n"
+    "  --no-draw        do not write drawings\n";
+
+int rv_cmd_detect(int argc, char **argv) {
+  const char *weights = NULL, *name = NULL, *out_dir = "det-out", *json = NULL;
+  double thr = 0.3;
+  int draw = 1;
+  char **inputs = calloc((size_t)argc, sizeof *inputs);
+  int ninputs = 0;
+  if (!inputs) return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); free(inputs); return 0; }
+    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
+    else if (!strcmp(a, "--model") && has) name = argv[++i];
+    else if (!strcmp(a, "--out-dir") && has) out_dir = argv[++i];
+    else if (!strcmp(a, "--score-thr") && has) thr = atof(argv[++i]);
+    else if (!strcmp(a, "--json") && has) json = argv[++i];
+    else if (!strcmp(a, "--no-draw")) draw = 0;
+    else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("detect", "unknown or incomplete option '%s'", a); }
+    else inputs[ninputs++] = argv[i];
+  }
+  if (!weights) { free(inputs); return rv_cli_usage_error("detect", "--weights is required"); }
+  if (!ninputs) { free(inputs); return rv_cli_usage_error("detect", "no input images"); }
+  if (thr < 0 || thr > 1) { free(inputs); return rv_cli_usage_error("detect", "--score-thr must be in 0..1"); }
+
+  rv_ctx *ctx = rv_cli_ctx();
+  rv_input_list list = {0};
+  rv_model *m = NULL;
+  rv_arena *arena = NULL;
+  rv_det_json *res = NULL;
+  const char **names = NULL;
+  unsigned char (*palette)[3] = NULL;
+  int *cat_ids = NULL, rc = 0;
+  rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", weights, rv_model_arch(m));
+  if (st == RV_OK && draw) st = rv_cli_mkdirs(out_dir, ctx);
+  if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st == RV_OK && json) {
+    int k = rv_model_num_classes(m);
+    cat_ids = malloc(sizeof *cat_ids * (size_t)k);
+    res = rv_det_json_create(rv_detector_has_masks(rv_model_detector(m)));
+    if (!cat_ids || !res) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    for (int i = 0; cat_ids && i < k; i++) cat_ids[i] = rv_model_category_id(m, i);
+  }
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
+
+  rv_progress prog;
+  rv_progress_start(&prog, "detect", list.n);
+  int failed = 0;
+  long total = 0;
+  for (int i = 0; i < list.n; i++) {
+    const char *path = list.paths[i];
+    rv_image img = {0};
+    rv_detections det = {0};
+    int *order = NULL;
+    rv_draw_det *dd = NULL;
+    double t0 = rv_now();
+    st = rv_image_read(path, &img, ctx);
+    if (st == RV_OK) st = rv_model_detect(m, &det, NULL, &img, arena, ctx);
+    if (st == RV_OK) {
+      order = malloc(sizeof *order * (size_t)(det.n + 1));
+      if (!order) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      else rv_detections_class_order(order, &det);
+    }
+    if (st == RV_OK && res) st = rv_det_json_add(res, i + 1, &det, order, cat_ids, ctx);
+    if (st == RV_OK && draw) {
+      dd = calloc((size_t)det.n + 1, sizeof *dd);
+      if (!dd) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      for (int k = 0; dd && k < det.n; k++) {
+        dd[k].x1 = det.bboxes[4 * k];
+        dd[k].y1 = det.bboxes[4 * k + 1];
+        dd[k].x2 = det.bboxes[4 * k + 2];
+        dd[k].y2 = det.bboxes[4 * k + 3];
+        dd[k].score = det.scores[k];
+        dd[k].label = det.labels[k];
+        dd[k].mask = det.masks ? det.masks + (size_t)k * det.mask_h * det.mask_w : NULL;
+      }
+      if (st == RV_OK)
+        st = rv_draw_detections(&img, dd, det.n, names, (const unsigned char (*)[3])palette, rv_model_num_classes(m), (float)thr, ctx);
+      char out[4096];
+      rv_cli_out_name(out, sizeof out, out_dir, path, "_det.jpg");
+      if (st == RV_OK) st = rv_image_write(out, &img, ctx);
+    }
+    if (st != RV_OK) {
+      fprintf(stderr, "\nravlt detect: %s\n", rv_ctx_errmsg(ctx));
+      failed++;
+    } else {
+      int shown = 0;
+      for (int k = 0; k < det.n; k++) shown += det.scores[k] >= thr;
+      total += det.n;
+      rv_log(ctx, RV_LOG_DEBUG, "%s: %d detections (%d >= %.2f) in %.3f s", path, det.n, shown, thr, rv_now() - t0);
+    }
+    free(dd);
+    free(order);
+    rv_image_free(&img);
+    rv_arena_reset(arena);
+    rv_progress_step(&prog, 1);
+  }
+  rv_progress_end(&prog);
+  if (res && !failed) {
+    char segm[4096];
+    size_t n = strlen(json);
+    if (n > 5 && !strcmp(json + n - 5, ".json")) snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(n - 5), json);
+    else snprintf(segm, sizeof segm, "%s.segm.json", json);
+    st = rv_det_json_write(res, json, segm, ctx);
+    if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
+  } else if (res) {
+    fprintf(stderr, "ravlt detect: %d image(s) failed; %s not written\n", failed, json);
+  }
+  if (!rv_cli.quiet)
+    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s\n", list.n - failed, total,
+            draw ? ", drawings in " : "", draw ? out_dir : "");
+  rc = failed ? 1 : 0;
+out:
+  free(cat_ids);
+  rv_det_json_free(res);
+  free(names);
+  free(palette);
+  rv_arena_free(arena);
+  rv_model_free(m);
+  rv_input_list_free(&list);
+  rv_ctx_free(ctx);
+  free(inputs);
+  return rc;
+}

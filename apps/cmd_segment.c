@@ -1,0 +1,139 @@
+/* `ravlt segment --weights W IMAGE...`: semantic segmentation with an mmseg checkpoint. */
+#include "apps/cli.h"
+#include "apps/draw.h"
+#include "apps/inputs.h"
+#include "apps/model_run.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *USAGE =
+    "usage: ravlt segment --weights W [options] IMAGE|DIR|GLOB...\n"
+    "\n"
+    "Semantic segmentation with a RAVLT Semantic FPN or UperNet checkpoint (mmseg .pth or\n"
+    "its safetensors conversion). The test pipeline is mmseg's: keep-ratio resize to\n"
+    "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n"
+    "\n"
+    "  --weights W        checkpoint (.pth or .safetensors)\n"
+    "  --model NAME       architecture when the checkpoint has no config (e.g. upernet-ravlt-s)\n"
+    "  --out-dir D        output folder (default: seg-out)\n"
+    "  --format F         png (label map), overlay, or both (default both)\n"
+    "  --opacity A        overlay opacity 0..1 (default 0.5)\n"
+    "  --mode whole|slide inference mode (default: the checkpoint's test_cfg, else whole)\n"
+    "  --crop N           slide window size (default 512)\n"
+    "  --stride N         slide stride (default 341)\n"
+    "  --aug-test         multi-scale (0.5..1.75) + flip test-time augmentation\n"
+    "\n"
+    "Label PNGs follow the ADE20K annotation convention: pixel value k+1 for class k (0..149),\n"
+    "0 reserved for 'other/ignore' (never written by the model). Overlays: <name>_overlay.png\n"
+    "with a legend of the classes present. Label maps: <name>.png (8-bit; 16-bit is not used,\n"
+    "so at most 254 classes).\n";
+
+int rv_cmd_segment(int argc, char **argv) {
+  const char *weights = NULL, *name = NULL, *out_dir = "seg-out", *format = "both", *mode = NULL;
+  double opacity = 0.5;
+  int crop = 512, stride = 341, aug = 0;
+  char **inputs = calloc((size_t)argc, sizeof *inputs);
+  int ninputs = 0;
+  if (!inputs) return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); free(inputs); return 0; }
+    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
+    else if (!strcmp(a, "--model") && has) name = argv[++i];
+    else if (!strcmp(a, "--out-dir") && has) out_dir = argv[++i];
+    else if (!strcmp(a, "--format") && has) format = argv[++i];
+    else if (!strcmp(a, "--opacity") && has) opacity = atof(argv[++i]);
+    else if (!strcmp(a, "--mode") && has) mode = argv[++i];
+    else if (!strcmp(a, "--crop") && has) crop = atoi(argv[++i]);
+    else if (!strcmp(a, "--stride") && has) stride = atoi(argv[++i]);
+    else if (!strcmp(a, "--aug-test")) aug = 1;
+    else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("segment", "unknown or incomplete option '%s'", a); }
+    else inputs[ninputs++] = argv[i];
+  }
+  int want_png = !strcmp(format, "png") || !strcmp(format, "both");
+  int want_overlay = !strcmp(format, "overlay") || !strcmp(format, "both");
+  if (!weights) { free(inputs); return rv_cli_usage_error("segment", "--weights is required"); }
+  if (!ninputs) { free(inputs); return rv_cli_usage_error("segment", "no input images"); }
+  if (!want_png && !want_overlay) { free(inputs); return rv_cli_usage_error("segment", "--format must be png, overlay or both"); }
+  if (opacity < 0 || opacity > 1) { free(inputs); return rv_cli_usage_error("segment", "--opacity must be in 0..1"); }
+  if (mode && strcmp(mode, "whole") && strcmp(mode, "slide")) { free(inputs); return rv_cli_usage_error("segment", "--mode must be whole or slide"); }
+  if (crop <= 0 || stride <= 0) { free(inputs); return rv_cli_usage_error("segment", "--crop and --stride must be positive"); }
+
+  rv_ctx *ctx = rv_cli_ctx();
+  rv_input_list list = {0};
+  rv_model *m = NULL;
+  rv_arena *arena = NULL;
+  const char **names = NULL;
+  unsigned char (*palette)[3] = NULL;
+  int rc = 0;
+  rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", weights, rv_model_arch(m));
+  if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit an 8-bit label PNG", weights, rv_model_num_classes(m));
+  if (st == RV_OK) st = rv_cli_mkdirs(out_dir, ctx);
+  if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, "segment", st); goto out; }
+  if (mode) {
+    rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);
+    t->mode = !strcmp(mode, "slide") ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
+    t->crop_h = t->crop_w = crop;
+    t->stride_h = t->stride_w = stride;
+  }
+  rv_seg_run_opts opts = {0};
+  opts.aug_test = aug;
+  opts.flip = 1;
+  rv_progress prog;
+  rv_progress_start(&prog, "segment", list.n);
+  int failed = 0;
+  for (int i = 0; i < list.n; i++) {
+    const char *path = list.paths[i];
+    rv_image img = {0}, lab = {0};
+    int32_t *labels = NULL;
+    double t0 = rv_now();
+    st = rv_image_read(path, &img, ctx);
+    if (st == RV_OK && !(labels = malloc(sizeof *labels * (size_t)img.h * img.w))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    if (st == RV_OK) st = rv_model_segment(m, labels, &img, &opts, arena, ctx);
+    char out[4096];
+    if (st == RV_OK && want_png) {
+      st = rv_image_alloc(&lab, img.h, img.w, 1, ctx);
+      for (size_t p = 0; st == RV_OK && p < (size_t)img.h * img.w; p++) lab.data[p] = (unsigned char)(labels[p] + 1);
+      rv_cli_out_name(out, sizeof out, out_dir, path, ".png");
+      if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
+    }
+    if (st == RV_OK && want_overlay) {
+      st = rv_draw_label_overlay(&img, labels, (const unsigned char (*)[3])palette, names, rv_model_num_classes(m), (float)opacity, 1, ctx);
+      rv_cli_out_name(out, sizeof out, out_dir, path, "_overlay.png");
+      if (st == RV_OK) st = rv_image_write(out, &img, ctx);
+    }
+    if (st != RV_OK) {
+      fprintf(stderr, "\nravlt segment: %s\n", rv_ctx_errmsg(ctx));
+      failed++;
+    } else {
+      rv_log(ctx, RV_LOG_DEBUG, "%s: %dx%d in %.3f s", path, img.w, img.h, rv_now() - t0);
+    }
+    free(labels);
+    rv_image_free(&img);
+    rv_image_free(&lab);
+    rv_arena_reset(arena);
+    rv_progress_step(&prog, 1);
+  }
+  rv_progress_end(&prog);
+  if (!rv_cli.quiet) fprintf(stderr, "ravlt segment: %d image(s) written to %s/%s\n", list.n - failed, out_dir,
+                             failed ? "; some failed" : "");
+  rc = failed ? 1 : 0;
+out:
+  free(names);
+  free(palette);
+  rv_arena_free(arena);
+  rv_model_free(m);
+  rv_input_list_free(&list);
+  rv_ctx_free(ctx);
+  free(inputs);
+  return rc;
+}

@@ -1,0 +1,17 @@
+/* Shared by `ravlt segment`, `detect` (and `eval` with --weights): loading a whole model
+ * from --weights/--model, output file naming, class tables for drawing. */
+#ifndef RV_APPS_MODEL_RUN_H
+#define RV_APPS_MODEL_RUN_H
+
+#include "models/model.h"
+
+/* Load with a log line "model: ... (architecture from ...)"; errors in ctx. */
+rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx);
+/* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
+int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
+/* out = dir + "/" + basename(path) without extension + suffix. */
+void rv_cli_out_name(char *out, size_t n, const char *dir, const char *path, const char *suffix);
+/* mkdir -p; RV_ERR_IO naming the folder. */
+rv_status rv_cli_mkdirs(const char *dir, rv_ctx *ctx);
+
+#endif

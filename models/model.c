@@ -1,0 +1,482 @@
+/* Whole models: architecture discovery (meta config text, weights, name), loading and the
+ * end-to-end test path (pre-processing, backbone, decoder or detector). */
+#include "models/model.h"
+
+#include "core/pyconfig.h"
+#include "datasets/classes.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rv_model {
+  rv_task task;
+  char arch[32];
+  const char *source;
+  rv_ravlt *backbone;
+  rv_seg_decoder *decoder;
+  rv_segmentor seg;
+  rv_detector *detector;
+  rv_preprocess_params pre;
+  int num_classes;
+  char **class_names;           /* from meta CLASSES, or NULL */
+  unsigned char (*palette)[3];  /* from meta PALETTE (RGB), or NULL */
+  const rv_class_set *builtin;  /* COCO / ADE20K when the class count matches */
+};
+
+static const char *const MODEL_NAMES[] = {
+    "semantic-fpn-ravlt-t", "semantic-fpn-ravlt-s", "semantic-fpn-ravlt-b", "semantic-fpn-ravlt-l",
+    "upernet-ravlt-s", "upernet-ravlt-b", "upernet-ravlt-l",
+    "retinanet-ravlt-t", "retinanet-ravlt-s", "retinanet-ravlt-b", "retinanet-ravlt-l",
+    "mask-rcnn-ravlt-t", "mask-rcnn-ravlt-s", "mask-rcnn-ravlt-b", "mask-rcnn-ravlt-l",
+    "cascade-mask-rcnn-ravlt-s", "cascade-mask-rcnn-ravlt-b", "cascade-mask-rcnn-ravlt-l",
+    NULL};
+
+const char *const *rv_model_names(void) { return MODEL_NAMES; }
+
+/* Family of a model name prefix, or of an mmdet/mmseg type. */
+typedef struct {
+  const char *prefix;   /* model-name prefix */
+  const char *arch;
+  rv_task task;
+} family;
+
+static const family FAMILIES[] = {
+    {"semantic-fpn-", "semantic_fpn", RV_TASK_SEGMENT},
+    {"upernet-", "upernet", RV_TASK_SEGMENT},
+    {"retinanet-", "retinanet", RV_TASK_DETECT},
+    {"cascade-mask-rcnn-", "cascade_mask_rcnn", RV_TASK_DETECT},
+    {"mask-rcnn-", "mask_rcnn", RV_TASK_DETECT},
+};
+
+static const family *family_of_name(const char *name, const char **backbone) {
+  for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
+    size_t n = strlen(FAMILIES[i].prefix);
+    if (strncmp(name, FAMILIES[i].prefix, n) == 0) {
+      *backbone = name + n;
+      return &FAMILIES[i];
+    }
+  }
+  return NULL;
+}
+
+static const cJSON *get(const cJSON *o, const char *key) {
+  return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static int get_num(const cJSON *o, const char *key, double *v) {
+  const cJSON *x = get(o, key);
+  if (!cJSON_IsNumber(x)) return 0;
+  *v = x->valuedouble;
+  return 1;
+}
+
+/* nms=dict(iou_threshold=...) (mmdet >= 2.4) or nms_thr=... (older configs). */
+static void get_nms_iou(const cJSON *o, float *iou) {
+  double v;
+  if (get_num(get(o, "nms"), "iou_threshold", &v) || get_num(o, "nms_thr", &v)) *iou = (float)v;
+}
+
+/* The first MultiScaleFlipAug (or Resize) img_scale and Pad size_divisor of the test
+ * pipeline: data.test.pipeline, else test_pipeline. */
+static void read_pipeline(const cJSON *cfg, rv_preprocess_params *p) {
+  const cJSON *pipe = get(get(get(cfg, "data"), "test"), "pipeline");
+  if (!cJSON_IsArray(pipe)) pipe = get(cfg, "test_pipeline");
+  if (!cJSON_IsArray(pipe)) return;
+  int found_pad = 0;
+  const cJSON *step;
+  cJSON_ArrayForEach(step, pipe) {
+    const char *type = cJSON_GetStringValue(get(step, "type"));
+    if (!type) continue;
+    const cJSON *list = step;
+    const cJSON *inner = get(step, "transforms");
+    if (strcmp(type, "MultiScaleFlipAug") == 0 || strcmp(type, "Resize") == 0) {
+      const cJSON *sc = get(step, "img_scale");
+      if (cJSON_IsArray(sc) && cJSON_GetArraySize(sc) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(sc, 0))) {
+        p->scale_w = cJSON_GetArrayItem(sc, 0)->valueint;
+        p->scale_h = cJSON_GetArrayItem(sc, 1)->valueint;
+      }
+    }
+    const cJSON *t;
+    if (cJSON_IsArray(inner)) list = inner;
+    else continue;
+    cJSON_ArrayForEach(t, list) {
+      const char *tt = cJSON_GetStringValue(get(t, "type"));
+      double v;
+      if (tt && strcmp(tt, "Pad") == 0 && get_num(t, "size_divisor", &v)) {
+        p->size_divisor = (int)v;
+        found_pad = 1;
+      }
+    }
+    if (!found_pad) p->size_divisor = 0;
+  }
+}
+
+static rv_status backbone_from_meta(rv_ravlt_config *bc, const cJSON *bb, rv_ctx *ctx) {
+  /* the GLTA arguments have the names rv_ravlt_config_from_json reads */
+  cJSON *copy = cJSON_Duplicate(bb, 1);
+  if (!copy) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  char *txt = cJSON_PrintUnformatted(copy);
+  cJSON_Delete(copy);
+  if (!txt) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  rv_status st = rv_ravlt_config_from_json(bc, txt, ctx);
+  free(txt);
+  return st;
+}
+
+static rv_status load_classes(rv_model *m, const rv_weights *w, rv_ctx *ctx) {
+  const char *cls = rv_weights_meta(w, "CLASSES");
+  if (cls) {
+    cJSON *a = cJSON_Parse(cls);
+    int n = cJSON_IsArray(a) ? cJSON_GetArraySize(a) : -1;
+    if (n > 0 && n == m->num_classes) {
+      m->class_names = calloc((size_t)n, sizeof *m->class_names);
+      for (int i = 0; m->class_names && i < n; i++) {
+        const char *s = cJSON_GetStringValue(cJSON_GetArrayItem(a, i));
+        size_t len = s ? strlen(s) : 0;
+        m->class_names[i] = malloc(len + 1);
+        if (!m->class_names[i]) break;
+        memcpy(m->class_names[i], s ? s : "", len + 1);
+      }
+    } else if (n >= 0) {
+      rv_log(ctx, RV_LOG_WARN, "%s: meta CLASSES has %d names but the model has %d classes; using built-in names",
+             rv_weights_path(w), n, m->num_classes);
+    }
+    cJSON_Delete(a);
+  }
+  const char *pal = rv_weights_meta(w, "PALETTE");
+  if (pal) {
+    cJSON *a = cJSON_Parse(pal);
+    if (cJSON_IsArray(a) && cJSON_GetArraySize(a) == m->num_classes) {
+      m->palette = calloc((size_t)m->num_classes, sizeof *m->palette);
+      for (int i = 0; m->palette && i < m->num_classes; i++) {
+        const cJSON *c = cJSON_GetArrayItem(a, i);
+        for (int k = 0; k < 3; k++) {
+          const cJSON *v = cJSON_GetArrayItem(c, k);
+          m->palette[i][k] = (unsigned char)(cJSON_IsNumber(v) ? v->valueint : 0);
+        }
+      }
+    }
+    cJSON_Delete(a);
+  }
+  if (m->task == RV_TASK_DETECT && m->num_classes == RV_COCO_NUM_CLASSES)
+    m->builtin = rv_class_set_find("coco");
+  else if (m->task == RV_TASK_SEGMENT && m->num_classes == RV_ADE20K_NUM_CLASSES)
+    m->builtin = rv_class_set_find("ade20k");
+  return RV_OK;
+}
+
+/* Detector test_cfg from the meta config (model.test_cfg or the older top-level test_cfg). */
+static void det_cfg_from_meta(rv_detector_config *dc, const cJSON *model, const cJSON *cfg) {
+  const cJSON *tc = get(model, "test_cfg");
+  if (!tc) tc = get(cfg, "test_cfg");
+  if (!tc) return;
+  double v;
+  if (dc->arch == RV_DET_RETINANET) {
+    if (get_num(tc, "nms_pre", &v)) dc->retina.nms_pre = (int)v;
+    if (get_num(tc, "score_thr", &v)) dc->retina.score_thr = (float)v;
+    if (get_num(tc, "max_per_img", &v)) dc->retina.max_per_img = (int)v;
+    get_nms_iou(tc, &dc->retina.iou_thr);
+    return;
+  }
+  const cJSON *rpn = get(tc, "rpn"), *rcnn = get(tc, "rcnn");
+  if (get_num(rpn, "nms_pre", &v)) dc->rpn.nms_pre = (int)v;
+  if (get_num(rpn, "max_per_img", &v) || get_num(rpn, "max_num", &v)) dc->rpn.max_per_img = (int)v;
+  if (get_num(rpn, "min_bbox_size", &v)) dc->rpn.min_bbox_size = (float)v;
+  get_nms_iou(rpn, &dc->rpn.iou_thr);
+  if (get_num(rcnn, "score_thr", &v)) dc->rcnn.score_thr = (float)v;
+  if (get_num(rcnn, "max_per_img", &v)) dc->rcnn.max_per_img = (int)v;
+  if (get_num(rcnn, "mask_thr_binary", &v)) dc->rcnn.mask_thr = (float)v;
+  get_nms_iou(rcnn, &dc->rcnn.iou_thr);
+}
+
+static void seg_cfg_from_meta(rv_seg_test_cfg *t, const cJSON *model, const cJSON *cfg) {
+  const cJSON *tc = get(model, "test_cfg");
+  if (!tc) tc = get(cfg, "test_cfg");
+  const char *mode = cJSON_GetStringValue(get(tc, "mode"));
+  if (!mode || strcmp(mode, "slide") != 0) return;
+  t->mode = RV_SEG_MODE_SLIDE;
+  const cJSON *crop = get(tc, "crop_size"), *stride = get(tc, "stride");
+  if (cJSON_GetArraySize(crop) == 2) {
+    t->crop_h = cJSON_GetArrayItem(crop, 0)->valueint;
+    t->crop_w = cJSON_GetArrayItem(crop, 1)->valueint;
+  }
+  if (cJSON_GetArraySize(stride) == 2) {
+    t->stride_h = cJSON_GetArrayItem(stride, 0)->valueint;
+    t->stride_w = cJSON_GetArrayItem(stride, 1)->valueint;
+  }
+}
+
+static const char *arch_of_type(const char *model_type, const cJSON *model) {
+  if (!model_type) return NULL;
+  if (strcmp(model_type, "CascadeRCNN") == 0) return "cascade_mask_rcnn";
+  if (strcmp(model_type, "MaskRCNN") == 0) return "mask_rcnn";
+  if (strcmp(model_type, "RetinaNet") == 0) return "retinanet";
+  if (strcmp(model_type, "EncoderDecoder") == 0) {
+    const char *head = cJSON_GetStringValue(get(get(model, "decode_head"), "type"));
+    if (head && strcmp(head, "UPerHead") == 0) return "upernet";
+    if (head && strcmp(head, "FPNHead") == 0) return "semantic_fpn";
+  }
+  return NULL;
+}
+
+static rv_status build(rv_model *m, const rv_weights *w, const char *name, rv_ctx *ctx) {
+  const char *path = rv_weights_path(w);
+  rv_ravlt_config bc;
+  int have_bc = 0;
+  const char *arch = NULL;
+  cJSON *cfg = NULL;
+  const cJSON *model = NULL;
+  rv_status st = RV_OK;
+
+  /* 1. meta config text */
+  const char *text = rv_weights_meta(w, "config");
+  if (text) {
+    char label[1100];
+    snprintf(label, sizeof label, "%s:config", path);
+    st = rv_pyconfig_parse(&cfg, text, label, ctx);
+    if (st != RV_OK) {
+      rv_log(ctx, RV_LOG_WARN, "%s; reading the architecture from the weights instead", rv_ctx_errmsg(ctx));
+      cfg = NULL;
+      st = RV_OK;
+    }
+    model = get(cfg, "model");
+    const char *type = cJSON_GetStringValue(get(model, "type"));
+    arch = arch_of_type(type, model);
+    const cJSON *bb = get(model, "backbone");
+    const char *bbtype = cJSON_GetStringValue(get(bb, "type"));
+    if (arch && bbtype && strcmp(bbtype, "GLTA") == 0) {
+      st = backbone_from_meta(&bc, bb, ctx);
+      if (st != RV_OK) goto done;
+      have_bc = 1;
+      m->source = "meta config";
+    } else if (type) {
+      if (!arch || !bbtype || strcmp(bbtype, "GLTA") != 0) {
+        st = rv_error(ctx, RV_ERR_MODEL, "%s: the meta config describes a %s with a %s backbone; ravlt runs RAVLT (GLTA) "
+                      "segmentors (EncoderDecoder with UPerHead/FPNHead) and detectors (CascadeRCNN, MaskRCNN, RetinaNet)",
+                      path, type, bbtype ? bbtype : "unknown");
+        goto done;
+      }
+    }
+  }
+  /* 3. a name overrides the family */
+  const char *bbname = NULL;
+  if (name) {
+    const family *f = family_of_name(name, &bbname);
+    if (!f) {
+      st = rv_error(ctx, RV_ERR_ARG, "unknown model name '%s' (see 'ravlt models' or rv_model_names)", name);
+      goto done;
+    }
+    if (arch && strcmp(arch, f->arch) != 0)
+      rv_log(ctx, RV_LOG_WARN, "%s: the checkpoint's config says %s, --model says %s; using %s", path, arch, f->arch, f->arch);
+    arch = f->arch;
+  }
+  /* 2. weights */
+  if (!arch) {
+    if (rv_weights_find(w, "decode_head.psp_modules.0.1.conv.weight")) arch = "upernet";
+    else if (rv_weights_find(w, "decode_head.scale_heads.0.0.conv.weight")) arch = "semantic_fpn";
+    else {
+      rv_det_arch da;
+      rv_ctx_clear_error(ctx);
+      if (rv_detector_guess_arch(&da, w, ctx) == RV_OK) arch = rv_det_arch_name(da);
+    }
+    if (!arch) {
+      st = rv_error(ctx, RV_ERR_MODEL, "%s: no meta config and no segmentation or detection head keys "
+                    "(decode_head.*, rpn_head.*, roi_head.*, bbox_head.*): not a dense-prediction checkpoint; "
+                    "a classifier runs with 'ravlt classify'", path);
+      goto done;
+    }
+  }
+  if (!have_bc) {
+    rv_ctx_clear_error(ctx);
+    if (rv_ravlt_config_from_weights(&bc, w, "backbone.", ctx) == RV_OK) {
+      have_bc = 1;
+      if (!m->source) m->source = name ? "name" : "weights";
+    } else if (bbname) {
+      char preset[64];
+      snprintf(preset, sizeof preset, "%s-backbone", bbname);
+      st = rv_ravlt_preset(&bc, preset, ctx);
+      if (st != RV_OK) goto done;
+      have_bc = 1;
+      m->source = "name";
+    } else {
+      goto done_err_backbone;
+    }
+  }
+  snprintf(m->arch, sizeof m->arch, "%s", arch);
+  m->task = (strcmp(arch, "upernet") == 0 || strcmp(arch, "semantic_fpn") == 0) ? RV_TASK_SEGMENT : RV_TASK_DETECT;
+  m->pre = m->task == RV_TASK_SEGMENT ? rv_preprocess_mmseg_params() : rv_preprocess_mmdet_params();
+  if (cfg) read_pipeline(cfg, &m->pre);
+
+  st = rv_ravlt_create(&m->backbone, &bc, w, "backbone.", ctx);
+  if (st != RV_OK) goto done;
+
+  if (m->task == RV_TASK_SEGMENT) {
+    rv_seg_decoder_config dc = rv_seg_decoder_default_config();
+    dc.arch = strcmp(arch, "upernet") == 0 ? RV_SEG_ARCH_UPERNET : RV_SEG_ARCH_SEMANTIC_FPN;
+    double v;
+    const cJSON *head = get(model, "decode_head");
+    if (get_num(head, "num_classes", &v)) dc.num_classes = (int)v;
+    const cJSON *ps = get(head, "pool_scales");
+    if (cJSON_IsArray(ps) && cJSON_GetArraySize(ps) > 0 && cJSON_GetArraySize(ps) <= RV_UPER_MAX_SCALES) {
+      dc.uper.num_pool_scales = cJSON_GetArraySize(ps);
+      for (int i = 0; i < dc.uper.num_pool_scales; i++) dc.uper.pool_scales[i] = cJSON_GetArrayItem(ps, i)->valueint;
+    }
+    st = rv_seg_decoder_load(&m->decoder, &dc, w, ctx);
+    if (st != RV_OK) goto done;
+    m->seg.decoder = m->decoder;
+    m->seg.backbone = rv_seg_ravlt_backbone;
+    m->seg.backbone_user = m->backbone;
+    m->seg.test = rv_seg_default_test_cfg();
+    seg_cfg_from_meta(&m->seg.test, model, cfg);
+    m->num_classes = rv_seg_decoder_num_classes(m->decoder);
+  } else {
+    rv_det_arch da;
+    rv_det_arch_parse(arch, &da);
+    rv_detector_config dc = rv_detector_default_config(da);
+    det_cfg_from_meta(&dc, model, cfg);
+    st = rv_detector_load(&m->detector, &dc, w, ctx);
+    if (st != RV_OK) goto done;
+    m->num_classes = rv_detector_num_classes(m->detector);
+  }
+  st = load_classes(m, w, ctx);
+  goto done;
+
+done_err_backbone:
+  st = rv_error(ctx, RV_ERR_MODEL, "%s: cannot tell the RAVLT backbone from the weights (%s); pass --model NAME",
+                path, rv_ctx_errmsg(ctx));
+done:
+  cJSON_Delete(cfg);
+  return st;
+}
+
+rv_status rv_model_from_weights(rv_model **out, const rv_weights *w, const char *name, rv_ctx *ctx) {
+  *out = NULL;
+  rv_model *m = calloc(1, sizeof *m);
+  if (!m) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", rv_weights_path(w));
+  rv_status st = build(m, w, name, ctx);
+  if (st != RV_OK) {
+    rv_model_free(m);
+    return st;
+  }
+  *out = m;
+  return RV_OK;
+}
+
+rv_status rv_model_load(rv_model **out, const char *path, const char *name, rv_ctx *ctx) {
+  *out = NULL;
+  rv_weights *w = NULL;
+  RV_TRY(rv_weights_open(&w, path, ctx));
+  rv_status st = rv_model_from_weights(out, w, name, ctx);
+  rv_weights_free(w); /* every part copied what it needs */
+  return st;
+}
+
+void rv_model_free(rv_model *m) {
+  if (!m) return;
+  rv_ravlt_free(m->backbone);
+  rv_seg_decoder_free(m->decoder);
+  rv_detector_free(m->detector);
+  if (m->class_names)
+    for (int i = 0; i < m->num_classes; i++) free(m->class_names[i]);
+  free(m->class_names);
+  free(m->palette);
+  free(m);
+}
+
+rv_task rv_model_task(const rv_model *m) { return m->task; }
+const char *rv_model_arch(const rv_model *m) { return m->arch; }
+const char *rv_model_source(const rv_model *m) { return m->source ? m->source : "weights"; }
+int rv_model_num_classes(const rv_model *m) { return m->num_classes; }
+const rv_ravlt *rv_model_backbone(const rv_model *m) { return m->backbone; }
+const rv_detector *rv_model_detector(const rv_model *m) { return m->detector; }
+const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m) { return m->decoder; }
+rv_preprocess_params rv_model_preprocess(const rv_model *m) { return m->pre; }
+rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m) { return &m->seg.test; }
+
+const char *rv_model_class_name(const rv_model *m, int i) {
+  if (i < 0 || i >= m->num_classes) return "?";
+  if (m->class_names && m->class_names[i]) return m->class_names[i];
+  if (m->builtin) return m->builtin->classes[i];
+  return "object";
+}
+
+void rv_model_class_color(const rv_model *m, int i, unsigned char rgb[3]) {
+  if (i >= 0 && i < m->num_classes && m->palette) {
+    memcpy(rgb, m->palette[i], 3);
+    return;
+  }
+  if (i >= 0 && m->builtin && i < m->builtin->n) {
+    memcpy(rgb, m->builtin->palette[i], 3);
+    return;
+  }
+  rv_palette_color(i, rgb);
+}
+
+int rv_model_category_id(const rv_model *m, int i) {
+  if (m->task == RV_TASK_DETECT && m->num_classes == RV_COCO_NUM_CLASSES && i >= 0 && i < RV_COCO_NUM_CLASSES)
+    return rv_coco_category_ids[i];
+  return i + 1;
+}
+
+rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES], rv_tensor input,
+                            rv_arena *arena, rv_ctx *ctx) {
+  return rv_ravlt_forward(m->backbone, arena, input, feats, ctx);
+}
+
+static const double DEFAULT_RATIOS[] = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75};
+
+rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  if (m->task != RV_TASK_SEGMENT)
+    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", m->arch);
+  rv_arena_mark mark = rv_arena_get_mark(arena);
+  rv_status st = RV_OK;
+  if (!opts || !opts->aug_test) {
+    rv_tensor x;
+    rv_img_meta meta;
+    st = rv_preprocess(&x, &meta, bgr, &m->pre, arena, ctx);
+    if (st == RV_OK) st = rv_seg_simple_test(&m->seg, labels, x, bgr->h, bgr->w, arena, ctx);
+    rv_arena_release(arena, mark);
+    return st;
+  }
+  const double *ratios = opts->ratios ? opts->ratios : DEFAULT_RATIOS;
+  int nr = opts->ratios ? opts->n_ratios : (int)(sizeof DEFAULT_RATIOS / sizeof DEFAULT_RATIOS[0]);
+  rv_preprocess_params list[64];
+  int n = rv_preprocess_aug_list(list, 64, &m->pre, ratios, nr, opts->flip, bgr->w, bgr->h);
+  if (n <= 0 || n > 64) return rv_error(ctx, RV_ERR_ARG, "aug-test needs 1..32 positive ratios");
+  const int C = m->num_classes;
+  size_t cnt = (size_t)C * (size_t)bgr->h * (size_t)bgr->w;
+  float *acc = rv_arena_floats(arena, cnt);
+  if (!acc) return rv_error(ctx, RV_ERR_NOMEM, "out of memory for the %d x %d x %d aug-test accumulator", C, bgr->h, bgr->w);
+  memset(acc, 0, cnt * sizeof *acc);
+  for (int i = 0; i < n && st == RV_OK; i++) {
+    rv_arena_mark inner = rv_arena_get_mark(arena);
+    rv_tensor x;
+    rv_img_meta meta;
+    st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
+    if (st == RV_OK) st = rv_seg_aug_add(&m->seg, acc, x, list[i].flip, bgr->h, bgr->w, arena, ctx);
+    rv_arena_release(arena, inner);
+  }
+  if (st == RV_OK) rv_seg_aug_labels(labels, acc, C, bgr->h, bgr->w, n);
+  rv_arena_release(arena, mark);
+  return st;
+}
+
+rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+  if (m->task != RV_TASK_DETECT)
+    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", m->arch);
+  rv_tensor x;
+  rv_img_meta meta;
+  RV_TRY(rv_preprocess(&x, &meta, bgr, &m->pre, arena, ctx));
+  rv_tensor feats[RV_RAVLT_STAGES];
+  RV_TRY(rv_ravlt_forward(m->backbone, arena, x, feats, ctx));
+  for (int i = 0; i < RV_RAVLT_STAGES; i++)
+    if (!feats[i].data)
+      return rv_error(ctx, RV_ERR_MODEL, "the detector needs all 4 backbone outputs (out_indices 0..3)");
+  RV_TRY(rv_detector_forward(m->detector, det, feats, &meta, NULL, arena, ctx));
+  if (meta_out) *meta_out = meta;
+  return RV_OK;
+}
