@@ -2,7 +2,7 @@
  * annToRLE, loadRes). Masks are converted in parallel (OpenMP); a failing entry is then
  * re-converted serially so that the error message is deterministic (the first bad entry). */
 #define _POSIX_C_SOURCE 200809L
-#include "datasets/coco.h"
+#include "datasets/coco_internal.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -130,7 +130,7 @@ static rv_status poly_part(rv_rle *r, const cJSON *part, size_t idx, int as_box,
 }
 
 /* COCO.annToRLE: polygons (frPyObjects + merge), uncompressed RLE or compressed RLE. */
-static rv_status seg_to_rle(rv_rle *out, const cJSON *seg, uint32_t h, uint32_t w, rv_ctx *ctx) {
+rv_status rv_coco_seg_to_rle(rv_rle *out, const cJSON *seg, uint32_t h, uint32_t w, rv_ctx *ctx) {
   if (cJSON_IsArray(seg)) {
     size_t n = count_items(seg);
     if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "'segmentation' is an empty list");
@@ -294,7 +294,7 @@ static rv_status convert_masks(rv_coco_obj *objs, const cJSON **items, const uin
   for (long i = 0; i < (long)n; i++) {
     if (!todo[i]) continue;
     const cJSON *seg = cJSON_GetObjectItemCaseSensitive(items[i], "segmentation");
-    if (seg_to_rle(&objs[i].segm, seg, hw[2 * i], hw[2 * i + 1], NULL) != RV_OK) {
+    if (rv_coco_seg_to_rle(&objs[i].segm, seg, hw[2 * i], hw[2 * i + 1], NULL) != RV_OK) {
 #pragma omp critical(rv_coco_bad)
       if (first_bad < 0 || i < first_bad) first_bad = i;
     } else
@@ -303,7 +303,7 @@ static rv_status convert_masks(rv_coco_obj *objs, const cJSON **items, const uin
   if (first_bad >= 0) {
     rv_rle tmp = {0};
     const cJSON *seg = cJSON_GetObjectItemCaseSensitive(items[first_bad], "segmentation");
-    rv_status st = seg_to_rle(&tmp, seg, hw[2 * first_bad], hw[2 * first_bad + 1], ctx);
+    rv_status st = rv_coco_seg_to_rle(&tmp, seg, hw[2 * first_bad], hw[2 * first_bad + 1], ctx);
     rv_rle_free(&tmp);
     if (st == RV_OK) st = rv_error(ctx, RV_ERR_INTERNAL, "mask conversion failed");
     return prefix_error(ctx, st, name, section, (size_t)first_bad);
@@ -537,66 +537,8 @@ rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_
 rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
                                    const char *name, rv_iou_type t, rv_coco_area_mode mode, int threads,
                                    rv_ctx *ctx) {
-  memset(r, 0, sizeof *r);
-  cJSON *root = NULL;
-  RV_TRY(parse_json(&root, json, len, name, ctx));
-  rv_status st = RV_OK;
-  const cJSON **items = NULL;
-  uint8_t *todo = NULL;
-  uint32_t *hw = NULL;
-  if (!cJSON_IsArray(root)) {
-    cJSON_Delete(root);
-    return rv_error(ctx, RV_ERR_FORMAT, "%s: results must be a JSON list of detections", name);
-  }
-  size_t n = count_items(root);
-  r->dets = calloc(n ? n : 1, sizeof *r->dets);
-  items = item_array(root, n);
-  todo = calloc(n ? n : 1, 1);
-  hw = calloc(n ? 2 * n : 2, sizeof *hw);
-  if (!r->dets || !items || !todo || !hw) {
-    st = rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
-    goto done;
-  }
-  r->n = n;
-  int first_has_bbox = 0;
-  for (size_t i = 0; i < n; i++) {
-    const cJSON *a = items[i];
-    rv_coco_obj *d = &r->dets[i];
-    if (!cJSON_IsObject(a)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: not an object", name, i); goto done; }
-    if (!get_id(a, "image_id", &d->image_id) || !get_id(a, "category_id", &d->category_id)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: 'image_id' and 'category_id' must be integers", name, i);
-      goto done;
-    }
-    if (!get_num(a, "score", &d->score) || !isfinite(d->score)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: missing or non-finite 'score'", name, i);
-      goto done;
-    }
-    int bb = get_bbox(a, d->bbox);
-    if (bb < 0) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: 'bbox' must be 4 numbers", name, i); goto done; }
-    d->has_bbox = bb > 0;
-    if (i == 0) first_has_bbox = d->has_bbox;
-    const cJSON *seg = cJSON_GetObjectItemCaseSensitive(a, "segmentation");
-    /* masks matter for segm evaluation, for areas in the mask branch and in mask area mode */
-    int need = seg && (t == RV_IOU_SEGM || !first_has_bbox || mode == RV_COCO_AREA_MASK);
-    if (need) {
-      const rv_coco_image *im = rv_coco_find_image(gt, d->image_id);
-      if (!im) {
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: image_id %lld is not in the ground truth %s", name, i,
-                      (long long)d->image_id, gt->path ? gt->path : "");
-        goto done;
-      }
-      todo[i] = 1;
-      hw[2 * i] = (uint32_t)im->height;
-      hw[2 * i + 1] = (uint32_t)im->width;
-    }
-  }
-  st = convert_masks(r->dets, items, todo, hw, n, threads, name, "results", ctx);
-  if (st == RV_OK) st = rv_coco_results_prepare(r, gt, t, mode, name, ctx);
-done:
-  free(items);
-  free(todo);
-  free(hw);
-  cJSON_Delete(root);
+  RV_TRY(rv_coco_parse_results(r, gt, json, len, name, t, mode, threads, ctx));
+  rv_status st = rv_coco_results_prepare(r, gt, t, mode, name, ctx);
   if (st != RV_OK) rv_coco_results_free(r);
   return st;
 }

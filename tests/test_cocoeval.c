@@ -233,11 +233,76 @@ static void test_bad_inputs(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* The streaming results reader: escapes, extra keys, polygons, uncompressed RLE, layout. */
+static void test_results_reader(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3}],"
+                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
+                    "\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
+  rv_coco *gt = NULL;
+  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  /* the same 8x10 mask as: a compressed string with JSON escapes, an uncompressed RLE, a
+   * polygon; extra keys with nested values are skipped */
+  rv_rle ref = {0};
+  assert_int_equal(rv_rle_from_poly(&ref, (const double[]){1, 1, 5, 1, 5, 5, 1, 5}, 4, 8, 10, ctx), RV_OK);
+  char *str = rv_rle_to_string(&ref);
+  char esc[256] = "", unc[512] = "";
+  size_t k = 0;
+  for (const char *c = str; *c; c++) {
+    if (*c == '\\') esc[k++] = '\\';
+    if (*c == '0') { memcpy(esc + k, "\\u0030", 6); k += 6; continue; }
+    esc[k++] = *c;
+  }
+  esc[k] = 0;
+  for (size_t i = 0; i < ref.m; i++) snprintf(unc + strlen(unc), sizeof unc - strlen(unc), "%s%u", i ? "," : "", ref.cnts[i]);
+  char json[2048];
+  snprintf(json, sizeof json,
+           " [ {\"image_id\": 7, \"x\": {\"a\": [1, \"}]\", null, true]}, \"category_id\": 3, \"score\": 5e-1,"
+           " \"segmentation\": {\"counts\": \"%s\", \"size\": [8, 10]}},\n"
+           "{\"image_id\":7,\"category_id\":3,\"score\":0.25,\"segmentation\":{\"size\":[8,10],\"counts\":[%s]}},"
+           "{\"image_id\":7,\"category_id\":3,\"score\":0.125,\"segmentation\":[[1,1,5,1,5,5,1,5]]} ]\n",
+           esc, unc);
+  rv_coco_results res;
+  if (rv_coco_load_results_mem(&res, gt, json, strlen(json), "dt.json", RV_IOU_SEGM, RV_COCO_AREA_BOX, 2, ctx) != RV_OK)
+    fail_msg("%s\n%s", rv_ctx_errmsg(ctx), json);
+  assert_int_equal(res.n, 3);
+  for (int i = 0; i < 3; i++) {
+    assert_true(res.dets[i].has_segm);
+    assert_int_equal(res.dets[i].segm.m, ref.m);
+    assert_memory_equal(res.dets[i].segm.cnts, ref.cnts, ref.m * sizeof(uint32_t));
+    assert_true(res.dets[i].area == rv_rle_area(&ref)); /* mask branch: area = pixel count */
+    assert_int_equal(res.dets[i].id, i + 1);
+  }
+  assert_true(res.dets[0].score == 0.5);
+  rv_coco_results_free(&res);
+  /* an empty list is accepted (no detections) */
+  assert_int_equal(rv_coco_load_results_mem(&res, gt, " [ ] ", 5, "dt.json", RV_IOU_BBOX, RV_COCO_AREA_BOX, 1, ctx), RV_OK);
+  assert_int_equal(res.n, 0);
+  rv_coco_results_free(&res);
+  /* malformed: trailing data, bad literal, unterminated, missing comma */
+  const char *bad[] = {"[{\"image_id\":7,\"category_id\":3,\"score\":1}] x",
+                       "[{\"image_id\":7,\"category_id\":3,\"score\":1,\"k\":nul}]",
+                       "[{\"image_id\":7,\"category_id\":3,\"score\":1}",
+                       "[{\"image_id\":7 \"category_id\":3,\"score\":1}]",
+                       "[{\"image_id\":7,\"category_id\":3.5,\"score\":1}]",
+                       "[{\"image_id\":7,\"category_id\":3,\"score\":01}]"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    rv_status st = rv_coco_load_results_mem(&res, gt, bad[i], strlen(bad[i]), "dt.json", RV_IOU_BBOX, RV_COCO_AREA_BOX, 1, ctx);
+    if (st == RV_OK) fail_msg("accepted %s", bad[i]);
+    assert_non_null(strstr(rv_ctx_errmsg(ctx), "dt.json"));
+  }
+  free(str);
+  rv_rle_free(&ref);
+  rv_coco_free(gt);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linspace_mean),     cmocka_unit_test(test_fixture_cases),
       cmocka_unit_test(test_random_cases),      cmocka_unit_test(test_threads_and_mmdet),
-      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_bad_inputs),        cmocka_unit_test(test_results_reader),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
