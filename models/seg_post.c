@@ -8,8 +8,8 @@
 #include <omp.h>
 #endif
 
-/* Output rows per band: the horizontally resampled input rows of a band are kept in scratch. */
-#define BAND 32
+/* Output rows per band: the horizontally resampled source rows of a band are kept in scratch. */
+#define BAND 16
 
 /* Bilinear tap, the formula of core/resize.c (PyTorch CPU upsample_bilinear2d, float scale). */
 typedef struct {
@@ -30,87 +30,167 @@ static tap make_tap(float scale, int dst, int in) {
   return t;
 }
 
+/* One bilinear stage h x w -> oh x ow over C planes. Source row r of plane c is at
+ * x + c * plane_stride + (r - row0) * w (the source may itself be a band of rows). */
 typedef struct {
   const float *x;
+  size_t plane_stride;
+  int row0;
   int C, h, w, oh, ow;
   float sh;
   tap *tw;       /* [ow] column taps */
   float *hbuf;   /* [C][max_rows][ow]: l0w * x[r][i0w] + l1w * x[r][i1w] for a band's rows */
   int max_rows;
-} resampler;
+  int hlo;       /* first source row held in hbuf */
+  int hid;       /* w == ow: the horizontal pass is the identity, rows are read from x */
+} stage;
 
-static void band_rows(const resampler *r, int y0, int y1, int *lo, int *hi) {
-  *lo = make_tap(r->sh, y0, r->h).i0;
-  *hi = make_tap(r->sh, y1 - 1, r->h).i1; /* source positions grow with the output row */
+static void stage_rows(const stage *s, int y0, int y1, int *lo, int *hi) {
+  *lo = make_tap(s->sh, y0, s->h).i0;
+  *hi = make_tap(s->sh, y1 - 1, s->h).i1; /* source positions grow with the output row */
 }
 
-static rv_status resampler_init(resampler *r, const float *x, int C, int h, int w, int oh, int ow,
-                                rv_arena *a) {
-  RV_ASSERT(x && C > 0 && h > 0 && w > 0 && oh > 0 && ow > 0);
-  r->x = x;
-  r->C = C;
-  r->h = h;
-  r->w = w;
-  r->oh = oh;
-  r->ow = ow;
-  r->sh = (float)h / (float)oh;
+/* Taps and the size of hbuf for bands of `band` output rows, or for max_rows given. */
+static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int max_rows, rv_arena *a) {
+  RV_ASSERT(C > 0 && h > 0 && w > 0 && oh > 0 && ow > 0);
+  memset(s, 0, sizeof *s);
+  s->C = C;
+  s->h = h;
+  s->w = w;
+  s->oh = oh;
+  s->ow = ow;
+  s->sh = (float)h / (float)oh;
+  s->max_rows = max_rows;
+  s->hid = w == ow;
   const float sw = (float)w / (float)ow;
-  r->max_rows = 1;
-  for (int y0 = 0; y0 < oh; y0 += BAND) {
-    int lo, hi;
-    band_rows(r, y0, y0 + BAND < oh ? y0 + BAND : oh, &lo, &hi);
-    if (hi - lo + 1 > r->max_rows) r->max_rows = hi - lo + 1;
-  }
   size_t nbuf;
-  if (rv_mul_size((size_t)C * (size_t)r->max_rows, (size_t)ow, &nbuf)) return RV_ERR_NOMEM;
-  r->tw = rv_arena_alloc(a, (size_t)ow * sizeof(tap));
-  r->hbuf = rv_arena_floats(a, nbuf);
-  if (!r->tw || !r->hbuf) return RV_ERR_NOMEM;
-  for (int ox = 0; ox < ow; ox++) r->tw[ox] = make_tap(sw, ox, w);
+  if (rv_mul_size((size_t)C * (size_t)(s->hid ? 1 : max_rows), (size_t)ow, &nbuf)) return RV_ERR_NOMEM;
+  s->tw = rv_arena_alloc(a, (size_t)ow * sizeof(tap));
+  s->hbuf = rv_arena_floats(a, nbuf);
+  if (!s->tw || !s->hbuf) return RV_ERR_NOMEM;
+  for (int ox = 0; ox < ow; ox++) s->tw[ox] = make_tap(sw, ox, w);
   return RV_OK;
 }
 
-/* Horizontal pass over input rows [lo, lo + nr) of every plane. */
-static void hpass(const resampler *r, int lo, int nr) {
-  const long jobs = (long)r->C * nr;
-  const int ow = r->ow;
+/* Horizontal pass over source rows [lo, lo + nr) of every plane. */
+static void hpass(stage *s, int lo, int nr) {
+  RV_ASSERT(nr <= s->max_rows);
+  s->hlo = lo;
+  if (s->hid) return; /* l0 = 1, l1 = 0 at every column: rows_for reads the source */
+  const long jobs = (long)s->C * nr;
+  const int ow = s->ow;
 #pragma omp parallel for schedule(static) if (jobs * ow >= 16384)
   for (long j = 0; j < jobs; j++) {
     const int c = (int)(j / nr), rr = (int)(j % nr);
-    const float *xr = r->x + ((size_t)c * r->h + (size_t)(lo + rr)) * (size_t)r->w;
-    float *hr = r->hbuf + ((size_t)c * r->max_rows + (size_t)rr) * (size_t)ow;
-    const tap *tw = r->tw;
+    const float *xr = s->x + (size_t)c * s->plane_stride + (size_t)(lo + rr - s->row0) * (size_t)s->w;
+    float *hr = s->hbuf + ((size_t)c * s->max_rows + (size_t)rr) * (size_t)ow;
+    const tap *tw = s->tw;
     for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
   }
 }
 
 /* The two horizontally resampled rows that output row oy blends, for plane c. */
-static inline void rows_for(const resampler *r, int c, int lo, tap th, const float **h0, const float **h1) {
-  const float *base = r->hbuf + (size_t)c * r->max_rows * (size_t)r->ow;
-  *h0 = base + (size_t)(th.i0 - lo) * (size_t)r->ow;
-  *h1 = base + (size_t)(th.i1 - lo) * (size_t)r->ow;
+static inline void rows_for(const stage *s, int c, tap th, const float **h0, const float **h1) {
+  if (s->hid) {
+    const float *base = s->x + (size_t)c * s->plane_stride;
+    *h0 = base + (size_t)(th.i0 - s->row0) * (size_t)s->w;
+    *h1 = base + (size_t)(th.i1 - s->row0) * (size_t)s->w;
+    return;
+  }
+  const float *base = s->hbuf + (size_t)c * s->max_rows * (size_t)s->ow;
+  *h0 = base + (size_t)(th.i0 - s->hlo) * (size_t)s->ow;
+  *h1 = base + (size_t)(th.i1 - s->hlo) * (size_t)s->ow;
+}
+
+/* Output rows [y0, y1) of stage s into y (plane stride ystride, row y0 at offset 0). */
+static void blend_rows(const stage *s, float *y, size_t ystride, int y0, int y1) {
+  const int nb = y1 - y0, ow = s->ow;
+  const long jobs = (long)s->C * nb;
+#pragma omp parallel for schedule(static) if (jobs * ow >= 16384)
+  for (long j = 0; j < jobs; j++) {
+    const int c = (int)(j / nb), oy = y0 + (int)(j % nb);
+    const tap th = make_tap(s->sh, oy, s->h);
+    const float *h0, *h1;
+    rows_for(s, c, th, &h0, &h1);
+    float *yr = y + (size_t)c * ystride + (size_t)(oy - y0) * (size_t)ow;
+    for (int ox = 0; ox < ow; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+  }
+}
+
+/* A chain of one or two bilinear stages, evaluated band by band without materialising the
+ * intermediate size: before consuming output rows [y0, y1), chain_band() leaves the final
+ * stage's horizontally resampled rows in its hbuf. A stage whose output size equals its
+ * input size is the identity (l0 = 1, l1 = 0) and is skipped. */
+typedef struct {
+  int two;          /* 1: x -> mid -> out */
+  stage s1, s2;     /* s2 is the last stage; s1 feeds it when two */
+  float *mid;       /* [C][mid_rows][mw]: rows of the intermediate image for one band */
+  int mid_rows;
+} chain;
+
+static rv_status chain_init(chain *ch, const float *x, int C, int h, int w, int mh, int mw, int oh,
+                            int ow, rv_arena *a) {
+  memset(ch, 0, sizeof *ch);
+  if (mh == oh && mw == ow) mh = mw = 0;            /* second stage is the identity */
+  if (mh > 0 && mh == h && mw == w) mh = mw = 0;     /* first stage is the identity */
+  ch->two = mh > 0;
+  const int sh = ch->two ? mh : h, sw = ch->two ? mw : w;
+  /* rows of the last stage's source per band */
+  stage probe;
+  probe.sh = (float)sh / (float)oh;
+  probe.h = sh;
+  int max2 = 1, max1 = 1;
+  const float s1h = ch->two ? (float)h / (float)mh : 0.0f;
+  for (int y0 = 0; y0 < oh; y0 += BAND) {
+    int lo, hi;
+    stage_rows(&probe, y0, y0 + BAND < oh ? y0 + BAND : oh, &lo, &hi);
+    if (hi - lo + 1 > max2) max2 = hi - lo + 1;
+    if (ch->two) {
+      int lo1 = make_tap(s1h, lo, h).i0, hi1 = make_tap(s1h, hi, h).i1;
+      if (hi1 - lo1 + 1 > max1) max1 = hi1 - lo1 + 1;
+    }
+  }
+  RV_TRY(stage_init(&ch->s2, C, sh, sw, oh, ow, max2, a));
+  if (!ch->two) {
+    ch->s2.x = x;
+    ch->s2.plane_stride = (size_t)h * (size_t)w;
+    ch->s2.row0 = 0;
+    return RV_OK;
+  }
+  RV_TRY(stage_init(&ch->s1, C, h, w, mh, mw, max1, a));
+  ch->s1.x = x;
+  ch->s1.plane_stride = (size_t)h * (size_t)w;
+  ch->mid_rows = max2;
+  size_t n;
+  if (rv_mul_size((size_t)C * (size_t)max2, (size_t)mw, &n) || !(ch->mid = rv_arena_floats(a, n)))
+    return RV_ERR_NOMEM;
+  ch->s2.x = ch->mid;
+  ch->s2.plane_stride = (size_t)max2 * (size_t)mw;
+  return RV_OK;
+}
+
+static void chain_band(chain *ch, int y0, int y1) {
+  int lo, hi;
+  stage_rows(&ch->s2, y0, y1, &lo, &hi);
+  if (ch->two) {
+    int lo1, hi1;
+    stage_rows(&ch->s1, lo, hi + 1, &lo1, &hi1);
+    hpass(&ch->s1, lo1, hi1 - lo1 + 1);
+    blend_rows(&ch->s1, ch->mid, (size_t)ch->mid_rows * (size_t)ch->s1.ow, lo, hi + 1);
+    ch->s2.row0 = lo;
+  }
+  hpass(&ch->s2, lo, hi - lo + 1);
 }
 
 rv_status rv_seg_resize_planes(float *y, const float *x, int num_planes, int h, int w, int oh,
                                int ow, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
-  resampler r;
-  rv_status st = resampler_init(&r, x, num_planes, h, w, oh, ow, scratch);
+  chain ch;
+  rv_status st = chain_init(&ch, x, num_planes, h, w, 0, 0, oh, ow, scratch);
   for (int y0 = 0; y0 < oh && st == RV_OK; y0 += BAND) {
-    const int y1 = y0 + BAND < oh ? y0 + BAND : oh, nb = y1 - y0;
-    int lo, hi;
-    band_rows(&r, y0, y1, &lo, &hi);
-    hpass(&r, lo, hi - lo + 1);
-    const long jobs = (long)num_planes * nb;
-#pragma omp parallel for schedule(static) if (jobs * ow >= 16384)
-    for (long j = 0; j < jobs; j++) {
-      const int c = (int)(j / nb), oy = y0 + (int)(j % nb);
-      const tap th = make_tap(r.sh, oy, h);
-      const float *h0, *h1;
-      rows_for(&r, c, lo, th, &h0, &h1);
-      float *yr = y + ((size_t)c * oh + (size_t)oy) * (size_t)ow;
-      for (int ox = 0; ox < ow; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
-    }
+    const int y1 = y0 + BAND < oh ? y0 + BAND : oh;
+    chain_band(&ch, y0, y1);
+    blend_rows(&ch.s2, y + (size_t)y0 * ow, (size_t)oh * (size_t)ow, y0, y1);
   }
   rv_arena_release(scratch, m);
   return st;
@@ -132,39 +212,35 @@ static int thread_id(void) {
 #endif
 }
 
-rv_status rv_seg_resize_argmax(int32_t *labels, const float *x, int num_classes, int h, int w,
-                               int oh, int ow, rv_arena *scratch) {
+rv_status rv_seg_resize2_argmax(int32_t *labels, const float *x, int num_classes, int h, int w,
+                                int mh, int mw, int oh, int ow, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
-  resampler r;
-  rv_status st = resampler_init(&r, x, num_classes, h, w, oh, ow, scratch);
+  chain ch;
+  rv_status st = chain_init(&ch, x, num_classes, h, w, mh, mw, oh, ow, scratch);
   float *best = st == RV_OK ? rv_arena_floats(scratch, (size_t)BAND * (size_t)ow) : NULL;
   if (st == RV_OK && !best) st = RV_ERR_NOMEM;
+  const stage *s = &ch.s2;
   for (int y0 = 0; y0 < oh && st == RV_OK; y0 += BAND) {
     const int y1 = y0 + BAND < oh ? y0 + BAND : oh;
-    int lo, hi;
-    band_rows(&r, y0, y1, &lo, &hi);
-    hpass(&r, lo, hi - lo + 1);
+    chain_band(&ch, y0, y1);
 #pragma omp parallel for schedule(static) if ((long)(y1 - y0) * ow * num_classes >= 16384)
     for (int oy = y0; oy < y1; oy++) {
-      const tap th = make_tap(r.sh, oy, h);
+      const tap th = make_tap(s->sh, oy, s->h);
       float *b = best + (size_t)(oy - y0) * (size_t)ow;
       int32_t *lab = labels + (size_t)oy * (size_t)ow;
-      for (int c = 0; c < num_classes; c++) {
-        const float *h0, *h1;
-        rows_for(&r, c, lo, th, &h0, &h1);
-        if (c == 0) {
-          for (int ox = 0; ox < ow; ox++) {
-            b[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
-            lab[ox] = 0;
-          }
-          continue;
-        }
+      const float *h0, *h1;
+      rows_for(s, 0, th, &h0, &h1);
+      for (int ox = 0; ox < ow; ox++) {
+        b[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+        lab[ox] = 0;
+      }
+      for (int c = 1; c < num_classes; c++) {
+        rows_for(s, c, th, &h0, &h1);
         for (int ox = 0; ox < ow; ox++) {
-          float v = th.l0 * h0[ox] + th.l1 * h1[ox];
-          if (v > b[ox]) {
-            b[ox] = v;
-            lab[ox] = c;
-          }
+          const float v = th.l0 * h0[ox] + th.l1 * h1[ox];
+          const int gt = v > b[ox];
+          lab[ox] = gt ? c : lab[ox];
+          b[ox] = gt ? v : b[ox];
         }
       }
     }
@@ -173,11 +249,16 @@ rv_status rv_seg_resize_argmax(int32_t *labels, const float *x, int num_classes,
   return st;
 }
 
-rv_status rv_seg_resize_softmax_add(float *acc, const float *x, int num_classes, int h, int w,
-                                    int oh, int ow, int flip, rv_arena *scratch) {
+rv_status rv_seg_resize_argmax(int32_t *labels, const float *x, int num_classes, int h, int w,
+                               int oh, int ow, rv_arena *scratch) {
+  return rv_seg_resize2_argmax(labels, x, num_classes, h, w, 0, 0, oh, ow, scratch);
+}
+
+rv_status rv_seg_resize2_softmax_add(float *acc, const float *x, int num_classes, int h, int w,
+                                     int mh, int mw, int oh, int ow, int flip, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
-  resampler r;
-  rv_status st = resampler_init(&r, x, num_classes, h, w, oh, ow, scratch);
+  chain ch;
+  rv_status st = chain_init(&ch, x, num_classes, h, w, mh, mw, oh, ow, scratch);
   const int nt = max_threads();
   const size_t per_thread = ((size_t)num_classes + 2) * (size_t)ow; /* e[C][ow], max, sum */
   float *tbuf = NULL;
@@ -186,19 +267,18 @@ rv_status rv_seg_resize_softmax_add(float *acc, const float *x, int num_classes,
     if (rv_mul_size(per_thread, (size_t)nt, &n) || !(tbuf = rv_arena_floats(scratch, n))) st = RV_ERR_NOMEM;
   }
   const size_t oplane = (size_t)oh * (size_t)ow;
+  const stage *s = &ch.s2;
   for (int y0 = 0; y0 < oh && st == RV_OK; y0 += BAND) {
     const int y1 = y0 + BAND < oh ? y0 + BAND : oh;
-    int lo, hi;
-    band_rows(&r, y0, y1, &lo, &hi);
-    hpass(&r, lo, hi - lo + 1);
+    chain_band(&ch, y0, y1);
 #pragma omp parallel for schedule(static) if ((long)(y1 - y0) * ow * num_classes >= 16384)
     for (int oy = y0; oy < y1; oy++) {
-      const tap th = make_tap(r.sh, oy, h);
+      const tap th = make_tap(s->sh, oy, s->h);
       float *e = tbuf + (size_t)thread_id() * per_thread;
       float *mx = e + (size_t)num_classes * ow, *sum = mx + ow;
       for (int c = 0; c < num_classes; c++) {
         const float *h0, *h1;
-        rows_for(&r, c, lo, th, &h0, &h1);
+        rows_for(s, c, th, &h0, &h1);
         float *ec = e + (size_t)c * ow;
         for (int ox = 0; ox < ow; ox++) ec[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
         if (c == 0) memcpy(mx, ec, (size_t)ow * sizeof(float));
@@ -225,6 +305,11 @@ rv_status rv_seg_resize_softmax_add(float *acc, const float *x, int num_classes,
   }
   rv_arena_release(scratch, m);
   return st;
+}
+
+rv_status rv_seg_resize_softmax_add(float *acc, const float *x, int num_classes, int h, int w,
+                                    int oh, int ow, int flip, rv_arena *scratch) {
+  return rv_seg_resize2_softmax_add(acc, x, num_classes, h, w, 0, 0, oh, ow, flip, scratch);
 }
 
 void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw) {

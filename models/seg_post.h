@@ -11,7 +11,7 @@
  *   y = l0h * (l0w * x[i0h][i0w] + l1w * x[i0h][i1w]) + l1h * (l0w * x[i1h][i0w] + l1w * x[i1h][i1w])):
  * the inner brackets are computed once per (input row, output column) over a band of output
  * rows (separable evaluation, same operations in the same order), then blended per output row
- * with contiguous loads. The argmax takes the first maximum; the softmax is
+ * with contiguous loads (for equal widths the horizontal pass is the identity and skipped). The argmax takes the first maximum; the softmax is
  * exp(v - max) / sum_c exp(v_c - max) in float32. Scratch comes from the arena (a band of
  * horizontally resampled rows, about C * 20 * ow floats) and is released before returning.
  * The full-size resized planes are never materialised by the fused variants.
@@ -35,6 +35,15 @@ rv_status rv_seg_resize_argmax(int32_t *labels, const float *x, int num_classes,
  * before the add (the flip-back of a horizontally flipped test image). */
 rv_status rv_seg_resize_softmax_add(float *acc, const float *x, int num_classes, int h, int w,
                                     int oh, int ow, int flip, rv_arena *scratch);
+
+/* Two successive resizes h x w -> mh x mw -> oh x ow (mmseg's encode_decode to the input
+ * size, then the rescale to ori_shape), fused band by band: the mh x mw planes are never
+ * materialised, the values are bit-identical to two rv_resize_bilinear_f32 calls. mh = 0:
+ * one resize. A stage between equal sizes is the identity and is skipped. */
+rv_status rv_seg_resize2_argmax(int32_t *labels, const float *x, int num_classes, int h, int w,
+                                int mh, int mw, int oh, int ow, rv_arena *scratch);
+rv_status rv_seg_resize2_softmax_add(float *acc, const float *x, int num_classes, int h, int w,
+                                     int mh, int mw, int oh, int ow, int flip, rv_arena *scratch);
 
 /* labels[i] = argmax_c x[c * hw + i], the first maximum wins. */
 void rv_seg_argmax(int32_t *labels, const float *x, int num_classes, size_t hw);

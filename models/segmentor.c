@@ -181,20 +181,30 @@ static void set_threads(rv_ctx *ctx) {
 #endif
 }
 
-rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
-                               rv_ctx *ctx) {
+/* backbone + decoder: logits at 1/4 of the input (from the arena, scratch left below them). */
+static rv_status decode_small(const rv_segmentor *s, rv_tensor *small, rv_tensor img, rv_arena *a,
+                              rv_ctx *ctx) {
   RV_ASSERT(s && s->decoder && s->backbone);
   if (!img.data || img.n != 1 || img.h <= 0 || img.w <= 0)
     return rv_error(ctx, RV_ERR_SHAPE, "segmentation input must be one non-empty image [1, C, H, W]");
   const rv_seg_decoder *d = s->decoder;
+  rv_tensor feats[RV_FPN_MAX_LEVELS];
+  RV_TRY(s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx));
+  return rv_seg_decoder_forward(d, small, feats, d->num_ins, NULL, a, ctx);
+}
+
+rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
+                               rv_ctx *ctx) {
+  RV_ASSERT(s && s->decoder && s->backbone);
+  const rv_seg_decoder *d = s->decoder;
+  if (img.h <= 0 || img.w <= 0) return rv_error(ctx, RV_ERR_SHAPE, "segmentation input is empty");
   *logits = rv_tensor_new(a, 1, d->num_classes, img.h, img.w);
   if (!logits->data)
     return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (%d x %d x %d logits)", d->num_classes,
                     img.h, img.w);
   rv_arena_mark m = rv_arena_get_mark(a);
-  rv_tensor feats[RV_FPN_MAX_LEVELS], small;
-  rv_status st = s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx);
-  if (st == RV_OK) st = rv_seg_decoder_forward(d, &small, feats, d->num_ins, NULL, a, ctx);
+  rv_tensor small;
+  rv_status st = decode_small(s, &small, img, a, ctx);
   if (st == RV_OK &&
       rv_seg_resize_planes(logits->data, small.data, d->num_classes, small.h, small.w, img.h, img.w, a) != RV_OK)
     st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (logits resize)");
@@ -317,10 +327,21 @@ rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h
 
 rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
                              int ori_w, rv_arena *a, rv_ctx *ctx) {
+  set_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
-  rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
-  if (st == RV_OK) st = rv_seg_labels_from_logits(labels, logits, ori_h, ori_w, a, ctx);
+  rv_status st;
+  if (s->test.mode == RV_SEG_MODE_WHOLE) {
+    /* encode_decode's resize to the input size and the rescale to ori_shape, fused */
+    st = decode_small(s, &logits, img, a, ctx);
+    if (st == RV_OK) st = check_resize_args(logits, ori_h, ori_w, ctx);
+    if (st == RV_OK && rv_seg_resize2_argmax(labels, logits.data, logits.c, logits.h, logits.w, img.h, img.w,
+                                             ori_h, ori_w, a) != RV_OK)
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory resizing %d score planes to %dx%d", logits.c, ori_w, ori_h);
+  } else {
+    st = rv_seg_logits(s, &logits, img, a, ctx);
+    if (st == RV_OK) st = rv_seg_labels_from_logits(labels, logits, ori_h, ori_w, a, ctx);
+  }
   rv_arena_release(a, m);
   return st;
 }
@@ -336,10 +357,20 @@ rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h,
 
 rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
                          int ori_w, rv_arena *a, rv_ctx *ctx) {
+  set_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
-  rv_status st = rv_seg_logits(s, &logits, img, a, ctx);
-  if (st == RV_OK) st = rv_seg_probs_add(acc, logits, flipped, ori_h, ori_w, a, ctx);
+  rv_status st;
+  if (s->test.mode == RV_SEG_MODE_WHOLE) {
+    st = decode_small(s, &logits, img, a, ctx);
+    if (st == RV_OK) st = check_resize_args(logits, ori_h, ori_w, ctx);
+    if (st == RV_OK && rv_seg_resize2_softmax_add(acc, logits.data, logits.c, logits.h, logits.w, img.h, img.w,
+                                                  ori_h, ori_w, flipped, a) != RV_OK)
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory resizing %d score planes to %dx%d", logits.c, ori_w, ori_h);
+  } else {
+    st = rv_seg_logits(s, &logits, img, a, ctx);
+    if (st == RV_OK) st = rv_seg_probs_add(acc, logits, flipped, ori_h, ori_w, a, ctx);
+  }
   rv_arena_release(a, m);
   return st;
 }

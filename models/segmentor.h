@@ -25,9 +25,10 @@
  * - aug_test: mean over the augmented images of the (flipped back) softmax at ori_shape,
  *   summed in call order then divided by their number, argmax.
  * Softmax is monotonic, so simple_test takes the argmax of the logits (no softmax pass).
- * Memory: the [C, H, W] input-size logits are materialised (arena); the ori-size logits
- * are never materialised: the second resize is fused with the argmax / softmax-add in bands
- * of rows (models/seg_post.h).
+ * Memory: in whole mode neither the [C, H, W] input-size logits nor the ori-size logits are
+ * materialised: both resizes are fused with the argmax / softmax-add, band by band of
+ * output rows (models/seg_post.h), bit-identical to resizing twice. Slide mode keeps the
+ * input-size window average (it needs it) and fuses the rescale.
  *
  * The backbone is a callback so any feature extractor (backbone/ravlt.h, a fixture's stored
  * features in tests) can drive the same pipeline.

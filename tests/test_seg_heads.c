@@ -787,6 +787,36 @@ static void test_resize_exact(void **state) {
     free(y1);
     free(y2);
   }
+  /* two fused resizes == two materialised ones (labels and softmax sums, bit for bit) */
+  static const int s2[][6] = {{7, 9, 28, 36, 50, 60},   {13, 17, 50, 66, 50, 66}, {13, 17, 50, 66, 33, 44},
+                              {5, 4, 20, 16, 100, 3},   {6, 6, 6, 6, 40, 41},     {9, 70, 36, 280, 29, 201},
+                              {3, 50, 12, 200, 12, 200}};
+  for (size_t k = 0; k < sizeof s2 / sizeof s2[0]; k++) {
+    const int C = 4, h = s2[k][0], w = s2[k][1], mh = s2[k][2], mw = s2[k][3], oh = s2[k][4], ow = s2[k][5];
+    const size_t on = (size_t)oh * ow;
+    float *x = malloc((size_t)C * h * w * sizeof(float)), *mid = malloc((size_t)C * mh * mw * sizeof(float));
+    float *y = malloc((size_t)C * on * sizeof(float));
+    fill_rand(x, (size_t)C * h * w, 60 + k);
+    for (size_t i = 0; i < (size_t)C * h * w; i++) x[i] *= 5;
+    rv_resize_bilinear_f32(mid, x, C, h, w, mh, mw);
+    rv_resize_bilinear_f32(y, mid, C, mh, mw, oh, ow);
+    int32_t *l1 = malloc(on * sizeof *l1), *l2 = malloc(on * sizeof *l2);
+    rv_seg_argmax(l1, y, C, on);
+    assert_int_equal(rv_seg_resize2_argmax(l2, x, C, h, w, mh, mw, oh, ow, a), RV_OK);
+    assert_memory_equal(l1, l2, on * sizeof *l1);
+    float *p1 = calloc((size_t)C * on, sizeof(float)), *p2 = calloc((size_t)C * on, sizeof(float));
+    assert_int_equal(rv_seg_resize_softmax_add(p1, mid, C, mh, mw, oh, ow, 1, a), RV_OK);
+    assert_int_equal(rv_seg_resize2_softmax_add(p2, x, C, h, w, mh, mw, oh, ow, 1, a), RV_OK);
+    assert_memory_equal(p1, p2, (size_t)C * on * sizeof(float));
+    assert_int_equal(rv_arena_used(a), 0);
+    free(p1);
+    free(p2);
+    free(l1);
+    free(l2);
+    free(x);
+    free(mid);
+    free(y);
+  }
   rv_arena_free(a);
 }
 
