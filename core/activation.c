@@ -18,19 +18,19 @@
 #define PAR_MIN 32768 /* below this many elements, stay on one thread */
 #define CHUNK 16384
 
-void rv_relu_serial_f32(float *x, size_t n) {
+RV_CLONES void rv_relu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
 }
 
-void rv_gelu_serial_f32(float *x, size_t n) {
+RV_CLONES void rv_gelu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 
-void rv_sigmoid_serial_f32(float *x, size_t n) {
+RV_CLONES void rv_sigmoid_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vsigmoidf(x[i]);
 }
 
-void rv_silu_serial_f32(float *x, size_t n) {
+RV_CLONES void rv_silu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = x[i] * rv_vsigmoidf(x[i]);
 }
 
@@ -64,12 +64,16 @@ void rv_relu_f32(float *x, size_t n) { rv_act_f32(x, n, RV_ACT_RELU); }
 void rv_silu_f32(float *x, size_t n) { rv_act_f32(x, n, RV_ACT_SILU); }
 void rv_sigmoid_f32(float *x, size_t n) { rv_act_f32(x, n, RV_ACT_SIGMOID); }
 
+RV_CLONES static void elu_serial(float *x, size_t n, float alpha) {
+  for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : alpha * (rv_vexpf(x[i]) - 1.0f);
+}
+
 void rv_elu_f32(float *x, size_t n, float alpha) {
   long nchunks = (long)((n + CHUNK - 1) / CHUNK);
 #pragma omp parallel for schedule(static) if (n >= PAR_MIN)
   for (long c = 0; c < nchunks; c++) {
-    size_t lo = (size_t)c * CHUNK, hi = n - lo < CHUNK ? n : lo + CHUNK;
-    for (size_t i = lo; i < hi; i++) x[i] = x[i] > 0.0f ? x[i] : alpha * (rv_vexpf(x[i]) - 1.0f);
+    size_t lo = (size_t)c * CHUNK, len = n - lo < CHUNK ? n - lo : CHUNK;
+    elu_serial(x + lo, len, alpha);
   }
 }
 
@@ -87,18 +91,10 @@ void rv_bias_act_f32(float *y, const float *b, int n, int c, size_t hw, rv_act a
 }
 
 /* One row: y = exp(x - max) / sum. y may alias x. */
-static void softmax_row(float *y, const float *x, int cols) {
-  float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-  for (int j = 0; j < cols; j++) mx = x[j] > mx ? x[j] : mx;
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int j = 0; j < cols; j++) {
-    float e = rv_vexpf(x[j] - mx);
-    y[j] = e;
-    s += e;
-  }
-  float inv = 1.0f / s;
+RV_CLONES static void softmax_row(float *y, const float *x, int cols) {
+  float mx = rv_vmax(x, cols);
+  for (int j = 0; j < cols; j++) y[j] = rv_vexpf(x[j] - mx);
+  float inv = 1.0f / rv_vsum(y, cols);
   for (int j = 0; j < cols; j++) y[j] *= inv;
 }
 
@@ -110,6 +106,29 @@ void rv_softmax_rows_f32(float *y, const float *x, int rows, int cols) {
 /* Softmax over channels per pixel: pixels are processed in blocks of PB so that the
  * channel loops run over contiguous pixel runs (vectorisable). */
 #define PB 256
+RV_CLONES static void softmax_block(float *yb, const float *xb, int c, int hw, int len) {
+  float mx[PB], s[PB];
+  for (int j = 0; j < len; j++) { mx[j] = -INFINITY; s[j] = 0.0f; }
+  for (int ci = 0; ci < c; ci++) {
+    const float *xr = xb + (size_t)ci * hw;
+    for (int j = 0; j < len; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
+  }
+  for (int ci = 0; ci < c; ci++) {
+    const float *xr = xb + (size_t)ci * hw;
+    float *yr = yb + (size_t)ci * hw;
+    for (int j = 0; j < len; j++) {
+      float e = rv_vexpf(xr[j] - mx[j]);
+      yr[j] = e;
+      s[j] += e;
+    }
+  }
+  for (int j = 0; j < len; j++) s[j] = 1.0f / s[j];
+  for (int ci = 0; ci < c; ci++) {
+    float *yr = yb + (size_t)ci * hw;
+    for (int j = 0; j < len; j++) yr[j] *= s[j];
+  }
+}
+
 void rv_softmax_nchw_f32(float *y, const float *x, int n, int c, int hw) {
   long nblk = (hw + PB - 1) / PB;
   long total = (long)n * nblk;
@@ -117,27 +136,6 @@ void rv_softmax_nchw_f32(float *y, const float *x, int n, int c, int hw) {
   for (long t = 0; t < total; t++) {
     int ni = (int)(t / nblk), p0 = (int)(t % nblk) * PB;
     int len = hw - p0 < PB ? hw - p0 : PB;
-    const float *xb = x + (size_t)ni * c * hw + p0;
-    float *yb = y + (size_t)ni * c * hw + p0;
-    float mx[PB], s[PB];
-    for (int j = 0; j < len; j++) { mx[j] = -INFINITY; s[j] = 0.0f; }
-    for (int ci = 0; ci < c; ci++) {
-      const float *xr = xb + (size_t)ci * hw;
-      for (int j = 0; j < len; j++) mx[j] = xr[j] > mx[j] ? xr[j] : mx[j];
-    }
-    for (int ci = 0; ci < c; ci++) {
-      const float *xr = xb + (size_t)ci * hw;
-      float *yr = yb + (size_t)ci * hw;
-      for (int j = 0; j < len; j++) {
-        float e = rv_vexpf(xr[j] - mx[j]);
-        yr[j] = e;
-        s[j] += e;
-      }
-    }
-    for (int j = 0; j < len; j++) s[j] = 1.0f / s[j];
-    for (int ci = 0; ci < c; ci++) {
-      float *yr = yb + (size_t)ci * hw;
-      for (int j = 0; j < len; j++) yr[j] *= s[j];
-    }
+    softmax_block(y + (size_t)ni * c * hw + p0, x + (size_t)ni * c * hw + p0, c, hw, len);
   }
 }

@@ -5,6 +5,7 @@
  * input row segment to the output row, over the output columns whose input is in range,
  * so the inner loop is a unit-stride (s = 1) multiply-add the compiler vectorises. */
 #include "core/ops.h"
+#include "core/vmath.h"
 
 /* Output indices o in [*lo, *hi) for which i = o * s + off lies in [0, in). */
 static void valid_range(int out, int in, int s, int off, int *lo, int *hi) {
@@ -57,7 +58,7 @@ static inline void dw_interior(float *restrict yr, const float *const *xr, const
 }
 
 /* One plane, stride 1, odd k <= 7 with pad <= k - 1: single pass per output row. */
-static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv, const float *rp,
+RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv, const float *rp,
                         int h, int wd, int k, int pad, int oh, int ow) {
   const float *xr[7];
   float wk[49];

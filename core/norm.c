@@ -2,6 +2,8 @@
  * channels, and rows of a matrix). Statistics use the biased variance, as PyTorch. */
 #include "core/ops.h"
 
+#include "core/vmath.h"
+
 #include <math.h>
 
 #define PAR_MIN 32768
@@ -63,6 +65,32 @@ void rv_layernorm_nchw_naive_f32(float *y, const float *x, const float *g, const
 /* Fast: blocks of PB pixels; the channel loops run over contiguous pixel runs so they
  * vectorise. Two-pass mean/variance in float (C <= a few thousand). y may alias x. */
 #define PB 128
+RV_CLONES static void ln_block(float *yb, const float *xb, const float *g, const float *b,
+                               int c, int hw, int len, float eps) {
+  float m[PB], v[PB];
+  for (int j = 0; j < len; j++) m[j] = v[j] = 0.0f;
+  for (int ci = 0; ci < c; ci++) {
+    const float *xr = xb + (size_t)ci * hw;
+    for (int j = 0; j < len; j++) m[j] += xr[j];
+  }
+  float invc = 1.0f / (float)c;
+  for (int j = 0; j < len; j++) m[j] *= invc;
+  for (int ci = 0; ci < c; ci++) {
+    const float *xr = xb + (size_t)ci * hw;
+    for (int j = 0; j < len; j++) {
+      float d = xr[j] - m[j];
+      v[j] += d * d;
+    }
+  }
+  for (int j = 0; j < len; j++) v[j] = 1.0f / sqrtf(v[j] * invc + eps);
+  for (int ci = 0; ci < c; ci++) {
+    const float *xr = xb + (size_t)ci * hw;
+    float *yr = yb + (size_t)ci * hw;
+    float gv = g ? g[ci] : 1.0f, bv = b ? b[ci] : 0.0f;
+    for (int j = 0; j < len; j++) yr[j] = (xr[j] - m[j]) * v[j] * gv + bv;
+  }
+}
+
 void rv_layernorm_nchw_f32(float *y, const float *x, const float *g, const float *b, int n,
                            int c, int hw, float eps) {
   long nblk = (hw + PB - 1) / PB;
@@ -71,51 +99,26 @@ void rv_layernorm_nchw_f32(float *y, const float *x, const float *g, const float
   for (long t = 0; t < total; t++) {
     int ni = (int)(t / nblk), p0 = (int)(t % nblk) * PB;
     int len = hw - p0 < PB ? hw - p0 : PB;
-    const float *xb = x + (size_t)ni * c * hw + p0;
-    float *yb = y + (size_t)ni * c * hw + p0;
-    float m[PB], v[PB];
-    for (int j = 0; j < len; j++) m[j] = v[j] = 0.0f;
-    for (int ci = 0; ci < c; ci++) {
-      const float *xr = xb + (size_t)ci * hw;
-      for (int j = 0; j < len; j++) m[j] += xr[j];
-    }
-    float invc = 1.0f / (float)c;
-    for (int j = 0; j < len; j++) m[j] *= invc;
-    for (int ci = 0; ci < c; ci++) {
-      const float *xr = xb + (size_t)ci * hw;
-      for (int j = 0; j < len; j++) {
-        float d = xr[j] - m[j];
-        v[j] += d * d;
-      }
-    }
-    for (int j = 0; j < len; j++) v[j] = 1.0f / sqrtf(v[j] * invc + eps);
-    for (int ci = 0; ci < c; ci++) {
-      const float *xr = xb + (size_t)ci * hw;
-      float *yr = yb + (size_t)ci * hw;
-      float gv = g ? g[ci] : 1.0f, bv = b ? b[ci] : 0.0f;
-      for (int j = 0; j < len; j++) yr[j] = (xr[j] - m[j]) * v[j] * gv + bv;
-    }
+    ln_block(y + (size_t)ni * c * hw + p0, x + (size_t)ni * c * hw + p0, g, b, c, hw, len, eps);
   }
+}
+
+RV_CLONES static void ln_row(float *yr, const float *xr, const float *g, const float *b,
+                             int cols, float eps) {
+  float m = rv_vsum(xr, cols) / (float)cols;
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int j = 0;
+  for (; j + 8 <= cols; j += 8)
+    for (int u = 0; u < 8; u++) acc[u] += (xr[j + u] - m) * (xr[j + u] - m);
+  float v = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; j < cols; j++) v += (xr[j] - m) * (xr[j] - m);
+  float rs = 1.0f / sqrtf(v / (float)cols + eps);
+  for (j = 0; j < cols; j++) yr[j] = (xr[j] - m) * rs * (g ? g[j] : 1.0f) + (b ? b[j] : 0.0f);
 }
 
 /* rows x cols, normalised over cols; g, b [cols] (may be NULL). y may alias x. */
 void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float *b, int rows,
                            int cols, float eps) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-  for (int r = 0; r < rows; r++) {
-    const float *xr = x + (size_t)r * cols;
-    float *yr = y + (size_t)r * cols;
-    float m = 0.0f, v = 0.0f;
-#pragma omp simd reduction(+ : m)
-    for (int j = 0; j < cols; j++) m += xr[j];
-    m /= (float)cols;
-#pragma omp simd reduction(+ : v)
-    for (int j = 0; j < cols; j++) {
-      float d = xr[j] - m;
-      v += d * d;
-    }
-    float rs = 1.0f / sqrtf(v / (float)cols + eps);
-    for (int j = 0; j < cols; j++)
-      yr[j] = (xr[j] - m) * rs * (g ? g[j] : 1.0f) + (b ? b[j] : 0.0f);
-  }
+  for (int r = 0; r < rows; r++) ln_row(y + (size_t)r * cols, x + (size_t)r * cols, g, b, cols, eps);
 }

@@ -11,6 +11,8 @@
  */
 #include "core/ops.h"
 
+#include "core/vmath.h"
+
 #include <math.h>
 
 #define PAR_MIN 32768
@@ -37,9 +39,14 @@ static lin_tap linear_tap(float scale, int dst, int in) {
 #define RB 32      /* output rows per parallel work unit */
 
 /* Horizontal pass of one input row: h[j] = l0[j] * xr[i0[j]] + l1[j] * xr[i1[j]]. */
-static void hrow(float *h, const float *xr, const int *i0, const int *i1, const float *l0,
+RV_CLONES static void hrow(float *h, const float *xr, const int *i0, const int *i1, const float *l0,
                  const float *l1, int cn) {
   for (int j = 0; j < cn; j++) h[j] = l0[j] * xr[i0[j]] + l1[j] * xr[i1[j]];
+}
+
+RV_CLONES static void vblend(float *yr, const float *ha, const float *hb, float a, float b,
+                             int cn) {
+  for (int j = 0; j < cn; j++) yr[j] = a * ha[j] + b * hb[j];
 }
 
 /* Separable evaluation of the formula above (same operations, same rounding): each needed
@@ -78,8 +85,7 @@ static void bilinear(float *y, const float *x, int planes, int ih, int iw, int o
         }
         float *yr = y + ((size_t)p * oh + oy) * ow + c0;
         const float *ha = h[0], *hb = h[1];
-        float a = th.l0, b = th.l1;
-        for (int j = 0; j < cn; j++) yr[j] = a * ha[j] + b * hb[j];
+        vblend(yr, ha, hb, th.l0, th.l1, cn);
       }
     }
   }

@@ -28,6 +28,18 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+/* RV_CLONES before a function definition compiles it twice, for x86-64-v3 (AVX2, 8-wide)
+ * and for the build's baseline, and picks one at load time (GNU ifunc), so the portable
+ * default build (-march=x86-64-v2) still runs 8-wide element-wise loops on AVX2 CPUs.
+ * Define RV_NO_CLONES to turn it off. Put it on the serial loop functions, not on functions
+ * that open OpenMP regions. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(RV_NO_CLONES) && !defined(__AVX2__)
+#define RV_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define RV_CLONES
+#endif
+
 static inline float rv_vexpf(float x) {
   x = x < 88.3762626647949f ? x : 88.3762626647949f; /* 127.5 ln2: keeps 2^n finite */
   x = x > -87.3365f ? x : -87.3365f;
@@ -110,5 +122,29 @@ static inline float rv_vgeluf(float x) {
 }
 
 static inline float rv_vsigmoidf(float x) { return 1.0f / (1.0f + rv_vexpf(-x)); }
+
+/* Sum and max of n floats with 8 partial accumulators (the compilers vectorise the
+ * unrolled body; a plain serial reduction would not be reordered without -ffast-math). */
+static inline float rv_vsum(const float *x, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; u++) acc[u] += x[j + u];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; j < n; j++) s += x[j];
+  return s;
+}
+
+static inline float rv_vmax(const float *x, int n) {
+  float acc[8] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY,
+                  -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  int j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int u = 0; u < 8; u++) acc[u] = x[j + u] > acc[u] ? x[j + u] : acc[u];
+  float m = -INFINITY;
+  for (int u = 0; u < 8; u++) m = acc[u] > m ? acc[u] : m;
+  for (; j < n; j++) m = x[j] > m ? x[j] : m;
+  return m;
+}
 
 #endif
