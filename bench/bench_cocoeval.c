@@ -2,7 +2,7 @@
  *
  *   bench_cocoeval DIR [THREADS=2]     # DIR holds gt.json, dt_bbox.json, dt_segm.json
  *
- * Prints the time of each phase and the 12 stats (bash bench/bench_cocoeval.sh builds the
+ * Prints the time of each phase and the 12 stats (also written to DIR/c_bbox.json, c_segm.json) (bash bench/bench_cocoeval.sh builds the
  * generator and this program, creates the COCO-scale set and runs both thread counts). */
 #include "datasets/coco.h"
 #include "eval/cocoeval.h"
@@ -49,6 +49,17 @@ static int run(const char *dir, rv_iou_type t, int threads, rv_ctx *ctx) {
   char text[4096];
   rv_cocoeval_summary_text(ev, text, sizeof text);
   fputs(text, stdout);
+  snprintf(p, sizeof p, "%s/c_%s.json", dir, name); /* full-precision stats for comparisons */
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fprintf(f, "{\"stats\": [");
+    for (int i = 0; i < 12; i++) fprintf(f, "%s%.17g", i ? ", " : "", s[i]);
+    fprintf(f, "], \"per_category\": {");
+    for (size_t k = 0; k < rv_cocoeval_num_cats(ev); k++)
+      fprintf(f, "%s\"%lld\": %.17g", k ? ", " : "", (long long)rv_cocoeval_cat_id(ev, k), rv_cocoeval_category_ap(ev, k));
+    fprintf(f, "}}\n");
+    fclose(f);
+  }
   fflush(stdout);
   rv_cocoeval_free(ev);
   free(img);
