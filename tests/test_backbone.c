@@ -351,6 +351,46 @@ static void test_random_classifier(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* A small random classifier (tools/ravlt_torch.py make-cls-fixture): architecture read
+ * from the weights, logits against the PyTorch port (float64), bare keys and a DeiT-style
+ * {'model': state_dict} .pth. */
+static void run_classifier(const char *file) {
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL, *io = NULL;
+  if (rv_weights_open(&w, data_path(file), ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
+  assert_string_equal(rv_ravlt_detect_prefix(w), "");
+  rv_ravlt_config c;
+  assert_int_equal(rv_ravlt_config_from_weights(&c, w, NULL, ctx), RV_OK);
+  assert_true(c.classifier);
+  assert_int_equal(c.projection, 32);
+  assert_int_equal(c.num_classes, 1000);
+  assert_int_equal(c.depths[2], 1);
+  rv_ravlt *m = NULL;
+  if (rv_ravlt_create(&m, &c, w, NULL, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
+  rv_weights_free(w);
+  assert_int_equal(rv_safetensors_open(&io, data_path("backbone/classifier_io.safetensors"), ctx), RV_OK);
+  const rv_wtensor *ti = rv_weights_find(io, "input"), *tl = rv_weights_find(io, "logits");
+  assert_non_null(ti);
+  assert_non_null(tl);
+  float *x = malloc(sizeof(float) * rv_wtensor_numel(ti)), *ref = malloc(sizeof(float) * 1000);
+  rv_wtensor_to_f32(ti, x);
+  rv_wtensor_to_f32(tl, ref);
+  rv_tensor in = {x, 1, 3, (int)ti->shape[2], (int)ti->shape[3]}, lg;
+  rv_arena *A = rv_arena_create(0);
+  assert_int_equal(rv_ravlt_classify(m, A, in, &lg, ctx), RV_OK);
+  double err = max_abs_diff(lg.data, ref, 1000) / scale_of(ref, 1000);
+  print_message("classifier %s: logits relative error %.3g\n", file, err);
+  if (!(err <= PARITY_TOL)) fail_msg("classifier logits: relative error %g", err);
+  free(x);
+  free(ref);
+  rv_arena_free(A);
+  rv_ravlt_free(m);
+  rv_weights_free(io);
+  rv_ctx_free(ctx);
+}
+static void test_classifier_safetensors(void **state) { (void)state; run_classifier("backbone/classifier.safetensors"); }
+static void test_classifier_pth(void **state) { (void)state; run_classifier("backbone/classifier.pth"); }
+
 /* ---- fixture parity -------------------------------------------------------------------- */
 
 typedef struct {
@@ -450,6 +490,8 @@ int main(void) {
       cmocka_unit_test(test_config_from_weights),
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_random_classifier),
+      cmocka_unit_test(test_classifier_safetensors),
+      cmocka_unit_test(test_classifier_pth),
       cmocka_unit_test(test_fixture_tiny),
       cmocka_unit_test(test_fixture_tiny_pth),
       cmocka_unit_test(test_fixture_tiny_b2),

@@ -57,5 +57,16 @@ if echo "$out" | grep -q "GMAC/s"; then ok "bench backbone text"; else bad "benc
 out=$("$BIN" bench "$FIX/backbone/d64/weights.safetensors" --size 64x64 --runs 1 --json)
 if echo "$out" | grep -q '"variant":"backbone"'; then ok "bench a checkpoint"; else bad "bench checkpoint: $out"; fi
 
+# classify: a small random classifier checkpoint (tests/data/backbone), DeiT-style .pth
+DATA=$3
+out=$("$BIN" classify --weights "$DATA/backbone/classifier.pth" "$DATA/image/rgb8.png" 2>&1)
+n=$(echo "$out" | grep -c '%  ')
+if [ "$n" -eq 5 ] && echo "$out" | grep -q "rgb8.png:"; then ok "classify top-5"; else bad "classify: $out"; fi
+out=$("$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --json --top 3 "$DATA/image/rgb8.png")
+if echo "$out" | grep -q '"top":\[{"index":[0-9]*,"label":"[^"]*","prob":0\.[0-9]*},{' ; then ok "classify --json"; else bad "classify json: $out"; fi
+expect_fail "classify missing image" "nothere.jpg" "$BIN" classify --weights "$DATA/backbone/classifier.pth" "$DATA/image/rgb8.png" nothere.jpg
+expect_fail "classify backbone weights" "no classifier head" "$BIN" classify --weights "$FIX/backbone/tiny/weights.safetensors" "$DATA/image/rgb8.png"
+expect_fail "classify no weights" "--weights" "$BIN" classify "$DATA/image/rgb8.png"
+
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -10,6 +10,8 @@ torch (Debian python3-torch); no timm/einops/mmcv.
   python3 tools/ravlt_torch.py bench ravlt-s --size 512x512 --threads 2 --runs 3 [--json]
   # parameter count of the classifier presets:
   python3 tools/ravlt_torch.py params
+  # small random classifier checkpoint + reference logits (tests/data/backbone):
+  python3 tools/ravlt_torch.py make-cls-fixture tests/data/backbone
 """
 import argparse
 import json
@@ -286,12 +288,63 @@ def cmd_bench(a):
     return 0
 
 
+def save_safetensors(path, tensors, meta=None):
+    hdr, blobs, off = {}, [], 0
+    names = {torch.float32: "F32", torch.int64: "I64"}
+    for k, t in tensors.items():
+        b = t.contiguous().numpy().tobytes()
+        hdr[k] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    if meta:
+        hdr["__metadata__"] = meta
+    h = json.dumps(hdr).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+
+
+def cmd_make_cls_fixture(a):
+    """A tiny classifier (embed 16/24/40/48, depths 1/1/1/1, projection 32, 1000 classes)
+    with random weights and BN statistics, saved as bare-key safetensors and as a DeiT-style
+    {'model': state_dict} .pth, plus io (input, logits computed in float64)."""
+    g = torch.Generator().manual_seed(7)
+    m = RAVLT([16, 24, 40, 48], [1, 1, 1, 1], [1, 2, 2, 3], classifier=True, projection=32)
+    sd = m.state_dict()
+    for k, t in sd.items():
+        if t.dtype != torch.float32 or k.endswith("RoPE.angle"):
+            continue
+        if k.endswith("running_var") or k.endswith("gamma_1") or k.endswith("gamma_2") or \
+                (k.endswith(".weight") and t.dim() == 1):
+            t.copy_(0.5 + torch.rand(t.shape, generator=g))
+        elif t.dim() >= 2:
+            fan_in = t[0].numel()
+            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(fan_in))
+        else:
+            t.copy_(0.1 * torch.randn(t.shape, generator=g))
+    m.load_state_dict(sd)
+    m.eval()
+    x = torch.randn(1, 3, 64, 80, generator=g)
+    with torch.no_grad():
+        logits = m.double()(x.double()).float()
+    os.makedirs(a.out, exist_ok=True)
+    save_safetensors(os.path.join(a.out, "classifier.safetensors"), {k: v for k, v in sd.items()},
+                     {"source": "tools/ravlt_torch.py make-cls-fixture"})
+    torch.save({"model": sd, "epoch": 1}, os.path.join(a.out, "classifier.pth"))
+    save_safetensors(os.path.join(a.out, "classifier_io.safetensors"),
+                     {"input": x, "logits": logits.reshape(1, -1, 1, 1)})
+    print("logits[:5]", logits[0, :5].tolist())
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check")
     c.add_argument("dir")
     c = sub.add_parser("params")
+    c = sub.add_parser("make-cls-fixture")
+    c.add_argument("out")
     c = sub.add_parser("bench")
     c.add_argument("model", choices=sorted(PRESETS))
     c.add_argument("--size", default="512x512")
@@ -300,7 +353,8 @@ def main():
     c.add_argument("--classifier", action="store_true")
     c.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    return {"check": cmd_check, "params": cmd_params, "bench": cmd_bench}[a.cmd](a)
+    return {"check": cmd_check, "params": cmd_params, "bench": cmd_bench,
+            "make-cls-fixture": cmd_make_cls_fixture}[a.cmd](a)
 
 
 if __name__ == "__main__":
