@@ -338,6 +338,13 @@ static rv_status expect(parser *p, char c) {
 
 static rv_status parse_expr(parser *p, cJSON **out);
 
+/* 1 and *v = d if d is an integer of magnitude below 9e15 (range-checked before the cast). */
+static int exact_int(double d, long long *v) {
+  if (!(d > -9.0e15 && d < 9.0e15) || d != (double)(long long)d) return 0;
+  *v = (long long)d;
+  return 1;
+}
+
 /* Add item under key to obj (a later duplicate replaces the value in place, like Python). */
 static rv_status obj_set(parser *p, cJSON *obj, const char *key, cJSON *item) {
   if (cJSON_GetObjectItemCaseSensitive(obj, key)) {
@@ -395,9 +402,10 @@ static rv_status parse_dict_literal(parser *p, cJSON *obj) {
     RV_TRY(parse_expr(p, &k));
     char num[64];
     const char *key = NULL;
+    long long ik;
     if (cJSON_IsString(k)) key = k->valuestring;
-    else if (cJSON_IsNumber(k) && k->valuedouble == (double)(long long)k->valuedouble) {
-      snprintf(num, sizeof num, "%lld", (long long)k->valuedouble);
+    else if (cJSON_IsNumber(k) && exact_int(k->valuedouble, &ik)) {
+      snprintf(num, sizeof num, "%lld", ik);
       key = num;
     }
     if (!key) {
@@ -421,9 +429,7 @@ static rv_status parse_dict_literal(parser *p, cJSON *obj) {
 static rv_status int_arg(parser *p, long long *v) {
   cJSON *x = NULL;
   RV_TRY(parse_expr(p, &x));
-  int ok = cJSON_IsNumber(x) && x->valuedouble == (double)(long long)x->valuedouble &&
-           x->valuedouble > -9.0e15 && x->valuedouble < 9.0e15;
-  if (ok) *v = (long long)x->valuedouble;
+  int ok = cJSON_IsNumber(x) && exact_int(x->valuedouble, v);
   cJSON_Delete(x);
   return ok ? RV_OK : perr(p, "range() needs integer arguments");
 }

@@ -152,6 +152,8 @@ static void test_errors(void **state) {
       {"a = range(10000000)", "too long"},
       {"a = range(1.5)", "range() needs integer arguments"},
       {"a = range(1, 2, 0)", "step must not be zero"},
+      {"a = range(222222222222222222222222222222, 2)", "range() needs integer arguments"}, /* fuzz */
+      {"a = {1e300: 1}", "dict keys must be strings or integers"},
       {deep, "s:1:205: nesting deeper than 200 levels"},
       {"a = '\\x4'", "bad \\x escape"},
       {"a = '\\0'", "NUL character in a string"},
