@@ -5,7 +5,9 @@
  * per-category APs within 1e-12 (they are in fact bit-identical), the summary text equal.
  * Also: thread-count independence, the mmdet maxDets variant, linspace / np.mean models,
  * and errors on bad results. */
+#define _POSIX_C_SOURCE 200809L
 #include "eval_test_util.h"
+#include <unistd.h>
 #include "datasets/coco.h"
 #include "eval/cocoeval.h"
 #include <float.h>
@@ -298,11 +300,55 @@ static void test_results_reader(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* rv_coco_results_write -> reload gives the same detections and the same stats. */
+static void test_results_write(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  const char *dir = data_path("eval/coco_eval/06_mixed");
+  char p[1200], out[] = "/tmp/rv_results_XXXXXX";
+  int fd = mkstemp(out);
+  assert_true(fd >= 0);
+  close(fd);
+  snprintf(p, sizeof p, "%s/gt.json", dir);
+  rv_coco *gt = NULL;
+  assert_int_equal(rv_coco_load(&gt, p, 1, 0, ctx), RV_OK);
+  snprintf(p, sizeof p, "%s/dt_segm.json", dir);
+  rv_coco_results a, b;
+  assert_int_equal(rv_coco_load_results(&a, gt, p, RV_IOU_SEGM, RV_COCO_AREA_BOX, 0, ctx), RV_OK);
+  assert_int_equal(rv_coco_results_write(out, a.dets, a.n, 1, ctx), RV_OK);
+  assert_int_equal(rv_coco_load_results(&b, gt, out, RV_IOU_SEGM, RV_COCO_AREA_BOX, 0, ctx), RV_OK);
+  assert_int_equal(a.n, b.n);
+  for (size_t i = 0; i < a.n; i++) {
+    assert_memory_equal(a.dets[i].bbox, b.dets[i].bbox, sizeof a.dets[i].bbox);
+    assert_true(a.dets[i].score == b.dets[i].score && a.dets[i].area == b.dets[i].area);
+    assert_int_equal(a.dets[i].segm.m, b.dets[i].segm.m);
+    assert_memory_equal(a.dets[i].segm.cnts, b.dets[i].segm.cnts, a.dets[i].segm.m * sizeof(uint32_t));
+  }
+  rv_cocoeval_params prm = rv_cocoeval_default_params(RV_IOU_SEGM);
+  rv_cocoeval *e1 = NULL, *e2 = NULL;
+  assert_int_equal(rv_coco_evaluate(&e1, gt, &a, &prm, ctx), RV_OK);
+  assert_int_equal(rv_coco_evaluate(&e2, gt, &b, &prm, ctx), RV_OK);
+  double s1[12], s2[12];
+  rv_cocoeval_summarize(e1, s1);
+  rv_cocoeval_summarize(e2, s2);
+  assert_memory_equal(s1, s2, sizeof s1);
+  /* an unwritable path fails cleanly */
+  assert_int_equal(rv_coco_results_write("/nonexistent/dir/r.json", a.dets, a.n, 1, ctx), RV_ERR_IO);
+  unlink(out);
+  rv_cocoeval_free(e1);
+  rv_cocoeval_free(e2);
+  rv_coco_results_free(&a);
+  rv_coco_results_free(&b);
+  rv_coco_free(gt);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linspace_mean),     cmocka_unit_test(test_fixture_cases),
       cmocka_unit_test(test_random_cases),      cmocka_unit_test(test_threads_and_mmdet),
       cmocka_unit_test(test_bad_inputs),        cmocka_unit_test(test_results_reader),
+      cmocka_unit_test(test_results_write),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
