@@ -95,6 +95,12 @@ rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config 
                       "%s: no UperNet (decode_head.psp_modules.*) or Semantic FPN (decode_head.scale_heads.*) "
                       "head in the checkpoint", path);
   }
+  if (arch == RV_SEG_ARCH_UPERNET && n_psp == 0 && n_scale > 0)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: this is a Semantic FPN checkpoint (decode_head.scale_heads.*), not UperNet",
+                    path);
+  if (arch == RV_SEG_ARCH_SEMANTIC_FPN && n_scale == 0 && n_psp > 0)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: this is an UperNet checkpoint (decode_head.psp_modules.*), not Semantic FPN",
+                    path);
   if (arch == RV_SEG_ARCH_SEMANTIC_FPN && n_neck == 0)
     return rv_error(ctx, RV_ERR_MODEL, "%s: Semantic FPN needs an FPN neck but the checkpoint has no neck.* keys",
                     path);
