@@ -137,15 +137,23 @@ static int nearest_src(int dst, int in, int out) {
   return s < in - 1 ? s : in - 1;
 }
 
+RV_CLONES static void gather_row(float *yr, const float *xr, const int *idx, int cn) {
+  for (int j = 0; j < cn; j++) yr[j] = xr[idx[j]];
+}
+
 void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow) {
   RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+  int idx[TAPS];
   long rows = (long)planes * oh;
-#pragma omp parallel for schedule(static) if ((size_t)rows * ow >= PAR_MIN)
-  for (long r = 0; r < rows; r++) {
-    int p = (int)(r / oh), oy = (int)(r % oh);
-    const float *xr = x + ((size_t)p * ih + nearest_src(oy, ih, oh)) * iw;
-    float *yr = y + (size_t)r * ow;
-    for (int ox = 0; ox < ow; ox++) yr[ox] = xr[nearest_src(ox, iw, ow)];
+  for (int c0 = 0; c0 < ow; c0 += TAPS) {
+    int cn = ow - c0 < TAPS ? ow - c0 : TAPS;
+    for (int j = 0; j < cn; j++) idx[j] = nearest_src(c0 + j, iw, ow);
+#pragma omp parallel for schedule(static) if ((size_t)rows * cn >= PAR_MIN)
+    for (long r = 0; r < rows; r++) {
+      int p = (int)(r / oh), oy = (int)(r % oh);
+      gather_row(y + (size_t)r * ow + c0, x + ((size_t)p * ih + nearest_src(oy, ih, oh)) * iw,
+                 idx, cn);
+    }
   }
 }
 

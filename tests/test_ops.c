@@ -518,6 +518,25 @@ static void test_resize_sweep(void **state) {
       free(xs), free(ys1), free(ys2);
     }
   }
+  /* nearest over several column chunks, and the exact 2x case, against the formula */
+  {
+    int dims[2][4] = {{3, 1000, 5, 2500}, {7, 1100, 14, 2200}};
+    for (int t = 0; t < 2; t++) {
+      int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
+      float *xs = frand((size_t)ih * iw, 29), *ys = malloc((size_t)oh * ow * 4);
+      assert_non_null(ys);
+      rv_resize_nearest_f32(ys, xs, 1, ih, iw, oh, ow);
+      for (int oy = 0; oy < oh; oy++)
+        for (int ox = 0; ox < ow; ox++) {
+          int sy = (int)floorf((float)oy * ((float)ih / (float)oh));
+          int sx = (int)floorf((float)ox * ((float)iw / (float)ow));
+          sy = sy < ih - 1 ? sy : ih - 1;
+          sx = sx < iw - 1 ? sx : iw - 1;
+          assert_true(ys[(size_t)oy * ow + ox] == xs[(size_t)sy * iw + sx]);
+        }
+      free(xs), free(ys);
+    }
+  }
   /* large enough for the parallel path; identity resize copies */
   int planes = 4, h = 97, w = 131;
   float *x = frand((size_t)planes * h * w, 5), *y = malloc((size_t)planes * h * w * 4);
