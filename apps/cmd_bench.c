@@ -4,6 +4,7 @@
 #include "apps/model_args.h"
 #include "backbone/ravlt.h"
 
+#include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,7 +30,10 @@ static const char *USAGE =
     "  --warmup N        untimed runs first (default 1)\n"
     "  --random-weights  build a preset without a checkpoint\n"
     "  --backbone        run the backbone (4 outputs) of a classifier preset/checkpoint\n"
-    "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\", ...}\n";
+    "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\", ...}\n"
+    "\n"
+    "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, bench\n"
+    "re-runs itself with OPENBLAS_CORETYPE=SkylakeX/Haswell (set the variable to override).\n";
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -72,6 +76,7 @@ int rv_cmd_bench(int argc, char **argv) {
     else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", a);
   }
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
+  rv_cli_fix_blas_core(); /* may re-execute with OPENBLAS_CORETYPE set */
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   rv_ctx_set_threads(ctx, threads);
@@ -151,16 +156,17 @@ int rv_cmd_bench(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "gmacs_per_s", gmacs);
     cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
     cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
+    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
     char *t = cJSON_PrintUnformatted(o);
     if (t) printf("%s\n", t);
     free(t);
     cJSON_Delete(o);
   } else {
     printf("%s %s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), %.3f GMACs "
-           "-> %.1f GMAC/s, peak RSS %.0f MB (activations %.0f MB)\n",
+           "-> %.1f GMAC/s, peak RSS %.0f MB (activations %.0f MB), OpenBLAS %s\n",
            model, cfg.classifier ? "classifier" : "backbone", h, w, nthreads,
            nthreads == 1 ? "" : "s", med, times[0], times[runs - 1], runs, macs / 1e9,
-           gmacs, rss_mb, rv_arena_peak(arena) / 1048576.0);
+           gmacs, rss_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
   }
   rc = 0;
 done:
