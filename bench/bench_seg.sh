@@ -35,7 +35,7 @@ if [ -z "${OPENBLAS_CORETYPE+x}" ]; then
 fi
 export OMP_NUM_THREADS=$THREADS
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, load $(cut -d' ' -f1-3 /proc/loadavg)"
-num() { echo "$1" | grep -o "\"$2\":[0-9.e+-]*" | cut -d: -f2; }
+num() { echo "$1" | grep -o "\"$2\": *[0-9.e+-]*" | sed "s/.*: *//"; }
 printf "%-10s %-9s %9s %8s %8s %8s %7s | %9s %8s %8s %8s %7s | %7s\n" model size ravlt_ms backbone head post RSS_MB \
   torch_ms backbone head post RSS_MB speedup
 for m in $MODELS; do
