@@ -11,10 +11,10 @@ W=${1:-/tmp/ravlt_cocobench}
 REF=0
 [ "${2:-}" = "--ref" ] && REF=${3:-100}
 mkdir -p "$W/full"
-SRC="eval/rle.c eval/cocoeval.c datasets/coco.c datasets/coco_results.c core/error.c"
+SRC="eval/rle.c eval/cocoeval.c datasets/coco.c datasets/coco_results.c datasets/json_scan.c core/error.c"
 FLAGS="-O3 -std=c11 -march=x86-64-v2 -fopenmp -I. -Wall -Wextra"
 gcc $FLAGS -o "$W/gen_coco_bench" bench/gen_coco_bench.c eval/rle.c core/error.c -lm
-gcc $FLAGS -o "$W/bench_cocoeval" bench/bench_cocoeval.c $SRC -lcjson -lm
+gcc $FLAGS -o "$W/bench_cocoeval" bench/bench_cocoeval.c $SRC -lm
 [ -f "$W/full/dt_segm.json" ] || "$W/gen_coco_bench" "$W/full" 5000 40 1
 ls -l "$W"/full/*.json
 for t in 1 2; do "$W/bench_cocoeval" "$W/full" $t | grep threads; done

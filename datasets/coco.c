@@ -4,7 +4,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/coco_internal.h"
 
-#include <cjson/cJSON.h>
+#include "datasets/json_scan.h"
+
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -42,149 +44,181 @@ static rv_status read_all(const char *path, char **buf, size_t *len, rv_ctx *ctx
   return RV_OK;
 }
 
-static rv_status parse_json(cJSON **out, const char *json, size_t len, const char *name, rv_ctx *ctx) {
-  const char *end = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts(json, len, &end, 0);
-  if (!root) {
-    size_t off = end && end >= json ? (size_t)(end - json) : 0, line = 1, col = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-      if (json[i] == '\n') {
-        line++;
-        col = 1;
-      } else
-        col++;
-    }
-    return rv_error(ctx, RV_ERR_FORMAT, "%s: malformed JSON near line %zu column %zu", name, line, col);
-  }
-  *out = root;
-  return RV_OK;
+
+/* ---- segmentation (COCO.annToRLE) on the scanner ---- */
+
+/* RLE from a compressed string; on failure the message goes to c->err. */
+static int rle_string(rv_jcur *c, rv_rle *out, const char *s, uint32_t h, uint32_t w) {
+  if (rv_rle_from_string(out, s, h, w, "segmentation", NULL) == RV_OK) return 1;
+  rv_ctx *tctx = rv_ctx_create();
+  rv_rle tmp = {0};
+  rv_rle_from_string(&tmp, s, h, w, "segmentation", tctx);
+  rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "corrupt RLE");
+  rv_rle_free(&tmp);
+  rv_ctx_free(tctx);
+  return 0;
 }
 
-/* integral JSON number -> int64 (ids) */
-static int get_id(const cJSON *o, const char *key, int64_t *v) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (!cJSON_IsNumber(it)) return 0;
-  double d = it->valuedouble;
-  if (!(fabs(d) <= 9007199254740992.0) || d != floor(d)) return 0;
-  *v = (int64_t)d;
-  return 1;
+static int status_msg(rv_jcur *c, rv_status st, const char *fallback) {
+  if (st == RV_OK) return 1;
+  return rv_jfail(c, "%s", fallback);
 }
 
-static int get_num(const cJSON *o, const char *key, double *v) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (!cJSON_IsNumber(it)) return 0;
-  *v = it->valuedouble;
-  return 1;
-}
-
-/* [x, y, w, h]; returns 1 ok, 0 absent or empty list, -1 malformed */
-static int get_bbox(const cJSON *o, double bb[4]) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, "bbox");
-  if (!it) return 0;
-  if (!cJSON_IsArray(it)) return -1;
-  int n = cJSON_GetArraySize(it);
-  if (n == 0) return 0;
-  if (n != 4) return -1;
-  int i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, it) {
-    if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble)) return -1;
-    bb[i++] = e->valuedouble;
-  }
-  return 1;
-}
-
-static size_t count_items(const cJSON *arr) {
+/* A list of numbers into a growing buffer; returns the count or -1. */
+static long numbers(rv_jcur *c, double **buf, size_t *cap, size_t at) {
+  if (!rv_jexpect(c, '[')) return -1;
   size_t n = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, arr) n++;
-  return n;
+  if (rv_jpeek(c, ']')) {
+    c->p++;
+    return 0;
+  }
+  for (;;) {
+    if (at + n == *cap) {
+      size_t nc = *cap ? 2 * *cap : 64;
+      double *nb = realloc(*buf, nc * sizeof *nb);
+      if (!nb) return rv_jfail(c, "out of memory"), -1;
+      *buf = nb;
+      *cap = nc;
+    }
+    if (!rv_jnumber(c, *buf + at + n)) return -1;
+    n++;
+    int r = rv_jnext(c, ']');
+    if (r < 0) return -1;
+    if (r == 0) return (long)n;
+  }
 }
 
-static rv_status poly_part(rv_rle *r, const cJSON *part, size_t idx, int as_box, uint32_t h, uint32_t w,
-                           rv_ctx *ctx) {
-  if (!cJSON_IsArray(part)) return rv_error(ctx, RV_ERR_FORMAT, "polygon %zu is not a list", idx);
-  size_t n = count_items(part);
-  if (as_box && n != 4)
-    return rv_error(ctx, RV_ERR_FORMAT, "part %zu has %zu numbers but part 0 has 4 (a box list)", idx, n);
-  double *xy = malloc(sizeof(double) * (n ? n : 1));
-  if (!xy) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  size_t i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, part) {
-    if (!cJSON_IsNumber(e)) {
-      free(xy);
-      return rv_error(ctx, RV_ERR_FORMAT, "polygon %zu: coordinate %zu is not a number", idx, i);
+int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want) {
+  if (!want) return rv_jskip(c);
+  if (rv_jpeek(c, '[')) { /* polygons: frPyObjects (a first part of 4 numbers = boxes) + merge */
+    c->p++;
+    double *xy = NULL;
+    size_t cap = 0, used = 0, np = 0, pcap = 0;
+    size_t *off = NULL;
+    int ok = 1;
+    if (rv_jpeek(c, ']')) {
+      c->p++;
+      return rv_jfail(c, "'segmentation' is an empty list");
     }
-    xy[i++] = e->valuedouble;
-  }
-  rv_status st;
-  if (as_box)
-    st = rv_rle_from_bbox(r, xy, h, w, ctx);
-  else if (n / 2 == 0)
-    st = rv_error(ctx, RV_ERR_FORMAT, "polygon %zu has %zu coordinates", idx, n);
-  else
-    st = rv_rle_from_poly(r, xy, n / 2, h, w, ctx);
-  free(xy);
-  return st;
-}
-
-/* COCO.annToRLE: polygons (frPyObjects + merge), uncompressed RLE or compressed RLE. */
-rv_status rv_coco_seg_to_rle(rv_rle *out, const cJSON *seg, uint32_t h, uint32_t w, rv_ctx *ctx) {
-  if (cJSON_IsArray(seg)) {
-    size_t n = count_items(seg);
-    if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "'segmentation' is an empty list");
-    const cJSON *first = seg->child;
-    if (!cJSON_IsArray(first)) return rv_error(ctx, RV_ERR_FORMAT, "'segmentation' must be a list of polygons");
-    size_t n0 = count_items(first);
-    if (n0 < 4)
-      return rv_error(ctx, RV_ERR_FORMAT, "polygon 0 has %zu coordinates (pycocotools needs 4 for a box or more)",
-                      n0);
-    int as_box = n0 == 4;
-    rv_rle *parts = calloc(n, sizeof *parts);
-    if (!parts) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    rv_status st = RV_OK;
-    size_t i = 0;
-    const cJSON *part;
-    cJSON_ArrayForEach(part, seg) {
-      st = poly_part(&parts[i], part, i, as_box, h, w, ctx);
-      if (st != RV_OK) break;
-      i++;
-    }
-    if (st == RV_OK) st = rv_rle_merge(out, parts, n, 0, ctx);
-    for (size_t j = 0; j < n; j++) rv_rle_free(&parts[j]);
-    free(parts);
-    return st;
-  }
-  if (!cJSON_IsObject(seg)) return rv_error(ctx, RV_ERR_FORMAT, "'segmentation' must be polygons or an RLE object");
-  const cJSON *size = cJSON_GetObjectItemCaseSensitive(seg, "size");
-  const cJSON *counts = cJSON_GetObjectItemCaseSensitive(seg, "counts");
-  if (!cJSON_IsArray(size) || cJSON_GetArraySize(size) != 2 || !cJSON_IsNumber(size->child) ||
-      !cJSON_IsNumber(size->child->next))
-    return rv_error(ctx, RV_ERR_FORMAT, "RLE 'size' must be [height, width]");
-  double dh = size->child->valuedouble, dw = size->child->next->valuedouble;
-  if (!(dh >= 0 && dw >= 0 && dh == floor(dh) && dw == floor(dw) && dh * dw < 4294967296.0))
-    return rv_error(ctx, RV_ERR_FORMAT, "RLE 'size' [%g, %g] is not a valid mask size", dh, dw);
-  uint32_t rh = (uint32_t)dh, rw = (uint32_t)dw;
-  if (cJSON_IsString(counts)) return rv_rle_from_string(out, counts->valuestring, rh, rw, "segmentation", ctx);
-  if (cJSON_IsArray(counts)) {
-    size_t n = count_items(counts), i = 0;
-    uint32_t *c = malloc(sizeof(uint32_t) * (n ? n : 1));
-    if (!c) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    const cJSON *e;
-    cJSON_ArrayForEach(e, counts) {
-      double v = cJSON_IsNumber(e) ? e->valuedouble : -1;
-      if (!(v >= 0 && v <= 4294967295.0 && v == floor(v))) {
-        free(c);
-        return rv_error(ctx, RV_ERR_FORMAT, "uncompressed RLE count %zu is not a non-negative integer", i);
+    for (;;) {
+      if (np + 1 >= pcap) {
+        size_t nc = pcap ? 2 * pcap : 8;
+        size_t *no = realloc(off, nc * sizeof *no);
+        if (!no) { ok = rv_jfail(c, "out of memory"); break; }
+        off = no;
+        pcap = nc;
       }
-      c[i++] = (uint32_t)v;
+      if (!rv_jpeek(c, '[')) { ok = rv_jfail(c, "'segmentation' must be a list of polygons"); break; }
+      long k = numbers(c, &xy, &cap, used);
+      if (k < 0) { ok = 0; break; }
+      off[np++] = used;
+      used += (size_t)k;
+      off[np] = used;
+      int r = rv_jnext(c, ']');
+      if (r < 0) { ok = 0; break; }
+      if (r == 0) break;
     }
-    rv_status st = rv_rle_from_counts(out, c, n, rh, rw, "segmentation (uncompressed RLE)", ctx);
-    free(c);
-    return st;
+    if (ok) {
+      size_t n0 = off[1] - off[0];
+      if (n0 < 4) ok = rv_jfail(c, "polygon 0 has %zu coordinates (pycocotools needs 4 for a box or more)", n0);
+    }
+    rv_rle *parts = ok ? calloc(np, sizeof *parts) : NULL;
+    if (ok && !parts) ok = rv_jfail(c, "out of memory");
+    if (ok) {
+      int as_box = off[1] - off[0] == 4;
+      for (size_t i = 0; i < np && ok; i++) {
+        size_t n = off[i + 1] - off[i];
+        if (as_box && n != 4) ok = rv_jfail(c, "part %zu has %zu numbers but part 0 has 4 (a box list)", i, n);
+        else if (!as_box && n / 2 == 0) ok = rv_jfail(c, "polygon %zu has %zu coordinates", i, n);
+        else {
+          rv_ctx *tctx = rv_ctx_create();
+          rv_status st = as_box ? rv_rle_from_bbox(&parts[i], xy + off[i], h, w, tctx)
+                                : rv_rle_from_poly(&parts[i], xy + off[i], n / 2, h, w, tctx);
+          if (st != RV_OK) rv_jfail(c, "polygon %zu: %s", i, tctx ? rv_ctx_errmsg(tctx) : "invalid");
+          ok = st == RV_OK;
+          rv_ctx_free(tctx);
+        }
+      }
+      if (ok) ok = status_msg(c, rv_rle_merge(out, parts, np, 0, NULL), "out of memory");
+      for (size_t i = 0; i < np; i++) rv_rle_free(&parts[i]);
+    }
+    free(parts);
+    free(xy);
+    free(off);
+    return ok;
   }
-  return rv_error(ctx, RV_ERR_FORMAT, "RLE 'counts' must be a string or a list of integers");
+  if (!rv_jpeek(c, '{')) return rv_jfail(c, "'segmentation' must be polygons or an RLE object");
+  c->p++;
+  double size[2] = {-1, -1};
+  int have_size = 0, have_counts = 0, ok = 1;
+  const char *counts_at = NULL;
+  for (;;) {
+    char k[32];
+    size_t kl;
+    if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
+    if (rv_jkey_is(k, kl, "size")) {
+      if (!rv_jexpect(c, '[') || !rv_jnumber(c, &size[0]) || !rv_jexpect(c, ',') || !rv_jnumber(c, &size[1]) ||
+          !rv_jexpect(c, ']'))
+        return rv_jfail(c, "RLE 'size' must be [height, width]");
+      have_size = 1;
+    } else if (rv_jkey_is(k, kl, "counts")) {
+      rv_jws(c);
+      counts_at = c->p;
+      if (!rv_jskip(c)) return 0;
+      have_counts = 1;
+    } else if (!rv_jskip(c))
+      return 0;
+    int r = rv_jnext(c, '}');
+    if (r < 0) return 0;
+    if (r == 0) break;
+  }
+  if (!have_size || !have_counts) return rv_jfail(c, "'segmentation' must have 'size' and 'counts'");
+  if (!(size[0] >= 0 && size[1] >= 0 && size[0] == floor(size[0]) && size[1] == floor(size[1]) &&
+        size[0] * size[1] < 4294967296.0))
+    return rv_jfail(c, "RLE 'size' [%g, %g] is not a valid mask size", size[0], size[1]);
+  uint32_t rh = (uint32_t)size[0], rw = (uint32_t)size[1];
+  rv_jcur sub = {counts_at, c->end, ""};
+  if (*counts_at == '"') {
+    size_t n = 0;
+    rv_jcur probe = sub;
+    rv_jstring(&probe, NULL, 0, &n);
+    char *str = malloc(n + 1);
+    if (!str) return rv_jfail(c, "out of memory");
+    size_t got = 0;
+    ok = rv_jstring(&sub, str, n + 1, &got);
+    if (ok && strlen(str) != got) ok = rv_jfail(c, "NUL character in RLE counts");
+    if (ok) ok = rle_string(c, out, str, rh, rw);
+    free(str);
+    return ok;
+  }
+  if (*counts_at == '[') { /* uncompressed RLE (frUncompressedRLE, its own size) */
+    double *v = NULL;
+    size_t cap = 0;
+    long n = numbers(&sub, &v, &cap, 0);
+    if (n < 0) {
+      free(v);
+      return rv_jfail(c, "%s", sub.err);
+    }
+    uint32_t *cnt = malloc(sizeof *cnt * (size_t)(n ? n : 1));
+    if (!cnt) ok = rv_jfail(c, "out of memory");
+    for (long i = 0; ok && i < n; i++) {
+      if (!(v[i] >= 0 && v[i] <= 4294967295.0 && v[i] == floor(v[i])))
+        ok = rv_jfail(c, "uncompressed RLE count %ld is not a non-negative integer", i);
+      else
+        cnt[i] = (uint32_t)v[i];
+    }
+    if (ok) {
+      rv_ctx *tctx = rv_ctx_create();
+      rv_status st = rv_rle_from_counts(out, cnt, (size_t)n, rh, rw, "segmentation (uncompressed RLE)", tctx);
+      if (st != RV_OK) rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "invalid RLE");
+      ok = st == RV_OK;
+      rv_ctx_free(tctx);
+    }
+    free(cnt);
+    free(v);
+    return ok;
+  }
+  return rv_jfail(c, "RLE 'counts' must be a string or a list of integers");
 }
 
 /* Re-issue the message in ctx with a "file: section[i]: " prefix. */
@@ -205,9 +239,9 @@ static int cmp_id_idx(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* sorted lookup table; returns the index of a duplicated id or -1 */
-static long build_index(int64_t **ids, size_t **idx, const int64_t *src, size_t stride_bytes, const void *base,
-                        size_t n) {
+/* sorted lookup table of the int64 id at the start of each record; returns the index of a
+ * duplicated id, -1 if none, -2 on allocation failure */
+static long build_index(int64_t **ids, size_t **idx, size_t stride_bytes, const void *base, size_t n) {
   id_idx *t = malloc(sizeof *t * (n ? n : 1));
   *ids = malloc(sizeof(int64_t) * (n ? n : 1));
   *idx = malloc(sizeof(size_t) * (n ? n : 1));
@@ -215,7 +249,6 @@ static long build_index(int64_t **ids, size_t **idx, const int64_t *src, size_t 
     free(t);
     return -2;
   }
-  (void)src;
   for (size_t i = 0; i < n; i++) {
     t[i].id = *(const int64_t *)((const char *)base + i * stride_bytes);
     t[i].idx = i;
@@ -269,172 +302,264 @@ void rv_coco_free(rv_coco *c) {
   free(c);
 }
 
-static char *dup_str(const cJSON *o, const char *key) {
-  const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-  if (!cJSON_IsString(it)) return NULL;
-  return strdup(it->valuestring);
+static int int_id(double v, int64_t *out) {
+  if (!(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
+  *out = (int64_t)v;
+  return 1;
 }
 
-static const cJSON **item_array(const cJSON *arr, size_t n) {
-  const cJSON **v = malloc(sizeof *v * (n ? n : 1));
-  if (!v) return NULL;
-  size_t i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, arr) v[i++] = e;
-  return v;
+/* number that must be an integer id */
+static int id_value(rv_jcur *c, int64_t *out) {
+  double v;
+  rv_jws(c);
+  if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p)))) return 0;
+  return rv_jnumber(c, &v) && int_id(v, out);
 }
 
-/* Convert segmentations in parallel: items[i] -> objs[i].segm for the flagged entries. On
- * failure the first failing entry is redone serially to produce its message. */
-static rv_status convert_masks(rv_coco_obj *objs, const cJSON **items, const uint8_t *todo, const uint32_t *hw,
-                               size_t n, int threads, const char *name, const char *section, rv_ctx *ctx) {
-  long first_bad = -1;
-  int nth = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 64) num_threads(nth)
-  for (long i = 0; i < (long)n; i++) {
-    if (!todo[i]) continue;
-    const cJSON *seg = cJSON_GetObjectItemCaseSensitive(items[i], "segmentation");
-    if (rv_coco_seg_to_rle(&objs[i].segm, seg, hw[2 * i], hw[2 * i + 1], NULL) != RV_OK) {
-#pragma omp critical(rv_coco_bad)
-      if (first_bad < 0 || i < first_bad) first_bad = i;
-    } else
-      objs[i].has_segm = 1;
+static char *string_value(rv_jcur *c) {
+  rv_jcur probe = *c;
+  size_t n = 0;
+  if (!rv_jstring(&probe, NULL, 0, &n)) return NULL;
+  char *s = malloc(n + 1);
+  if (s && !rv_jstring(c, s, n + 1, NULL)) {
+    free(s);
+    return NULL;
   }
-  if (first_bad >= 0) {
-    rv_rle tmp = {0};
-    const cJSON *seg = cJSON_GetObjectItemCaseSensitive(items[first_bad], "segmentation");
-    rv_status st = rv_coco_seg_to_rle(&tmp, seg, hw[2 * first_bad], hw[2 * first_bad + 1], ctx);
-    rv_rle_free(&tmp);
-    if (st == RV_OK) st = rv_error(ctx, RV_ERR_INTERNAL, "mask conversion failed");
-    return prefix_error(ctx, st, name, section, (size_t)first_bad);
-  }
-  return RV_OK;
+  return s;
 }
+
+/* images[i]: {id, width, height, file_name?} */
+static int image_elem(rv_jcur *c, rv_coco_image *im) {
+  int have_id = 0;
+  double w = -1, h = -1;
+  if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
+  if (!rv_jpeek(c, '}'))
+    for (;;) {
+      char k[32];
+      size_t kl;
+      if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
+      if (rv_jkey_is(k, kl, "id")) {
+        if (!id_value(c, &im->id)) return rv_jfail(c, "missing or non-integer 'id'");
+        have_id = 1;
+      } else if (rv_jkey_is(k, kl, "width") || rv_jkey_is(k, kl, "height")) {
+        rv_jws(c);
+        if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, k[0] == 'w' ? &w : &h))
+          return rv_jfail(c, "'width'/'height' missing or invalid");
+      } else if (rv_jkey_is(k, kl, "file_name") && rv_jpeek(c, '"')) {
+        free(im->file_name);
+        if (!(im->file_name = string_value(c))) return rv_jfail(c, "bad 'file_name'");
+      } else if (!rv_jskip(c))
+        return 0;
+      int r = rv_jnext(c, '}');
+      if (r < 0) return 0;
+      if (r == 0) break;
+    }
+  else
+    c->p++;
+  if (!have_id) return rv_jfail(c, "missing or non-integer 'id'");
+  if (!(w >= 1 && h >= 1 && w <= 1e6 && h <= 1e6) || w != floor(w) || h != floor(h) || w * h >= 4294967296.0)
+    return rv_jfail(c, "(id %lld): 'width'/'height' missing or invalid", (long long)im->id);
+  im->width = (int32_t)w;
+  im->height = (int32_t)h;
+  return 1;
+}
+
+static int category_elem(rv_jcur *c, rv_coco_category *cat) {
+  int have_id = 0;
+  if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
+  if (!rv_jpeek(c, '}'))
+    for (;;) {
+      char k[32];
+      size_t kl;
+      if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
+      if (rv_jkey_is(k, kl, "id")) {
+        if (!id_value(c, &cat->id)) return rv_jfail(c, "missing or non-integer 'id'");
+        have_id = 1;
+      } else if (rv_jkey_is(k, kl, "name") && rv_jpeek(c, '"')) {
+        free(cat->name);
+        if (!(cat->name = string_value(c))) return rv_jfail(c, "bad 'name'");
+      } else if (!rv_jskip(c))
+        return 0;
+      int r = rv_jnext(c, '}');
+      if (r < 0) return 0;
+      if (r == 0) break;
+    }
+  else
+    c->p++;
+  return have_id ? 1 : rv_jfail(c, "missing or non-integer 'id'");
+}
+
+/* annotations[i]; the segmentation is read after the object (it may precede image_id). */
+static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int load_segm) {
+  int have_id = 0, have_img = 0, have_cat = 0, have_area = 0;
+  const char *seg_at = NULL;
+  if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
+  if (!rv_jpeek(c, '}'))
+    for (;;) {
+      char k[32];
+      size_t kl;
+      if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
+      if (rv_jkey_is(k, kl, "id") || rv_jkey_is(k, kl, "image_id") || rv_jkey_is(k, kl, "category_id")) {
+        int64_t *dst = kl == 2 ? &o->id : k[0] == 'i' ? &o->image_id : &o->category_id;
+        if (!id_value(c, dst)) return rv_jfail(c, "'id', 'image_id' and 'category_id' must be integers");
+        if (kl == 2) have_id = 1; else if (k[0] == 'i') have_img = 1; else have_cat = 1;
+      } else if (rv_jkey_is(k, kl, "area")) {
+        rv_jws(c);
+        if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, &o->area))
+          return rv_jfail(c, "missing or non-numeric 'area'");
+        have_area = 1;
+      } else if (rv_jkey_is(k, kl, "iscrowd")) {
+        rv_jws(c);
+        double v = 0;
+        if (c->end - c->p >= 4 && memcmp(c->p, "true", 4) == 0) { c->p += 4; v = 1; }
+        else if (c->end - c->p >= 5 && memcmp(c->p, "false", 5) == 0) { c->p += 5; v = 0; }
+        else if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, &v))
+          return rv_jfail(c, "'iscrowd' must be 0 or 1");
+        o->iscrowd = v != 0;
+      } else if (rv_jkey_is(k, kl, "bbox")) {
+        if (!rv_jexpect(c, '[')) return rv_jfail(c, "'bbox' must be 4 numbers");
+        if (rv_jpeek(c, ']')) {
+          c->p++;
+        } else {
+          for (int i = 0; i < 4; i++)
+            if ((i && !rv_jexpect(c, ',')) || !rv_jnumber(c, &o->bbox[i]) || !isfinite(o->bbox[i]))
+              return rv_jfail(c, "'bbox' must be 4 numbers");
+          if (!rv_jexpect(c, ']')) return rv_jfail(c, "'bbox' must be 4 numbers");
+          o->has_bbox = 1;
+        }
+      } else if (rv_jkey_is(k, kl, "segmentation")) {
+        rv_jws(c);
+        seg_at = c->p;
+        if (!rv_jskip(c)) return 0;
+      } else if (!rv_jskip(c))
+        return 0;
+      int r = rv_jnext(c, '}');
+      if (r < 0) return 0;
+      if (r == 0) break;
+    }
+  else
+    c->p++;
+  if (!have_id || !have_img || !have_cat) return rv_jfail(c, "'id', 'image_id' and 'category_id' must be integers");
+  if (!have_area || isnan(o->area)) return rv_jfail(c, "(id %lld): missing or non-numeric 'area'", (long long)o->id);
+  if (!o->has_bbox && !load_segm) return rv_jfail(c, "(id %lld): 'bbox' must be 4 numbers", (long long)o->id);
+  const rv_coco_image *im = rv_coco_find_image(gt, o->image_id);
+  if (load_segm && im && rv_coco_find_category(gt, o->category_id)) {
+    if (!seg_at) return rv_jfail(c, "(id %lld): no 'segmentation'", (long long)o->id);
+    rv_jcur sc = {seg_at, c->end, ""};
+    if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
+      return rv_jfail(c, "(id %lld): %s", (long long)o->id, sc.err);
+    o->has_segm = 1;
+  }
+  return 1;
+}
+
+/* parse element i of a split list with fn; 1 ok (the whole span consumed) */
+#define PARSE_ELEM(c, starts, i, call)                                         \
+  (((c).p = (starts)[i], (c).end = (starts)[(i) + 1] - 1, (c).err[0] = 0),   \
+   (call) && (rv_jws(&(c)), (c).p == (c).end ? 1 : rv_jfail(&(c), "unexpected data after the object")))
 
 rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const char *name, int load_segm,
                            int threads, rv_ctx *ctx) {
   *out = NULL;
-  cJSON *root = NULL;
-  RV_TRY(parse_json(&root, json, len, name, ctx));
   rv_status st = RV_OK;
-  const cJSON **items = NULL;
-  uint8_t *todo = NULL;
-  uint32_t *hw = NULL;
+  const char **sp[3] = {NULL, NULL, NULL};
+  size_t sn[3] = {0, 0, 0};
+  int seen[3] = {0, 0, 0};
+  static const char *lists[3] = {"images", "annotations", "categories"};
   rv_coco *c = calloc(1, sizeof *c);
-  if (!c) {
-    cJSON_Delete(root);
-    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
-  }
+  if (!c) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
   c->path = strdup(name);
-  if (!cJSON_IsObject(root)) {
+  rv_jcur cur = {json, json + len, ""};
+  if (rv_jpeek(&cur, '[')) {
     st = rv_error(ctx, RV_ERR_FORMAT, "%s: the top level must be an object with images/annotations/categories", name);
     goto fail;
   }
-  const cJSON *jimgs = cJSON_GetObjectItemCaseSensitive(root, "images");
-  const cJSON *janns = cJSON_GetObjectItemCaseSensitive(root, "annotations");
-  const cJSON *jcats = cJSON_GetObjectItemCaseSensitive(root, "categories");
-  if (!cJSON_IsArray(jimgs)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: no 'images' list", name); goto fail; }
-  if (!cJSON_IsArray(jcats)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: no 'categories' list", name); goto fail; }
-  if (janns && !cJSON_IsArray(janns)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: 'annotations' is not a list", name); goto fail; }
-  size_t ni = count_items(jimgs), nc = count_items(jcats), na = janns ? count_items(janns) : 0;
+  if (!rv_jexpect(&cur, '{')) goto syntax;
+  if (rv_jpeek(&cur, '}'))
+    cur.p++;
+  else
+    for (;;) {
+      char k[32];
+      size_t kl;
+      if (!rv_jkey(&cur, k, sizeof k, &kl)) goto syntax;
+      int which = -1;
+      for (int i = 0; i < 3; i++)
+        if (rv_jkey_is(k, kl, lists[i])) which = i;
+      if (which >= 0 && rv_jpeek(&cur, '[')) {
+        free(sp[which]);
+        if (!rv_jsplit_list(&cur, &sp[which], &sn[which])) goto syntax;
+        seen[which] = 1;
+      } else if (which >= 0) {
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: '%s' is not a list", name, lists[which]);
+        goto fail;
+      } else if (!rv_jskip(&cur))
+        goto syntax;
+      int r = rv_jnext(&cur, '}');
+      if (r < 0) goto syntax;
+      if (r == 0) break;
+    }
+  rv_jws(&cur);
+  if (cur.p < cur.end && *cur.p) {
+    rv_jfail(&cur, "data after the top-level object");
+    goto syntax;
+  }
+  if (!seen[0]) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: no 'images' list", name); goto fail; }
+  if (!seen[2]) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: no 'categories' list", name); goto fail; }
+  size_t ni = sn[0], na = sn[1], nc = sn[2];
   c->images = calloc(ni ? ni : 1, sizeof *c->images);
   c->cats = calloc(nc ? nc : 1, sizeof *c->cats);
   c->anns = calloc(na ? na : 1, sizeof *c->anns);
   if (!c->images || !c->cats || !c->anns) goto nomem;
-  size_t i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, jimgs) {
-    rv_coco_image *im = &c->images[i];
-    double w, h;
-    if (!cJSON_IsObject(e) || !get_id(e, "id", &im->id)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: images[%zu]: missing or non-integer 'id'", name, i);
-      goto fail;
-    }
-    if (!get_num(e, "width", &w) || !get_num(e, "height", &h) || !(w >= 1 && h >= 1 && w <= 1e6 && h <= 1e6) ||
-        w != floor(w) || h != floor(h) || w * h >= 4294967296.0) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: images[%zu] (id %lld): 'width'/'height' missing or invalid", name, i,
-                    (long long)im->id);
-      goto fail;
-    }
-    im->width = (int32_t)w;
-    im->height = (int32_t)h;
-    im->file_name = dup_str(e, "file_name");
-    i++;
-  }
   c->n_images = ni;
-  i = 0;
-  cJSON_ArrayForEach(e, jcats) {
-    if (!cJSON_IsObject(e) || !get_id(e, "id", &c->cats[i].id)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: categories[%zu]: missing or non-integer 'id'", name, i);
+  c->n_cats = nc;
+  rv_jcur ec = {json, json, ""};
+  for (size_t i = 0; i < ni; i++)
+    if (!PARSE_ELEM(ec, sp[0], i, image_elem(&ec, &c->images[i]))) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: images[%zu]: %s", name, i, ec.err);
       goto fail;
     }
-    c->cats[i].name = dup_str(e, "name");
-    i++;
-  }
-  c->n_cats = nc;
-  long dup = build_index(&c->img_ids_sorted, &c->img_idx_sorted, NULL, sizeof(rv_coco_image), c->images, ni);
+  for (size_t i = 0; i < nc; i++)
+    if (!PARSE_ELEM(ec, sp[2], i, category_elem(&ec, &c->cats[i]))) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: categories[%zu]: %s", name, i, ec.err);
+      goto fail;
+    }
+  long dup = build_index(&c->img_ids_sorted, &c->img_idx_sorted, sizeof(rv_coco_image), c->images, ni);
   if (dup == -2) goto nomem;
   if (dup >= 0) {
-    st = rv_error(ctx, RV_ERR_FORMAT, "%s: images[%ld]: duplicate image id %lld", name, dup,
-                  (long long)c->images[dup].id);
+    st = rv_error(ctx, RV_ERR_FORMAT, "%s: images[%ld]: duplicate image id %lld", name, dup, (long long)c->images[dup].id);
     goto fail;
   }
-  dup = build_index(&c->cat_ids_sorted, &c->cat_idx_sorted, NULL, sizeof(rv_coco_category), c->cats, nc);
+  dup = build_index(&c->cat_ids_sorted, &c->cat_idx_sorted, sizeof(rv_coco_category), c->cats, nc);
   if (dup == -2) goto nomem;
   if (dup >= 0) {
     st = rv_error(ctx, RV_ERR_FORMAT, "%s: categories[%ld]: duplicate category id %lld", name, dup,
                   (long long)c->cats[dup].id);
     goto fail;
   }
-  items = janns ? item_array(janns, na) : NULL;
-  todo = calloc(na ? na : 1, 1);
-  hw = calloc(na ? 2 * na : 2, sizeof *hw);
-  if ((na && !items) || !todo || !hw) goto nomem;
-  for (i = 0; i < na; i++) {
-    const cJSON *a = items[i];
-    rv_coco_obj *o = &c->anns[i];
-    if (!cJSON_IsObject(a)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu]: not an object", name, i); goto fail; }
-    if (!get_id(a, "id", &o->id) || !get_id(a, "image_id", &o->image_id) || !get_id(a, "category_id", &o->category_id)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu]: 'id', 'image_id' and 'category_id' must be integers",
-                    name, i);
-      goto fail;
-    }
-    if (!get_num(a, "area", &o->area) || isnan(o->area)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu] (id %lld): missing or non-numeric 'area'", name, i,
-                    (long long)o->id);
-      goto fail;
-    }
-    const cJSON *cr = cJSON_GetObjectItemCaseSensitive(a, "iscrowd");
-    if (cr && !cJSON_IsNumber(cr) && !cJSON_IsBool(cr)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu] (id %lld): 'iscrowd' must be 0 or 1", name, i,
-                    (long long)o->id);
-      goto fail;
-    }
-    o->iscrowd = cr ? (cJSON_IsBool(cr) ? cJSON_IsTrue(cr) : cr->valuedouble != 0) : 0;
-    int bb = get_bbox(a, o->bbox);
-    if (bb < 0 || (bb == 0 && !load_segm)) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu] (id %lld): 'bbox' must be 4 numbers", name, i,
-                    (long long)o->id);
-      goto fail;
-    }
-    o->has_bbox = bb > 0;
-    const rv_coco_image *im = rv_coco_find_image(c, o->image_id);
-    if (load_segm && im && rv_coco_find_category(c, o->category_id)) {
-      if (!cJSON_GetObjectItemCaseSensitive(a, "segmentation")) {
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%zu] (id %lld): no 'segmentation'", name, i,
-                      (long long)o->id);
-        goto fail;
+  /* annotations in parallel; the first failing one is reported */
+  long first_bad = -1;
+  char msg[200] = "";
+  int nth = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nth)
+  for (long i = 0; i < (long)na; i++) {
+    rv_jcur ac = {json, json, ""};
+    if (!PARSE_ELEM(ac, sp[1], i, annotation_elem(&ac, &c->anns[i], c, load_segm))) {
+#pragma omp critical(rv_coco_gt_bad)
+      if (first_bad < 0 || i < first_bad) {
+        first_bad = i;
+        snprintf(msg, sizeof msg, "%s", ac.err);
       }
-      todo[i] = 1;
-      hw[2 * i] = (uint32_t)im->height;
-      hw[2 * i + 1] = (uint32_t)im->width;
     }
   }
   c->n_anns = na;
+  if (first_bad >= 0) {
+    st = rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%ld]: %s", name, first_bad, msg);
+    goto fail;
+  }
   {
     int64_t *ids = NULL;
     size_t *idx = NULL;
-    dup = build_index(&ids, &idx, NULL, sizeof(rv_coco_obj), c->anns, na);
+    dup = build_index(&ids, &idx, sizeof(rv_coco_obj), c->anns, na);
     free(ids);
     free(idx);
     if (dup == -2) goto nomem;
@@ -444,24 +569,17 @@ rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const ch
       goto fail;
     }
   }
-  if (load_segm) {
-    st = convert_masks(c->anns, items, todo, hw, na, threads, name, "annotations", ctx);
-    if (st != RV_OK) goto fail;
-    c->has_segm = 1;
-  }
-  free(items);
-  free(todo);
-  free(hw);
-  cJSON_Delete(root);
+  c->has_segm = load_segm != 0;
+  for (int i = 0; i < 3; i++) free(sp[i]);
   *out = c;
   return RV_OK;
+syntax:
+  st = rv_jsyntax_error(ctx, name, json, cur.p, cur.err[0] ? cur.err : "unexpected input");
+  goto fail;
 nomem:
   st = rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
 fail:
-  free(items);
-  free(todo);
-  free(hw);
-  cJSON_Delete(root);
+  for (int i = 0; i < 3; i++) free(sp[i]);
   rv_coco_free(c);
   return st;
 }

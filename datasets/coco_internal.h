@@ -5,9 +5,12 @@
 
 #include "datasets/coco.h"
 
-struct cJSON;
-/* COCO.annToRLE on a parsed "segmentation" value (polygons, uncompressed or compressed RLE). */
-rv_status rv_coco_seg_to_rle(rv_rle *out, const struct cJSON *seg, uint32_t h, uint32_t w, rv_ctx *ctx);
+#include "datasets/json_scan.h"
+
+/* COCO.annToRLE on the "segmentation" value at c (polygons with the image size h x w,
+ * uncompressed or compressed RLE with their own size). want = 0: only skip over it.
+ * Returns 1, or 0 with the problem in c->err. */
+int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want);
 /* Parse a results list into r->dets (no loadRes rules yet). Masks are decoded when the
  * evaluation needs them (segm, mask area mode, or a first result without a bbox). */
 rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
