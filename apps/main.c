@@ -1,6 +1,7 @@
 /* `ravlt`: the command-line front end. Global options, then a subcommand. */
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "core/image.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,9 @@ int main(int argc, char **argv) {
     } else { fprintf(stderr, "ravlt: unknown option '%s' (see 'ravlt --help')\n", argv[i]); return 2; }
   }
   if (i >= argc) { usage(stderr); return 2; }
+  /* OpenCV's own process-wide settings: its backend warnings only with --verbose */
+  rv_image_set_opencv_log_level(rv_cli.verbose ? 1 : 0);
+  if (rv_cli.threads > 0) rv_image_set_opencv_threads(rv_cli.threads);
   int n;
   const command *tab = commands(&n);
   for (int k = 0; k < n; k++) {
