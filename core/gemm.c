@@ -1,9 +1,12 @@
 /* GEMM: row-major C = alpha * op(A) * op(B) + beta * C via OpenBLAS, and a naive twin.
  * op(A) is [m x k] (A stored [m x k], lda >= k, or transposed: stored [k x m], lda >= m);
  * op(B) is [k x n] likewise. Never called from inside an OpenMP parallel region. */
+#define _POSIX_C_SOURCE 200112L /* setenv */
 #include "core/ops.h"
 
 #include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
 
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
@@ -36,4 +39,46 @@ void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alph
       *cp = (float)(alpha * s + (beta == 0.0f ? 0.0 : (double)beta * (double)*cp));
     }
   }
+}
+
+/* ---- OpenBLAS kernel selection --------------------------------------------------------
+ * DYNAMIC_ARCH builds of OpenBLAS (Debian's) choose kernels from a CPU table fixed at their
+ * release. CPUs newer than the table fall back to the generic Prescott (SSE3) kernels:
+ * OpenBLAS 0.3.21 on an Emerald Rapids Xeon runs sgemm 5-7x slower than with its SkylakeX
+ * kernels. These hooks exist only in DYNAMIC_ARCH builds, hence weak references. */
+extern void gotoblas_dynamic_init(void) __attribute__((weak));
+extern void gotoblas_dynamic_quit(void) __attribute__((weak));
+extern char *openblas_get_corename(void) __attribute__((weak));
+
+static int is_generic_core(const char *name) {
+  static const char *const generic[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem",
+                                        "Atom", "Katmai", "Coppermine", "Northwood", "Banias"};
+  for (size_t i = 0; i < sizeof generic / sizeof generic[0]; i++)
+    if (!strcmp(name, generic[i])) return 1;
+  return 0;
+}
+
+const char *rv_blas_init(void) {
+  const char *cur = openblas_get_corename ? openblas_get_corename() : "unknown";
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || !openblas_get_corename) return cur;
+  if (getenv("OPENBLAS_CORETYPE")) return cur; /* the user's choice wins */
+  const char *want = NULL;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    want = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = "Haswell";
+  else if (__builtin_cpu_supports("avx"))
+    want = "Sandybridge";
+  int upgrade = want && (is_generic_core(cur) ||
+                         (!strcmp(cur, "Sandybridge") && strcmp(want, "Sandybridge")));
+  if (!upgrade) return cur;
+  if (setenv("OPENBLAS_CORETYPE", want, 1) != 0) return cur;
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  cur = openblas_get_corename();
+#endif
+  return cur;
 }

@@ -549,6 +549,10 @@ static void test_resize_sweep(void **state) {
 }
 
 int main(void) {
+  /* upgrade OpenBLAS from its generic fallback kernels where the CPU allows (rv_blas_init) */
+  const char *core = rv_blas_init();
+  assert_non_null(core);
+  fprintf(stderr, "OpenBLAS core: %s\n", core);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
