@@ -35,6 +35,7 @@ typedef struct {
   size_t nst, capst;
   uint32_t *hidx;     /* open-addressing index over st by key */
   size_t hcap;
+  uint64_t gathered;  /* bytes copied for non-contiguous views so far */
 } loader;
 
 static char *dupn(const char *s, size_t n) {
@@ -352,6 +353,12 @@ static rv_status add_tensor(loader *L, const char *tname, const rv_pk_value *arg
   size_t nbytes = numel * es; /* <= storage bytes, cannot overflow */
   const unsigned char *data = numel ? s->data + (size_t)offset * es : s->data;
   if (!contiguous) {
+    /* views may legitimately repeat data (stride 0), but not without bound: a few views per
+     * stored byte is the most a real checkpoint holds */
+    L->gathered += nbytes;
+    if (L->gathered > 16 * L->archive_len + ((uint64_t)64 << 20))
+      return rv_error(L->ctx, RV_ERR_FORMAT, "%s: tensor '%s': strided views expand to over %llu bytes, implausible for a %llu-byte file",
+                      L->name, tname, (unsigned long long)L->gathered, (unsigned long long)L->archive_len);
     unsigned char *g = rv_malloc(nbytes);
     if (!g || rv_weights_adopt(L->w, g) != RV_OK) {
       rv_free(g);

@@ -280,6 +280,7 @@ static void test_bad_files(void **state) {
       {"bad_huge_numel.pth", RV_ERR_FORMAT, "overflows"},
       {"bad_huge_size.pth", RV_ERR_FORMAT, "size overflows"},
       {"bad_huge_stride.pth", RV_ERR_FORMAT, "reaches past its storage"},
+      {"bad_expand.pth", RV_ERR_FORMAT, "strided views expand to over"},
       {"bad_storage_type.pth", RV_ERR_UNSUPPORTED, "torch.ComplexFloatStorage is not supported"},
       {"bad_byteorder.pth", RV_ERR_FORMAT, "neither 'little' nor 'big'"},
       {"bad_not_dict.pth", RV_ERR_FORMAT, "holds a list, not a dict"},

@@ -217,6 +217,8 @@ def main():
         [("w", Tensor(s4, 0, [1 << 40, 1 << 40], [0, 0]))]))
     save(P("bad_huge_stride.pth"), collections.OrderedDict(
         [("w", Tensor(s4, 0, [3, 2], [1 << 62, 1 << 62]))]))
+    save(P("bad_expand.pth"), collections.OrderedDict(  # a 64 GB broadcast of one float
+        [("w", Tensor(s4, 0, [1 << 24, 1 << 10], [0, 0]))]))
     save(P("bad_storage_type.pth"), collections.OrderedDict(
         [("w", T("ComplexFloatStorage", [1.0, 2.0], 0, numel=1, shape=[1]))]))
     save(P("bad_byteorder.pth"), one, byteorder=b"middle")
