@@ -3,6 +3,7 @@
 #include "apps/cli.h"
 #include "apps/model_args.h"
 #include "backbone/ravlt.h"
+#include "core/ops.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -23,6 +24,7 @@ static const char *USAGE =
     "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
     "peak resident memory. MODEL is a checkpoint, or a preset with --random-weights\n"
     "(ravlt-t/s/b/l: classifiers; ravlt-t/s/b/l-backbone or --backbone: the backbone).\n"
+    "'ravlt bench sgemm --size N' measures the SGEMM rate (N x N x N) for reference.\n"
     "\n"
     "  --size HxW        input size (default 224x224)\n"
     "  --threads N       threads (default: the global --threads, else all cores)\n"
@@ -45,6 +47,36 @@ static int parse_count(const char *s, int lo, int hi, int *out) {
   long v = strtol(s, &end, 10);
   if (end == s || *end || v < lo || v > hi) return -1;
   *out = (int)v;
+  return 0;
+}
+
+/* `ravlt bench sgemm --size N`: the machine's SGEMM rate (rv_gemm_f32, N x N x N), the
+ * reference for "percent of SGEMM peak". */
+static int bench_sgemm(int n, int threads, int runs, int json) {
+#ifdef _OPENMP
+  if (threads > 0) omp_set_num_threads(threads);
+  int nt = omp_get_max_threads();
+#else
+  int nt = 1;
+#endif
+  size_t sz = (size_t)n * n;
+  float *a = malloc(sizeof(float) * sz), *b = malloc(sizeof(float) * sz), *c = malloc(sizeof(float) * sz);
+  if (!a || !b || !c) { free(a); free(b); free(c); fprintf(stderr, "ravlt bench: out of memory\n"); return 1; }
+  for (size_t i = 0; i < sz; i++) { a[i] = (float)(i % 17) * 0.01f; b[i] = (float)(i % 13) * 0.02f; }
+  rv_gemm_f32(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+  double best = 1e30;
+  for (int r = 0; r < runs; r++) {
+    double t0 = rv_now();
+    rv_gemm_f32(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    double dt = rv_now() - t0;
+    if (dt < best) best = dt;
+  }
+  double g = (double)n * n * n / best / 1e9;
+  if (json) printf("{\"sgemm_n\":%d,\"threads\":%d,\"gmacs_per_s\":%.2f,\"blas_core\":\"%s\"}\n", n, nt, g, openblas_get_corename());
+  else printf("sgemm %dx%dx%d, %d thread%s: %.1f GMAC/s (best of %d), OpenBLAS %s\n", n, n, n, nt, nt == 1 ? "" : "s", g, runs, openblas_get_corename());
+  free(a);
+  free(b);
+  free(c);
   return 0;
 }
 
@@ -77,6 +109,7 @@ int rv_cmd_bench(int argc, char **argv) {
   }
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
   rv_cli_fix_blas_core(); /* may re-execute with OPENBLAS_CORETYPE set */
+  if (strcmp(model, "sgemm") == 0) return bench_sgemm(h, threads, runs, json);
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   rv_ctx_set_threads(ctx, threads);

@@ -30,8 +30,10 @@ if [ -z "${OPENBLAS_CORETYPE+x}" ]; then
   elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
 fi
 export OMP_NUM_THREADS=$THREADS
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-8s %-9s %10s %9s %8s %10s %9s %8s %7s\n" model size ravlt_ms GMAC/s RSS_MB torch_ms GMAC/s RSS_MB speedup
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+sg=$("$BIN" bench sgemm --size 2048 --threads "$THREADS" --runs 3 --json | grep -o '"gmacs_per_s":[0-9.e+-]*' | cut -d: -f2)
+echo "# SGEMM 2048^3 with $THREADS threads: $sg GMAC/s"
+printf "%-8s %-9s %10s %9s %6s %8s %10s %9s %8s %7s\n" model size ravlt_ms GMAC/s %sgemm RSS_MB torch_ms GMAC/s RSS_MB speedup
 for m in $MODELS; do
   for s in $SIZES; do
     r=$("$BIN" bench "ravlt-$m-backbone" --random-weights --size "$s" --threads "$THREADS" --runs "$RUNS" --json)
@@ -43,11 +45,11 @@ for m in $MODELS; do
       t=$(/usr/bin/python3 tools/ravlt_torch.py bench "ravlt-$m" --size "$s" --threads "$THREADS" --runs "$RUNS" --json)
       tms=$(echo "$t" | grep -o '"median_ms": [0-9.e+-]*' | cut -d' ' -f2)
       tr=$(echo "$t" | grep -o '"peak_rss_mb": [0-9.e+-]*' | cut -d' ' -f2)
-      awk -v m="ravlt-$m" -v s="$s" -v rms="$rms" -v rg="$rg" -v rr="$rr" -v tms="$tms" -v tr="$tr" -v gm="$gm" \
-        'BEGIN { printf "%-8s %-9s %10.1f %9.1f %8.0f %10.1f %9.1f %8.0f %6.2fx\n", m, s, rms, rg, rr, tms, gm / (tms / 1e3), tr, tms / rms }'
+      awk -v m="ravlt-$m" -v s="$s" -v rms="$rms" -v rg="$rg" -v rr="$rr" -v tms="$tms" -v tr="$tr" -v gm="$gm" -v sg="$sg" \
+        'BEGIN { printf "%-8s %-9s %10.1f %9.1f %5.0f%% %8.0f %10.1f %9.1f %8.0f %6.2fx\n", m, s, rms, rg, 100 * rg / sg, rr, tms, gm / (tms / 1e3), tr, tms / rms }'
     else
-      awk -v m="ravlt-$m" -v s="$s" -v rms="$rms" -v rg="$rg" -v rr="$rr" \
-        'BEGIN { printf "%-8s %-9s %10.1f %9.1f %8.0f %10s %9s %8s %7s\n", m, s, rms, rg, rr, "-", "-", "-", "-" }'
+      awk -v m="ravlt-$m" -v s="$s" -v rms="$rms" -v rg="$rg" -v rr="$rr" -v sg="$sg" \
+        'BEGIN { printf "%-8s %-9s %10.1f %9.1f %5.0f%% %8.0f %10s %9s %8s %7s\n", m, s, rms, rg, 100 * rg / sg, rr, "-", "-", "-", "-" }'
     fi
   done
 done
