@@ -20,12 +20,16 @@
 #include <string.h>
 #include <math.h>
 
-/* GCC will not if-convert selects whose arms hold float ops that may trap, which blocks
- * vectorising these functions; we never read the floating-point exception flags, so
- * including this header turns -ftrapping-math off for the rest of the translation unit.
- * Results are bit-for-bit the same. (Clang does not assume trapping math by default.) */
+/* Two GCC options change for the rest of a translation unit that includes this header:
+ * - no-trapping-math: GCC will not if-convert selects whose arms hold float ops that may
+ *   trap, which blocks vectorising these functions; we never read the FP exception flags.
+ * - no-thread-jumps: jump threading specialises the input clamps of rv_vexpf into paths
+ *   where the result is a constant, e.g. silu's x * sigmoid(-87.3) = x * 1e-38, which the
+ *   vectorised loop then computes for every element and blends away; that product is
+ *   denormal for |x| < 1 and costs a microcode assist per vector (silu 10x slower).
+ * Results are bit-for-bit the same. (Clang needs neither.) */
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("no-trapping-math")
+#pragma GCC optimize("no-trapping-math", "no-thread-jumps")
 #endif
 
 /* RV_CLONES before a function definition compiles it twice, for x86-64-v3 (AVX2, 8-wide)
