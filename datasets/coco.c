@@ -1,6 +1,7 @@
 /* COCO instances / results JSON loading with pycocotools' rules (coco.py: createIndex,
- * annToRLE, loadRes). Masks are converted in parallel (OpenMP); a failing entry is then
- * re-converted serially so that the error message is deterministic (the first bad entry). */
+ * annToRLE, loadRes) on the streaming scanner of json_scan.h: the top-level lists are split
+ * into element spans, annotations are parsed (and their masks rasterised) in parallel, and
+ * the first failing element is the one reported, so messages do not depend on threads. */
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/coco_internal.h"
 

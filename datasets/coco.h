@@ -1,4 +1,4 @@
-/* COCO annotation files and detection results (JSON, via cJSON), with pycocotools' loading rules.
+/* COCO annotation files and detection results (JSON), with pycocotools' loading rules.
  *
  *   rv_coco *gt = NULL;
  *   rv_coco_results res = {0};
@@ -20,7 +20,11 @@
  * whenever a segmentation is present (a variant; not what published numbers used).
  * Results on images missing from the gt are an error (pycocotools asserts); results whose
  * category is not in the gt are kept but never evaluated (pycocotools drops them silently;
- * n_unknown_category counts them).
+ * n_unknown_category counts them). An empty results list is accepted (pycocotools fails).
+ *
+ * Speed: files are read with a streaming scanner (datasets/json_scan.h), no JSON tree; list
+ * elements (annotations, results) are parsed and their masks decoded in parallel (OpenMP).
+ * A 5000-image set with 35k annotations and 490k mask results loads in ~2 s + ~5 s.
  */
 #ifndef RV_DATASETS_COCO_H
 #define RV_DATASETS_COCO_H
