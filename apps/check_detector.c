@@ -22,6 +22,7 @@ typedef struct {
 static void on_trace(void *user, const char *name, const float *data, const int *shape,
                      int ndim) {
   trace_ctx *t = user;
+  if (!strncmp(name, "det.", 4)) return; /* final detections are compared after the run */
   const rv_wtensor *w = rv_weights_find(t->s->io, name);
   if (!w) return;
   size_t n = 1;
@@ -149,29 +150,50 @@ int rv_check_detector_head(rv_check_state *s) {
     rc = 1;
     goto out;
   }
-  /* final detections */
+  /* final detections: det.bboxes [n,4] (or [n,5] with the score), det.scores, det.labels;
+   * NMS order, or mmdet's bbox2result class order when the reference is sorted by class */
   size_t nb = 0, ns = 0, nl = 0;
   float *rb = rv_check_load_f32(s, "det.bboxes", &nb), *rs = rv_check_load_f32(s, "det.scores", &ns),
         *rl = rv_check_load_f32(s, "det.labels", &nl);
-  if (rb && rs && rl) {
-    int nref = (int)ns;
-    int same = d.n == nref && nb == (size_t)nref * 4 && nl == (size_t)nref;
+  if (rb && rl && (rs || nb == nl * 5)) {
+    int nref = (int)nl, bstride = nb == nl * 5 ? 5 : 4;
+    int same = d.n == nref && nb == (size_t)nref * bstride && (!rs || ns == (size_t)nref);
     rv_check_report(s, "det.count", same, "%d detections, reference %d", d.n, nref);
     if (same) {
-      int lab_ok = 1;
+      int *order = malloc(sizeof(int) * (size_t)(nref + 1));
+      int lab_ok = 1, class_order = 0;
+      for (int i = 0; i < nref; i++) order[i] = i;
+      for (int i = 0; i < nref; i++)
+        if (d.labels[i] != (int)rl[i]) lab_ok = 0;
+      if (!lab_ok) {
+        int sorted = 1;
+        for (int i = 1; i < nref; i++)
+          if (rl[i] < rl[i - 1]) sorted = 0;
+        if (sorted && order) {
+          rv_detections_class_order(order, &d);
+          lab_ok = 1;
+          class_order = 1;
+          for (int i = 0; i < nref; i++)
+            if (d.labels[order[i]] != (int)rl[i]) lab_ok = 0;
+        }
+      }
       double bmax = 0, smax = 0;
       for (int i = 0; i < nref; i++) {
-        if (d.labels[i] != (int)rl[i]) lab_ok = 0;
-        for (int k = 0; k < 4; k++) bmax = fmax(bmax, fabs((double)d.bboxes[i * 4 + k] - rb[i * 4 + k]));
-        smax = fmax(smax, fabs((double)d.scores[i] - rs[i]));
+        int j = order[i];
+        for (int k = 0; k < 4; k++)
+          bmax = fmax(bmax, fabs((double)d.bboxes[j * 4 + k] - rb[(size_t)i * bstride + k]));
+        float ref_s = rs ? rs[i] : rb[(size_t)i * 5 + 4];
+        smax = fmax(smax, fabs((double)d.scores[j] - ref_s));
       }
+      free(order);
       double stol = arch == RV_DET_CASCADE_MASK_RCNN ? 3e-5 : 1e-5;
-      rv_check_report(s, "det.labels", lab_ok, "labels and order %s", lab_ok ? "identical" : "differ");
+      rv_check_report(s, "det.labels", lab_ok, "labels and order %s%s",
+                      lab_ok ? "identical" : "differ", class_order ? " (class order)" : "");
       rv_check_report(s, "det.bboxes", bmax <= 1e-2, "max abs %.3g px (tol 1e-2)", bmax);
       rv_check_report(s, "det.scores", smax <= stol, "max abs %.3g (tol %.0e)", smax, stol);
       const rv_wtensor *wm = rv_weights_find(s->io, "det.masks");
-      if (wm && d.masks && wm->dtype == RV_DT_U8 && wm->ndim == 3 && wm->shape[1] == d.mask_h &&
-          wm->shape[2] == d.mask_w && wm->shape[0] <= d.n) {
+      if (wm && d.masks && !class_order && wm->dtype == RV_DT_U8 && wm->ndim == 3 &&
+          wm->shape[1] == d.mask_h && wm->shape[2] == d.mask_w && wm->shape[0] <= d.n) {
         size_t plane = (size_t)d.mask_h * d.mask_w, tot = (size_t)wm->shape[0] * plane, diff = 0;
         const unsigned char *m = wm->data;
         for (size_t i = 0; i < tot; i++) diff += (m[i] != 0) != (d.masks[i] != 0);

@@ -3,6 +3,8 @@
 
 #include "necks/fpn.h"
 
+#include <omp.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -134,6 +136,8 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
   for (int k = 0; k < 4; k++)
     if (!(meta->scale_factor[k] > 0))
       return rv_error(ctx, RV_ERR_ARG, "detector: invalid scale factor %g", meta->scale_factor[k]);
+  int threads = rv_ctx_threads(ctx);
+  if (threads > 0) omp_set_num_threads(threads);
   const int L = 5;
   rv_tensor p[5], cls[5], reg[5];
   /* The pyramid and head outputs stay in the arena until the caller resets it; the
@@ -151,6 +155,10 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
       snprintf(name, sizeof name, "retina.cls_score.%d", l);
       trace_tensor(trace, name, cls[l]);
       snprintf(name, sizeof name, "retina.bbox_pred.%d", l);
+      trace_tensor(trace, name, reg[l]);
+      snprintf(name, sizeof name, "cls_score.%d", l); /* mmdet's own names */
+      trace_tensor(trace, name, cls[l]);
+      snprintf(name, sizeof name, "bbox_pred.%d", l);
       trace_tensor(trace, name, reg[l]);
     }
     RV_TRY(rv_retina_get_bboxes(out, &d->retina, cls, reg, strides, L, meta, &d->cfg.retina,
