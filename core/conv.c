@@ -15,8 +15,8 @@
  *    a block of images side by side, one GEMM, then a scatter into NCHW.
  * Workspace (scratch arena, released on return): at most ~COL_BUDGET floats (24 MB) plus
  * the batched GEMM output; nothing for 1x1 stride-1 unpadded convs or depthwise.
- * Bias and activation are applied in one pass afterwards (OpenMP over planes). BLAS is
- * called outside every OpenMP region.
+ * Bias and activation are applied to each GEMM's output block right after it (still in
+ * cache; OpenMP over channels). BLAS is called outside every OpenMP region.
  */
 #include "core/ops.h"
 
@@ -143,9 +143,26 @@ static void im2col_batch(float *col, const float *x0, size_t img_stride, int nb,
   }
 }
 
+/* Fused epilogue on a block still in cache: for c in [0, nc),
+ * y[c*cs + off .. + len) = act(y + b[c]); b may be NULL. */
+static void epilogue(float *y, size_t cs, size_t off, size_t len, const float *b, int nc,
+                     rv_act act) {
+  if (!b && act == RV_ACT_NONE) return;
+#pragma omp parallel for schedule(static) if ((size_t)nc * len >= 32768)
+  for (int c = 0; c < nc; c++) {
+    float *yp = y + (size_t)c * cs + off;
+    if (b) {
+      float bv = b[c];
+      for (size_t i = 0; i < len; i++) yp[i] += bv;
+    }
+    rv_act_serial_f32(yp, len, act);
+  }
+}
+
 /* Small outputs with several images (RoI heads: n up to hundreds, 7x7 or 14x14): one GEMM
  * per block of nb images, Y_blk[cog x nb*ohw] = W * col, then scattered into NCHW. */
-static rv_status conv_batched(float *y, const float *x, const float *w, int n, int cin, int h,
+static rv_status conv_batched(float *y, const float *x, const float *w, const float *b, int n,
+                              int cin, int h,
                               int wd, int cout, int oh, int ow, const rv_conv_params *p,
                               rv_arena *scratch) {
   int G = p->groups, cig = cin / G, cog = cout / G;
@@ -173,8 +190,11 @@ static rv_status conv_batched(float *y, const float *x, const float *w, int n, i
 #pragma omp parallel for schedule(static) if ((size_t)total * ohw >= 65536)
       for (long t = 0; t < total; t++) {
         int j = (int)(t / cog), co = (int)(t % cog);
-        memcpy(y + ((size_t)(n0 + j) * cout + (size_t)g * cog + co) * ohw,
-               tmp + (size_t)co * ld + (size_t)j * ohw, ohw * sizeof(float));
+        float *yp = y + ((size_t)(n0 + j) * cout + (size_t)g * cog + co) * ohw;
+        const float *tp = tmp + (size_t)co * ld + (size_t)j * ohw;
+        float bv = b ? b[g * cog + co] : 0.0f;
+        for (size_t i = 0; i < ohw; i++) yp[i] = tp[i] + bv;
+        rv_act_serial_f32(yp, ohw, p->act);
       }
     }
   }
@@ -204,13 +224,17 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
 
   if (n > 1 && ohw < SMALL_OHW && !(pointwise && G == 1 && ohw * 4 >= SMALL_OHW)) {
     RV_ASSERT(scratch != NULL);
-    RV_TRY(conv_batched(y, x, w, n, cin, h, wd, cout, oh, ow, &p, scratch));
-  } else if (pointwise) {
+    return conv_batched(y, x, w, b, n, cin, h, wd, cout, oh, ow, &p, scratch);
+  }
+  if (pointwise) {
     for (int ni = 0; ni < n; ni++)
-      for (int g = 0; g < G; g++)
+      for (int g = 0; g < G; g++) {
+        float *yg = y + ((size_t)ni * cout + (size_t)g * cog) * ohw;
         rv_gemm_f32(0, 0, cog, (int)ohw, cig, 1.0f, w + (size_t)g * cog * kk, (int)kk,
-                    x + ((size_t)ni * cin + (size_t)g * cig) * ihw, (int)ihw, 0.0f,
-                    y + ((size_t)ni * cout + (size_t)g * cog) * ohw, (int)ohw);
+                    x + ((size_t)ni * cin + (size_t)g * cig) * ihw, (int)ihw, 0.0f, yg,
+                    (int)ohw);
+        epilogue(yg, ohw, 0, ohw, b ? b + (size_t)g * cog : NULL, cog, p.act);
+      }
   } else {
     RV_ASSERT(scratch != NULL);
     size_t per_row = kk * (size_t)ow;
@@ -229,10 +253,11 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
           im2col_rows(col, xg, cig, h, wd, oy0, r, ow, &p);
           rv_gemm_f32(0, 0, cog, r * ow, (int)kk, 1.0f, w + (size_t)g * cog * kk, (int)kk, col,
                       r * ow, 0.0f, yg + (size_t)oy0 * ow, (int)ohw);
+          epilogue(yg, ohw, (size_t)oy0 * ow, (size_t)r * ow, b ? b + (size_t)g * cog : NULL, cog,
+                   p.act);
         }
       }
     rv_arena_release(scratch, m);
   }
-  rv_bias_act_f32(y, b, n, cout, ohw, p.act);
   return RV_OK;
 }

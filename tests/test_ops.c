@@ -78,8 +78,9 @@ static void conv_case(rv_arena *ar, int n, int cin, int h, int wd, int cout, rv_
   float *w = frand((size_t)cout * (cin / p.groups) * p.kh * p.kw, (uint64_t)cout * 7 + p.kh);
   float *b = frand((size_t)cout, 99);
   float *y1 = frand(ny, 5), *y2 = frand(ny, 6);
-  assert_int_equal(rv_conv2d_f32(y1, x, w, b, n, cin, h, wd, cout, p, ar), RV_OK);
-  rv_conv2d_naive_f32(y2, x, w, b, n, cin, h, wd, cout, p);
+  const float *bias = (h + cout + p.kh + p.sh) % 3 == 0 ? NULL : b; /* some cases without bias */
+  assert_int_equal(rv_conv2d_f32(y1, x, w, bias, n, cin, h, wd, cout, p, ar), RV_OK);
+  rv_conv2d_naive_f32(y2, x, w, bias, n, cin, h, wd, cout, p);
   char what[160];
   snprintf(what, sizeof what, "conv n%d ci%d %dx%d co%d k%dx%d s%d,%d p%d,%d d%d g%d act%d", n,
            cin, h, wd, cout, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.groups, (int)p.act);
