@@ -14,7 +14,9 @@
 
 static int g_exact, g_total;
 
-static void check_case(const char *dir, const char *iou, int threads) {
+/* key: the section of expected.json ("bbox", "segm", or an option variant) */
+static void check_case_opt(const char *dir, const char *iou, const char *key, rv_coco_area_mode mode, int mmdet,
+                           int threads) {
   char p[1024], name[1200];
   rv_ctx *ctx = rv_ctx_create();
   rv_iou_type t = strcmp(iou, "bbox") == 0 ? RV_IOU_BBOX : RV_IOU_SEGM;
@@ -23,22 +25,23 @@ static void check_case(const char *dir, const char *iou, int threads) {
   if (rv_coco_load(&gt, p, t == RV_IOU_SEGM, threads, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
   snprintf(p, sizeof p, "%s/dt_%s.json", dir, iou);
   rv_coco_results res;
-  if (rv_coco_load_results(&res, gt, p, t, RV_COCO_AREA_BOX, threads, ctx) != RV_OK)
+  if (rv_coco_load_results(&res, gt, p, t, mode, threads, ctx) != RV_OK)
     fail_msg("%s", rv_ctx_errmsg(ctx));
   rv_cocoeval_params prm = rv_cocoeval_default_params(t);
+  if (mmdet) rv_cocoeval_params_mmdet(&prm);
   prm.threads = threads;
   rv_cocoeval *ev = NULL;
   if (rv_coco_evaluate(&ev, gt, &res, &prm, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
   snprintf(p, sizeof p, "%s/expected.json", dir);
   cJSON *exp = load_json(p);
   assert_non_null(exp);
-  const cJSON *e = cJSON_GetObjectItem(exp, iou);
-  assert_non_null(e);
+  const cJSON *e = cJSON_GetObjectItem(exp, key);
+  if (!e) fail_msg("%s: expected.json has no '%s'", dir, key);
   double stats[12];
   rv_cocoeval_summarize(ev, stats);
   const cJSON *es = cJSON_GetObjectItem(e, "stats");
   assert_int_equal(cJSON_GetArraySize(es), 12);
-  snprintf(name, sizeof name, "%s [%s]", dir, iou);
+  snprintf(name, sizeof name, "%s [%s]", dir, key);
   for (int i = 0; i < 12; i++) {
     double x = cJSON_GetArrayItem(es, i)->valuedouble;
     if (!(fabs(stats[i] - x) <= 1e-12)) fail_msg("%s: stats[%d] = %.17g, expected %.17g", name, i, stats[i], x);
@@ -65,6 +68,10 @@ static void check_case(const char *dir, const char *iou, int threads) {
   rv_coco_results_free(&res);
   rv_coco_free(gt);
   rv_ctx_free(ctx);
+}
+
+static void check_case(const char *dir, const char *iou, int threads) {
+  check_case_opt(dir, iou, iou, RV_COCO_AREA_BOX, 0, threads);
 }
 
 static int run_dir(const char *root, const char *prefix, int threads) {
@@ -94,7 +101,16 @@ static void test_random_cases(void **state) {
   (void)state;
   g_exact = g_total = 0;
   int n = run_dir(data_path("eval"), "random_coco_", 2);
-  printf("random cases: %d; %d/%d stats bit-identical\n", n, g_exact, g_total);
+  /* the options, against the reference: mask areas, mmdet's maxDets */
+  char names[64][256];
+  int m = list_dirs(data_path("eval"), "random_coco_", names, 64);
+  for (int i = 0; i < m; i++) {
+    char d[1400];
+    snprintf(d, sizeof d, "%s/%.255s", data_path("eval"), names[i]);
+    check_case_opt(d, "segm", "segm_area_mask", RV_COCO_AREA_MASK, 0, 1);
+    check_case_opt(d, "bbox", "bbox_mmdet_maxdets", RV_COCO_AREA_BOX, 1, 2);
+  }
+  printf("random cases: %d (x4 settings); %d/%d stats bit-identical\n", n, g_exact, g_total);
   assert_true(n >= 3);
   assert_int_equal(g_exact, g_total);
 }

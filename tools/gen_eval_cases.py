@@ -306,6 +306,10 @@ def main():
             with open(os.path.join(d, name), 'w') as f:
                 json.dump(obj, f, separators=(',', ':'))
         exp = ref.eval_case(d)
+        # the options: mask areas for segm results, mmdet's maxDets 100/300/1000
+        g = json.load(open(os.path.join(d, 'gt.json')))
+        exp['segm_area_mask'] = ref.summarize(ref.evaluate(g, ref.load_res(g, ds, 'segm', 'mask'), 'segm'))
+        exp['bbox_mmdet_maxdets'] = ref.summarize(ref.evaluate(g, ref.load_res(g, db, 'bbox'), 'bbox', (100, 300, 1000)))
         exp['generator'] = 'tools/gen_eval_cases.py seed %d' % seed
         exp['reference'] = 'tools/ref_cocoeval.py (numpy port of pycocotools semantics; reproduces ' \
                            '../shared/fixtures/coco_eval and rle exactly)'
