@@ -23,7 +23,7 @@
 #include <omp.h>
 #endif
 
-enum { BQ = 64, BK = 256 };
+enum { BQ = 128, BK = 512 };
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
