@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *COCO_USAGE =
+static const char *const COCO_USAGE =
     "usage: ravlt eval coco --ann GT.json --results DT.json --iou-type bbox|segm [options]\n"
     "       ravlt eval coco --ann GT.json --images DIR --weights W [--out results.json]  (model mode)\n"
     "\n"
@@ -41,7 +41,7 @@ static const char *COCO_USAGE =
     "  --images DIR, --weights W, --out FILE\n"
     "                      run a detector first (not available in this build: use --results)\n";
 
-static const char *ADE_USAGE =
+static const char *const ADE_USAGE =
     "usage: ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016) [options]\n"
     "       ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test]  (model mode)\n"
     "\n"
@@ -60,7 +60,7 @@ static const char *ADE_USAGE =
     "  --weights W, --aug-test\n"
     "                      run a segmentor first (not available in this build: use --pred-dir)\n";
 
-static const char *EVAL_USAGE =
+static const char *const EVAL_USAGE =
     "usage: ravlt eval coco ...     COCO box / mask AP from a results JSON\n"
     "       ravlt eval ade20k ...   ADE20K mIoU from label PNGs\n"
     "'ravlt eval coco --help' and 'ravlt eval ade20k --help' describe the options.\n";

@@ -466,7 +466,7 @@ rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const ch
   const char **sp[3] = {NULL, NULL, NULL};
   size_t sn[3] = {0, 0, 0};
   int seen[3] = {0, 0, 0};
-  static const char *lists[3] = {"images", "annotations", "categories"};
+  static const char *const lists[3] = {"images", "annotations", "categories"};
   rv_coco *c = calloc(1, sizeof *c);
   if (!c) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
   c->path = strdup(name);

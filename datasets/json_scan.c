@@ -154,7 +154,7 @@ static int skip_depth(rv_jcur *c, int depth) {
   if (ch == '"') return rv_jstring(c, NULL, 0, NULL);
   if (ch == '{') return skip_container(c, '}', depth);
   if (ch == '[') return skip_container(c, ']', depth);
-  static const char *lits[3] = {"true", "false", "null"};
+  static const char *const lits[3] = {"true", "false", "null"};
   for (int i = 0; i < 3; i++) {
     size_t l = strlen(lits[i]);
     if ((size_t)(c->end - c->p) >= l && memcmp(c->p, lits[i], l) == 0) {

@@ -97,7 +97,7 @@ rv_cocoeval_params rv_cocoeval_default_params(rv_iou_type t) {
   p.max_dets[1] = 10;
   p.max_dets[2] = 100;
   p.n_areas = 4;
-  static const char *lbl[4] = {"all", "small", "medium", "large"};
+  static const char *const lbl[4] = {"all", "small", "medium", "large"};
   const double rng[4][2] = {{0, 1e5 * 1e5}, {0, 32 * 32}, {32 * 32, 96 * 96}, {96 * 96, 1e5 * 1e5}};
   for (int a = 0; a < 4; a++) {
     p.area_rng[a][0] = rng[a][0];
