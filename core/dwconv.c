@@ -1,9 +1,11 @@
 /* Depthwise convolution: y[n,c,oy,ox] = residual[n,c,oy,ox] + b[c] +
  *   sum_{ky,kx} w[c,0,ky,kx] * x[n,c,oy*s - pad + ky, ox*s - pad + kx]   (zero padding)
  * x [n,c,h,wd], w [c,1,k,k], y [n,c,oh,ow] with oh = (h + 2 pad - k)/s + 1.
- * The fast version runs OpenMP over the n*c planes; for each kernel tap it adds a shifted
- * input row segment to the output row, over the output columns whose input is in range,
- * so the inner loop is a unit-stride (s = 1) multiply-add the compiler vectorises. */
+ * The fast version runs OpenMP over the n*c planes. Stride 1, k <= 7: one pass per output
+ * row, all k*k taps summed per pixel over the interior columns (K a literal, so the tap
+ * loops unroll and the pixel loop vectorises), bounds-checked taps on the border columns;
+ * rows above/below the image read a zero row. Other strides: for each tap a shifted input
+ * row segment is added to the output row over the columns whose input is in range. */
 #include "core/ops.h"
 #include "core/vmath.h"
 
@@ -41,10 +43,12 @@ void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float
     }
 }
 
+#define ZROW 4096
+static const float zero_row[ZROW]; /* read-only zeros for rows outside the image */
+
 /* Stride-1 interior of one output row: yr[ox] += sum_{ky,kx} wk[ky*K+kx] * xr[ky][ox+kx-pad]
  * for ox in [lo, hi), where every tap is inside the row. K is a literal at each call site,
- * so the tap loops unroll and the ox loop vectorises. Rows outside the image come in with
- * zero weights and a valid pointer. */
+ * so the tap loops unroll and the ox loop vectorises. */
 static inline void dw_interior(float *restrict yr, const float *const *xr, const float *wk,
                                int lo, int hi, int pad, const int K) {
   for (int ox = lo; ox < hi; ox++) {
@@ -77,7 +81,9 @@ RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, f
     for (int ky = 0; ky < k; ky++) {
       int iy = oy - pad + ky;
       int in = iy >= 0 && iy < h;
-      xr[ky] = xp + (size_t)(in ? iy : 0) * wd;
+      xr[ky] = in ? xp + (size_t)iy * wd : zero_row;
+      /* zero weights as well: zero_row is only ZROW wide (wider rows then read row 0) */
+      if (!in && wd > ZROW) xr[ky] = xp;
       for (int kx = 0; kx < k; kx++) wk[ky * k + kx] = in ? wp[ky * k + kx] : 0.0f;
     }
     switch (k) {

@@ -205,6 +205,16 @@ static void test_dwconv_sweep(void **state) {
             assert_close(y1, y2, ny, 2e-6, what);
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
+  /* zero padding is zero: an inf in the top row must not leak into the bottom rows through
+   * the padded taps (0 * inf) */
+  {
+    float xi[63], wi[9], yi[63];
+    fill_rand(xi, 63, 5);
+    fill_rand(wi, 9, 6);
+    xi[8] = INFINITY; /* row 0, last column of a 7x9 plane */
+    rv_dwconv2d_f32(yi, xi, wi, NULL, NULL, 1, 1, 7, 9, 3, 1, 1);
+    for (int i = 54; i < 63; i++) assert_true(isfinite(yi[i]));
+  }
   /* hand check: 3x3 box filter of ones on a 3x3 ones image, pad 1: corner 4, edge 6, centre 9 */
   float x[9], w[9], y[9];
   for (int i = 0; i < 9; i++) x[i] = w[i] = 1.0f;
