@@ -572,7 +572,8 @@ int rv_cocoeval_summary_text(const rv_cocoeval *ev, char *buf, size_t size) {
       snprintf(iou, sizeof iou, "%0.2f", s->thr);
     else
       snprintf(iou, sizeof iou, "%0.2f:%0.2f", p->iou_thrs[0], p->iou_thrs[p->n_iou - 1]);
-    int w = snprintf(buf ? buf + len : NULL, buf && (size_t)len < size ? size - (size_t)len : 0,
+    int room = buf && (size_t)len < size;
+    int w = snprintf(room ? buf + len : NULL, room ? size - (size_t)len : 0,
                      " %-18s %s @[ IoU=%-9s | area=%6s | maxDets=%3d ] = %0.3f\n",
                      s->ap ? "Average Precision" : "Average Recall", s->ap ? "(AP)" : "(AR)", iou,
                      s->area, md, stats[i]);
