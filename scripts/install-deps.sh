@@ -10,6 +10,7 @@ PKGS=(
   libcmocka-dev
   libcjson-dev
   libzip-dev
+  libcurl4-openssl-dev
   clang libclang-rt-14-dev
   opencv-doc
 )
