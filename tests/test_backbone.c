@@ -351,6 +351,53 @@ static void test_random_classifier(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* No layerscale (gamma_1/gamma_2 absent) equals layerscale with gamma = 1 (the random
+ * walk draws no numbers for gammas, so every other weight is the same); out_indices
+ * subsets leave the other outputs empty. */
+static void test_layerscale_and_out_indices(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_ravlt_config c = rv_ravlt_default_config();
+  const int dims[4] = {16, 24, 32, 48}, heads[4] = {1, 2, 2, 3};
+  for (int s = 0; s < 4; s++) {
+    c.embed_dims[s] = dims[s];
+    c.num_heads[s] = heads[s];
+    c.depths[s] = 1 + s % 2;
+    c.layerscales[s] = 1;
+    c.layer_init_values[s] = 1.0;
+  }
+  c.flags[1][1] = 'v'; /* mixed kinds in one stage */
+  rv_ravlt *m1 = NULL, *m0 = NULL;
+  assert_int_equal(rv_ravlt_create_random(&m1, &c, 3, ctx), RV_OK);
+  rv_ravlt_config c0 = c;
+  for (int s = 0; s < 4; s++) c0.layerscales[s] = 0;
+  c0.num_outs = 2;
+  c0.out_indices[0] = 1;
+  c0.out_indices[1] = 3;
+  assert_int_equal(rv_ravlt_create_random(&m0, &c0, 3, ctx), RV_OK);
+  const int H = 45, W = 61;
+  float *x = malloc(sizeof(float) * 3 * H * W);
+  fill_rand(x, (size_t)3 * H * W, 77);
+  rv_tensor in = {x, 1, 3, H, W}, o1[4], o0[4];
+  rv_arena *A = rv_arena_create(0), *B = rv_arena_create(0);
+  assert_int_equal(rv_ravlt_forward(m1, A, in, o1, ctx), RV_OK);
+  assert_int_equal(rv_ravlt_forward(m0, B, in, o0, ctx), RV_OK);
+  assert_null(o0[0].data);
+  assert_null(o0[2].data);
+  for (int i = 1; i < 4; i += 2) {
+    assert_int_equal(rv_tensor_numel(o0[i]), rv_tensor_numel(o1[i]));
+    assert_true(max_abs_diff(o0[i].data, o1[i].data, rv_tensor_numel(o1[i])) == 0.0);
+  }
+  assert_int_equal(o1[3].h, 2);
+  assert_int_equal(o1[3].w, 2);
+  free(x);
+  rv_arena_free(A);
+  rv_arena_free(B);
+  rv_ravlt_free(m0);
+  rv_ravlt_free(m1);
+  rv_ctx_free(ctx);
+}
+
 /* A small random classifier (tools/ravlt_torch.py make-cls-fixture): architecture read
  * from the weights, logits against the PyTorch port (float64), bare keys and a DeiT-style
  * {'model': state_dict} .pth. */
@@ -490,6 +537,7 @@ int main(void) {
       cmocka_unit_test(test_config_from_weights),
       cmocka_unit_test(test_load_errors),
       cmocka_unit_test(test_random_classifier),
+      cmocka_unit_test(test_layerscale_and_out_indices),
       cmocka_unit_test(test_classifier_safetensors),
       cmocka_unit_test(test_classifier_pth),
       cmocka_unit_test(test_fixture_tiny),
