@@ -3,10 +3,12 @@
  * head h of q is the d x N matrix q + h*d*ld (row = channel, ld >= N floats per row),
  * N = H*W tokens in row-major (y, x) order.
  *
- *   rv_rope r;
- *   rv_rope_init(&r, arena, angle, d / 2, H, W);          // sin/cos tables of a stage
- *   rv_rala_f32(res, qkvo, qkvo + C*N, qkvo + 2*C*N, N, heads, d, N, &r, arena);
- *   rv_softmax_attention_f32(res, q, k, v, N, heads, d, N, 1/sqrt(d), arena);
+ *   rv_rope r;                                              // C = heads * d channels
+ *   rv_rope_init(&r, arena, angle, d / 2, H, W);            // sin/cos tables of a stage
+ *   float *q = qkvo, *k = qkvo + C*N, *v = qkvo + 2*C*N;    // qkvo conv output [4C x N]
+ *   rv_rala_f32(res, N, q, k, v, N, heads, d, N, &r, arena);          // 'l' blocks
+ *   // 'v' blocks: rope q and k per head, then
+ *   rv_softmax_attention_f32(res, N, q, k, v, N, heads, d, N, 1/sqrtf(d), arena);
  *
  * Every kernel has a *_naive twin (plain loops in double, materialising everything) used
  * by the tests.
@@ -42,6 +44,7 @@ void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r);
 /* RALA (GateLinearAttentionNoSilu without LePE, gate and proj), per head, on q, k, v
  * [heads*d x N] (row stride ld); res [heads*d x N] (row stride ldr):
  *   q' = elu(q)+1, k' = elu(k)+1                      (d x N)
+ * (the implementation folds z into rope(q') before the second GEMM)
  *   a  = softmax_l(d^-1/2 * mean_l(q') . k'_l)        (N)
  *   k'' = k' * a * N
  *   z_l = 1 / (q'_l . mean_l(k'') + 1e-6)
