@@ -70,6 +70,10 @@ void rv_detector_free(rv_detector *d) {
 rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
                            const rv_weights *w, rv_ctx *ctx) {
   *out = NULL;
+  rv_det_arch found;
+  if (rv_detector_guess_arch(&found, w, NULL) == RV_OK && found != cfg->arch)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: the checkpoint is a %s, not a %s", rv_weights_path(w),
+                    rv_det_arch_name(found), rv_det_arch_name(cfg->arch));
   rv_detector *d = rv_calloc(1, sizeof *d);
   if (!d) return rv_error(ctx, RV_ERR_NOMEM, "detector: out of memory");
   d->cfg = *cfg;
