@@ -247,7 +247,11 @@ rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *pref
                            int num_stages, const double (*stds)[4], rv_ctx *ctx);
 void rv_roi_head_free(rv_roi_head *h);
 /* Test: proposals [n, 4] (resized coords) + feats (levels strides 4..32) -> detections in
- * original coordinates, with masks pasted at ori size if the head has masks. */
+ * original coordinates (NMS order), with masks pasted at ori size if the head has masks.
+ * mmdet 2.11 quirks kept: the cascade averages raw logits over stages and refines rois with
+ * the argmax foreground class; boxes are divided by the scale factor before NMS; with one
+ * stage (StandardRoIHead) a roi whose y2 is exactly 0 gets zero logits and deltas (its
+ * batch-padding rule) and a detection whose mask roi has y2 == 0 gets an empty mask. */
 rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
                                   const rv_tensor *feats, const float *proposals, int n,
                                   const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
