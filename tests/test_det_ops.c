@@ -290,13 +290,106 @@ static void test_paste_mask(void **state) {
   for (int i = 0; i < 120; i++) assert_int_equal(m[i], 0);
 }
 
+static rv_det_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
+  rv_det_layer l = {0};
+  size_t n = (size_t)cout * cin * (k ? k * k : 1);
+  l.w = rv_malloc(n * sizeof(float));
+  l.b = rv_malloc((size_t)cout * sizeof(float));
+  fill_rand(l.w, n, seed);
+  for (size_t i = 0; i < n; i++) l.w[i] *= 0.2f;
+  fill_rand(l.b, (size_t)cout, seed + 1);
+  l.cin = cin;
+  l.cout = cout;
+  l.k = k;
+  return l;
+}
+
+/* The batched RoI conv stack (chunked im2col + one GEMM per layer, channel-major inside)
+ * equals per-roi naive convolutions + ReLU, across chunk boundaries and channel changes. */
+static void test_conv_stack_rois(void **state) {
+  (void)state;
+  const int n = 50, s = 14, c0 = 64;
+  rv_det_layer L[3] = {rand_layer(c0, 80, 3, 1), rand_layer(80, 48, 3, 2), rand_layer(48, 48, 3, 3)};
+  float *x = malloc(sizeof(float) * n * c0 * s * s), *y = malloc(sizeof(float) * n * 80 * s * s);
+  float *r0 = malloc(sizeof(float) * n * 80 * s * s), *r1 = malloc(sizeof(float) * n * 80 * s * s);
+  fill_rand(x, (size_t)n * c0 * s * s, 9);
+  rv_arena *a = rv_arena_create(0);
+  assert_int_equal(rv_det_conv_stack_rois(y, L, 3, x, n, s, a), RV_OK);
+  assert_int_equal(rv_arena_used(a), 0);
+  const float *in = x;
+  float *bufs[2] = {r0, r1};
+  for (int i = 0; i < 3; i++) {
+    rv_conv_params p = rv_conv_default_params(3, 1, 1);
+    p.act = RV_ACT_RELU;
+    rv_conv2d_naive_f32(bufs[i & 1], in, L[i].w, L[i].b, n, L[i].cin, s, s, L[i].cout, p);
+    in = bufs[i & 1];
+  }
+  double e = max_abs_diff(y, in, (size_t)n * 48 * s * s), sc = max_abs(in, (size_t)n * 48 * s * s);
+  assert_true(sc > 0.1);
+  assert_true(e <= 1e-5 * sc);
+  /* linear layer over rows == naive dot products */
+  rv_det_layer fc = rand_layer(37, 11, 0, 5);
+  float out[7 * 11], xin[7 * 37];
+  fill_rand(xin, 7 * 37, 6);
+  rv_det_layer_linear(out, &fc, xin, 7, RV_ACT_RELU);
+  for (int r = 0; r < 7; r++)
+    for (int o = 0; o < 11; o++) {
+      double acc = fc.b[o];
+      for (int i = 0; i < 37; i++) acc += (double)xin[r * 37 + i] * fc.w[o * 37 + i];
+      assert_float_equal(out[r * 11 + o], acc > 0 ? acc : 0, 1e-5);
+    }
+  rv_det_layer_free(&fc);
+  for (int i = 0; i < 3; i++) rv_det_layer_free(&L[i]);
+  free(x);
+  free(y);
+  free(r0);
+  free(r1);
+  rv_arena_free(a);
+}
+
+/* Mask head: computing only each roi's label channel gives that channel of the full logits. */
+static void test_mask_head_label_channel(void **state) {
+  (void)state;
+  rv_mask_head h;
+  memset(&h, 0, sizeof h);
+  h.num_convs = 2;
+  h.convs[0] = rand_layer(8, 8, 3, 11);
+  h.convs[1] = rand_layer(8, 8, 3, 12);
+  h.upsample = rand_layer(8, 6, 2, 13); /* [cin, cout, 2, 2] layout: same element count */
+  h.upsample.cin = 8;
+  h.upsample.cout = 6;
+  h.logits = rand_layer(6, 5, 1, 14);
+  h.in_channels = 8;
+  h.roi_size = 14;
+  h.num_classes = 5;
+  const int n = 3;
+  float *x = malloc(sizeof(float) * n * 8 * 196), *full = malloc(sizeof(float) * n * 5 * 784);
+  float *one = malloc(sizeof(float) * n * 784);
+  fill_rand(x, (size_t)n * 8 * 196, 15);
+  rv_arena *a = rv_arena_create(0);
+  rv_ctx *ctx = rv_ctx_create();
+  const int labels[3] = {4, 0, 2};
+  assert_int_equal(rv_mask_head_forward(full, &h, x, n, NULL, a, ctx), RV_OK);
+  assert_int_equal(rv_mask_head_forward(one, &h, x, n, labels, a, ctx), RV_OK);
+  for (int i = 0; i < n; i++)
+    assert_true(max_abs_diff(one + (size_t)i * 784, full + ((size_t)i * 5 + labels[i]) * 784, 784) <
+                1e-5);
+  rv_mask_head_free(&h);
+  rv_arena_free(a);
+  rv_ctx_free(ctx);
+  free(x);
+  free(full);
+  free(one);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_anchors),          cmocka_unit_test(test_delta2bbox),
       cmocka_unit_test(test_nms),              cmocka_unit_test(test_nms_vs_bruteforce),
       cmocka_unit_test(test_multiclass_nms),   cmocka_unit_test(test_roi_align_ramp),
       cmocka_unit_test(test_roi_align_vs_naive), cmocka_unit_test(test_roi_levels),
-      cmocka_unit_test(test_paste_mask),
+      cmocka_unit_test(test_paste_mask),       cmocka_unit_test(test_conv_stack_rois),
+      cmocka_unit_test(test_mask_head_label_channel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
