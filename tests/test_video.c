@@ -1,0 +1,609 @@
+/* `ravlt video` and its pipeline (models/video_pipeline.h).
+ * Pipeline unit tests with synthetic sources: frame order with --every (pass-through frames
+ * carry the last result), max frames, files never drop, live sources drop when inference
+ * is slow, read errors (ended early), corrupt (wrong size) frames, stalls, cancel, infer /
+ * sink errors; results freed exactly once.
+ * CLI tests on Debian opencv-doc videos with the e2e fixture checkpoints: a segmentor on
+ * vtest.avi and a detector on Megamind.avi (--every, --json, --size), output frame counts
+ * read back with OpenCV, JSON lines parsed with cJSON, a truncated file (exit 3, output
+ * finalised), bad arguments. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+
+#include "core/image.h"
+#include "eval/rle.h"
+#include "models/video_pipeline.h"
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SAMPLES "/usr/share/doc/opencv-doc/examples/data"
+
+/* ---- synthetic pipeline ------------------------------------------------------------------- */
+typedef struct {
+  long n;           /* frames available */
+  long next;
+  long fail_at;     /* read error at this frame (-1: none) */
+  long bad_at;      /* wrong-size frame at this position (-1) */
+  long stall_at;    /* sleep stall_s before this frame (-1) */
+  double stall_s;
+  double read_s;    /* per-read delay */
+} src_t;
+
+typedef struct {
+  double infer_s;
+  long infer_fail_at, sink_fail_at; /* -1: none */
+  long seen[256];     /* frame index per sink call */
+  int proc[256];
+  long res[256];      /* result value seen */
+  long nseen;
+  int finish_calls;
+  long mismatch;      /* frames whose pixels do not carry fi->index */
+  rv_status finish_status;
+  long allocated, freed;
+  long cancel_after;  /* cancel once the sink saw this many frames (-1: never) */
+  pthread_mutex_t mu;
+} sink_t;
+
+static void sleep_s(double s) {
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  nanosleep(&ts, NULL);
+}
+
+static rv_status syn_read(void *u, rv_image *frame, int *got, rv_ctx *ctx) {
+  src_t *s = u;
+  *got = 0;
+  if (s->next == s->fail_at) return rv_error(ctx, RV_ERR_FORMAT, "synthetic: broken at frame %ld", s->next);
+  if (s->next >= s->n) return RV_OK;
+  if (s->next == s->stall_at) sleep_s(s->stall_s);
+  if (s->read_s > 0) sleep_s(s->read_s);
+  int w = s->next == s->bad_at ? 10 : 8;
+  if (rv_image_alloc(frame, 6, w, 3, ctx) != RV_OK) return RV_ERR_NOMEM;
+  long v = s->next++;
+  memcpy(frame->data, &v, sizeof v);
+  *got = 1;
+  return RV_OK;
+}
+
+static rv_status syn_infer(void *u, void **res, const rv_image *frame, const rv_vp_frame *fi, rv_ctx *ctx) {
+  sink_t *k = u;
+  if (fi->index == k->infer_fail_at) return rv_error(ctx, RV_ERR_MODEL, "synthetic: model failed on %ld", fi->index);
+  if (k->infer_s > 0) sleep_s(k->infer_s);
+  long *r = malloc(sizeof *r);
+  if (!r) return RV_ERR_NOMEM;
+  memcpy(r, frame->data, sizeof *r);
+  pthread_mutex_lock(&k->mu);
+  k->allocated++;
+  pthread_mutex_unlock(&k->mu);
+  *res = r;
+  return RV_OK;
+}
+
+static rv_status syn_sink(void *u, rv_image *frame, const rv_vp_frame *fi, const void *res, rv_ctx *ctx) {
+  sink_t *k = u;
+  if (fi->index == k->sink_fail_at) return rv_error(ctx, RV_ERR_IO, "synthetic: disk full at %ld", fi->index);
+  long v;
+  memcpy(&v, frame->data, sizeof v);
+  pthread_mutex_lock(&k->mu);
+  if (v != fi->index) k->mismatch++; /* checked by the test thread (no cmocka asserts here) */
+  if (k->nseen < 256) {
+    k->seen[k->nseen] = fi->index;
+    k->proc[k->nseen] = fi->processed;
+    k->res[k->nseen] = res ? *(const long *)res : -1;
+    k->nseen++;
+  }
+  pthread_mutex_unlock(&k->mu);
+  return RV_OK;
+}
+
+static void syn_free(void *u, void *r) {
+  sink_t *k = u;
+  pthread_mutex_lock(&k->mu);
+  k->freed++;
+  pthread_mutex_unlock(&k->mu);
+  free(r);
+}
+
+static rv_status syn_finish(void *u, rv_status prior, rv_ctx *ctx) {
+  sink_t *k = u;
+  k->finish_calls++;
+  k->finish_status = prior;
+  return RV_OK;
+}
+
+static int syn_cancel(void *u) {
+  sink_t *k = u;
+  pthread_mutex_lock(&k->mu);
+  int c = k->cancel_after >= 0 && k->nseen >= k->cancel_after;
+  pthread_mutex_unlock(&k->mu);
+  return c;
+}
+
+static void syn_init(src_t *s, sink_t *k, long n) {
+  memset(s, 0, sizeof *s);
+  s->n = n;
+  s->fail_at = s->bad_at = s->stall_at = -1;
+  memset(k, 0, sizeof *k);
+  k->infer_fail_at = k->sink_fail_at = k->cancel_after = -1;
+  pthread_mutex_init(&k->mu, NULL);
+}
+
+static rv_vp_config syn_config(src_t *s, sink_t *k) {
+  rv_vp_config c = rv_vp_default_config();
+  c.read = syn_read;
+  c.read_user = s;
+  c.infer = syn_infer;
+  c.sink = syn_sink;
+  c.free_result = syn_free;
+  c.finish = syn_finish;
+  c.user = k;
+  c.cancelled = syn_cancel;
+  c.cancel_user = k;
+  c.width = 8;
+  c.height = 6;
+  c.fps = 25;
+  c.queue = 2;
+  c.infer_threads = 1;
+  return c;
+}
+
+/* Every result allocated was freed once, finish ran once. */
+static void check_common(sink_t *k) {
+  assert_int_equal(k->allocated, k->freed);
+  assert_int_equal(k->finish_calls, 1);
+  assert_int_equal(k->mismatch, 0);
+  pthread_mutex_destroy(&k->mu);
+}
+
+static void test_order_every(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 20);
+  rv_vp_config c = syn_config(&s, &k);
+  c.every = 3;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 20);
+  assert_int_equal(st.processed, 7);
+  assert_int_equal(st.written, 20);
+  assert_int_equal(st.dropped + st.corrupt + st.ended_early + st.stalled + st.interrupted, 0);
+  assert_int_equal(k.nseen, 20);
+  for (long i = 0; i < 20; i++) {
+    assert_int_equal(k.seen[i], i);
+    assert_int_equal(k.proc[i], i % 3 == 0);
+    assert_int_equal(k.res[i], i - i % 3); /* pass-through frames carry the last result */
+  }
+  assert_int_equal(k.finish_status, RV_OK);
+  assert_true(st.latency_mean_s > 0 && st.latency_p95_s > 0 && st.fps > 0 && st.wall_s > 0);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_max_frames(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 20);
+  rv_vp_config c = syn_config(&s, &k);
+  c.max_frames = 5;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 5);
+  assert_int_equal(st.written, 5);
+  assert_int_equal(st.processed, 5);
+  assert_int_equal(k.nseen, 5);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_file_never_drops(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 12);
+  rv_vp_config c = syn_config(&s, &k);
+  c.drop = 1; /* ignored: not live */
+  c.queue = 1;
+  k.infer_s = 0.01;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.dropped, 0);
+  assert_int_equal(st.written, 12);
+  for (long i = 0; i < 12; i++) assert_int_equal(k.seen[i], i);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_live_drops(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 40);
+  rv_vp_config c = syn_config(&s, &k);
+  c.live = 1;
+  c.drop = 1;
+  c.queue = 2;
+  s.read_s = 0.002;  /* 500 fps camera */
+  k.infer_s = 0.02;  /* 50 fps model */
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 40);
+  assert_true(st.dropped > 10);
+  assert_int_equal(st.written + st.dropped, 40);
+  assert_int_equal(k.nseen, st.written);
+  for (long i = 1; i < k.nseen; i++) assert_true(k.seen[i] > k.seen[i - 1]); /* in order */
+  assert_int_equal(k.seen[k.nseen - 1], 39); /* the freshest frame is kept */
+  check_common(&k);
+
+  /* same source without --drop: back-pressure, nothing dropped */
+  syn_init(&s, &k, 20);
+  c = syn_config(&s, &k);
+  c.live = 1;
+  s.read_s = 0.002;
+  k.infer_s = 0.01;
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.dropped, 0);
+  assert_int_equal(st.written, 20);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_read_error(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 20);
+  s.fail_at = 5;
+  rv_vp_config c = syn_config(&s, &k);
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.ended_early, 1);
+  assert_non_null(strstr(st.fault, "broken at frame 5"));
+  assert_int_equal(st.read, 5);
+  assert_int_equal(st.written, 5);
+  assert_int_equal(k.finish_status, RV_OK);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+/* The pipeline does not count corrupt frames in its indices: number pixels the same way. */
+static rv_status syn_read_bad_index(void *u, rv_image *frame, int *got, rv_ctx *ctx) {
+  src_t *s = u;
+  rv_status st = syn_read(u, frame, got, ctx);
+  if (st == RV_OK && *got) {
+    long v = s->next - 1 - (s->next - 1 > s->bad_at); /* indices stay contiguous */
+    memcpy(frame->data, &v, sizeof v);
+  }
+  return st;
+}
+
+static void test_corrupt_frame(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 10);
+  s.bad_at = 3;
+  rv_vp_config c = syn_config(&s, &k);
+  c.read = syn_read_bad_index;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 10);
+  assert_int_equal(st.corrupt, 1);
+  assert_int_equal(st.written, 9);
+  assert_int_equal(st.ended_early, 0);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+/* Corrupt frames are checked against the first frame's size when none is given. */
+static void test_corrupt_first_size(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 6);
+  s.bad_at = 2;
+  rv_vp_config c = syn_config(&s, &k);
+  c.read = syn_read_bad_index;
+  c.width = c.height = 0;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.corrupt, 1);
+  assert_int_equal(st.written, 5);
+  for (long i = 0; i < 5; i++) assert_int_equal(k.seen[i], i);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_stall(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 10);
+  s.stall_at = 4;
+  s.stall_s = 0.8;
+  rv_vp_config c = syn_config(&s, &k);
+  c.live = 1;
+  c.stall_s = 0.2;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.stalled, 1);
+  assert_non_null(strstr(st.fault, "stalled"));
+  assert_int_equal(st.written, 4);
+  assert_true(st.wall_s < 0.7); /* finished before the blocked read returned */
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_cancel(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 200);
+  s.read_s = 0.001;
+  k.infer_s = 0.002;
+  k.cancel_after = 3;
+  rv_vp_config c = syn_config(&s, &k);
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.interrupted, 1);
+  assert_true(st.written >= 3 && st.written < 200);
+  for (long i = 0; i < k.nseen; i++) assert_int_equal(k.seen[i], i);
+  check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+static void test_infer_and_sink_errors(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  syn_init(&s, &k, 30);
+  k.infer_fail_at = 4;
+  rv_vp_config c = syn_config(&s, &k);
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "model failed on 4"));
+  assert_int_equal(st.written, 4);
+  assert_int_equal(k.finish_status, RV_ERR_MODEL);
+  check_common(&k);
+
+  syn_init(&s, &k, 30);
+  k.sink_fail_at = 2;
+  c = syn_config(&s, &k);
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_IO);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "disk full at 2"));
+  assert_int_equal(st.written, 2);
+  assert_int_equal(k.finish_status, RV_ERR_IO);
+  check_common(&k);
+
+  c.every = 0;
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_ARG);
+  c.every = 1;
+  c.infer = NULL;
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_ARG);
+  rv_ctx_free(ctx);
+}
+
+/* ---- CLI ------------------------------------------------------------------------------------ */
+static char tmpdir[256];
+
+static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int run(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/rv_video_XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  run("rm -rf '%s'", tmpdir);
+  return 0;
+}
+
+/* Frames of a video as OpenCV reads it back (-1 if it does not open or breaks). */
+static long count_frames(const char *path, int *w, int *h) {
+  rv_ctx *ctx = rv_ctx_create();
+  rv_video_reader *r;
+  long n = -1;
+  if (rv_video_open(&r, path, ctx) == RV_OK) {
+    rv_video_info info = rv_video_get_info(r);
+    *w = info.width;
+    *h = info.height;
+    rv_image f = {0};
+    int got = 0;
+    n = 0;
+    rv_status st;
+    while ((st = rv_video_read(r, &f, &got, ctx)) == RV_OK && got) n++;
+    if (st != RV_OK) n = -1;
+    rv_image_free(&f);
+    rv_video_close(r);
+  }
+  rv_ctx_free(ctx);
+  return n;
+}
+
+/* Parse JSON lines; returns the count, each line's object passed to check(). */
+static long json_lines(const char *path, void (*check)(const cJSON *o, long i, void *u), void *u) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char *line = NULL;
+  size_t cap = 0;
+  long n = 0;
+  while (getline(&line, &cap, f) > 0) {
+    cJSON *o = cJSON_Parse(line);
+    assert_non_null(o);
+    check(o, n++, u);
+    cJSON_Delete(o);
+  }
+  free(line);
+  fclose(f);
+  return n;
+}
+
+static void check_seg_line(const cJSON *o, long i, void *u) {
+  const int *wh = u;
+  assert_int_equal(cJSON_GetObjectItem(o, "frame")->valueint, i);
+  assert_true(fabs(cJSON_GetObjectItem(o, "time")->valuedouble - (double)i / 10.0) < 1e-6); /* vtest: 10 fps */
+  const cJSON *px = cJSON_GetObjectItem(o, "pixels");
+  assert_true(cJSON_IsObject(px));
+  double sum = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, px) {
+    int cls = atoi(e->string);
+    assert_true(cls >= 0 && cls < 150);
+    assert_true(e->valuedouble > 0);
+    sum += e->valuedouble;
+  }
+  assert_true(sum == (double)wh[0] * wh[1]);
+}
+
+static void test_cli_segment_vtest(void **state) {
+  (void)state;
+  int rc = run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --max-frames 8 --size 120x160 "
+               "--output %s/seg.mp4 --json %s/seg.jsonl",
+               RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir);
+  assert_int_equal(rc, 0);
+  char p[512];
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/seg.mp4", tmpdir);
+  assert_int_equal(count_frames(p, &w, &h), 8);
+  assert_int_equal(w, 768);
+  assert_int_equal(h, 576);
+  int wh[2] = {768, 576};
+  snprintf(p, sizeof p, "%s/seg.jsonl", tmpdir);
+  assert_int_equal(json_lines(p, check_seg_line, wh), 8);
+  /* no temporary files left */
+  assert_int_equal(run("ls %s | grep -q tmp", tmpdir), 1);
+}
+
+static void check_det_line(const cJSON *o, long i, void *u) {
+  long *ndet = u;
+  assert_int_equal(cJSON_GetObjectItem(o, "frame")->valueint, 3 * i); /* --every 3 */
+  assert_true(fabs(cJSON_GetObjectItem(o, "time")->valuedouble - 3.0 * (double)i * 1001.0 / 24000.0) < 1e-5); /* 23.976 fps */
+  const cJSON *dets = cJSON_GetObjectItem(o, "detections");
+  assert_true(cJSON_IsArray(dets));
+  const cJSON *d;
+  cJSON_ArrayForEach(d, dets) {
+    const cJSON *bb = cJSON_GetObjectItem(d, "bbox");
+    assert_int_equal(cJSON_GetArraySize(bb), 4);
+    assert_true(cJSON_GetArrayItem(bb, 2)->valuedouble >= 0 && cJSON_GetArrayItem(bb, 3)->valuedouble >= 0);
+    double sc = cJSON_GetObjectItem(d, "score")->valuedouble;
+    assert_true(sc >= 0.05 && sc <= 1);
+    int label = cJSON_GetObjectItem(d, "label")->valueint;
+    assert_true(label >= 0 && label < 80);
+    assert_true(cJSON_GetObjectItem(d, "category_id")->valueint >= 1);
+    assert_true(cJSON_IsString(cJSON_GetObjectItem(d, "name")));
+    const cJSON *seg = cJSON_GetObjectItem(d, "segmentation");
+    assert_non_null(seg);
+    const cJSON *sz = cJSON_GetObjectItem(seg, "size");
+    assert_int_equal(cJSON_GetArrayItem(sz, 0)->valueint, 528);
+    assert_int_equal(cJSON_GetArrayItem(sz, 1)->valueint, 720);
+    rv_rle r = {0};
+    assert_int_equal(rv_rle_from_string(&r, cJSON_GetObjectItem(seg, "counts")->valuestring, 528, 720, "test", NULL), RV_OK);
+    rv_rle_free(&r);
+    (*ndet)++;
+  }
+}
+
+static void test_cli_detect_megamind_every(void **state) {
+  (void)state;
+  int rc = run("'%s' --quiet video --weights '%s' " SAMPLES "/Megamind.avi --max-frames 9 --every 3 --size 240x320 "
+               "--score-thr 0.05 --output %s/det.avi --json %s/det.jsonl",
+               RV_BIN, fixture_path("e2e/mask_rcnn/checkpoint.pth"), tmpdir, tmpdir);
+  assert_int_equal(rc, 0);
+  char p[512];
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/det.avi", tmpdir);
+  assert_int_equal(count_frames(p, &w, &h), 9); /* every frame written, 3 inferred */
+  assert_int_equal(w, 720);
+  assert_int_equal(h, 528);
+  long ndet = 0;
+  snprintf(p, sizeof p, "%s/det.jsonl", tmpdir);
+  assert_int_equal(json_lines(p, check_det_line, &ndet), 3);
+  assert_true(ndet > 0);
+}
+
+static void check_any_line(const cJSON *o, long i, void *u) {
+  (void)u;
+  assert_int_equal(cJSON_GetObjectItem(o, "frame")->valueint, i);
+  assert_true(cJSON_IsArray(cJSON_GetObjectItem(o, "detections")));
+}
+
+static void test_cli_truncated(void **state) {
+  (void)state;
+  assert_int_equal(run("head -c 50000 " SAMPLES "/Megamind.avi > %s/trunc.avi", tmpdir), 0);
+  int rc = run("'%s' --quiet video --weights '%s' %s/trunc.avi --size 96x128 --output %s/tr.mp4 --json %s/tr.jsonl "
+               "2> %s/tr.err",
+               RV_BIN, fixture_path("e2e/retinanet/checkpoint.pth"), tmpdir, tmpdir, tmpdir, tmpdir);
+  assert_int_equal(rc, 3); /* documented: the stream ended early, outputs finalised */
+  assert_int_equal(run("grep -q 'ended early' %s/tr.err", tmpdir), 0);
+  char p[512];
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/tr.mp4", tmpdir);
+  long n = count_frames(p, &w, &h);
+  assert_true(n > 0);
+  snprintf(p, sizeof p, "%s/tr.jsonl", tmpdir);
+  assert_int_equal(json_lines(p, check_any_line, NULL), n);
+}
+
+static void test_cli_bad_inputs(void **state) {
+  (void)state;
+  const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
+  assert_int_equal(run("'%s' video --help > /dev/null", RV_BIN), 0);
+  assert_int_equal(run("'%s' video " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN), 2);
+  assert_int_equal(run("'%s' video --weights '%s' 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(run("'%s' video --weights '%s' --every 0 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(run("'%s' video --weights '%s' --size 0x5 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(run("'%s' video --weights '%s' --show " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(run("'%s' video --weights '%s' %s/missing.avi 2> %s/err", RV_BIN, seg, tmpdir, tmpdir), 1);
+  assert_int_equal(run("test $(wc -l < %s/err) -eq 1", tmpdir), 0); /* one-line error */
+  /* not a video */
+  assert_int_equal(run("'%s' video --weights '%s' '%s' 2> /dev/null", RV_BIN, seg, seg), 1);
+  /* unwritable output: error, nothing left behind */
+  assert_int_equal(run("'%s' video --weights '%s' --max-frames 1 --output %s/no/such/dir/o.mp4 " SAMPLES
+                       "/vtest.avi 2> /dev/null",
+                       RV_BIN, seg, tmpdir),
+                   1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_order_every),
+      cmocka_unit_test(test_max_frames),
+      cmocka_unit_test(test_file_never_drops),
+      cmocka_unit_test(test_live_drops),
+      cmocka_unit_test(test_read_error),
+      cmocka_unit_test(test_corrupt_frame),
+      cmocka_unit_test(test_corrupt_first_size),
+      cmocka_unit_test(test_stall),
+      cmocka_unit_test(test_cancel),
+      cmocka_unit_test(test_infer_and_sink_errors),
+      cmocka_unit_test(test_cli_segment_vtest),
+      cmocka_unit_test(test_cli_detect_megamind_every),
+      cmocka_unit_test(test_cli_truncated),
+      cmocka_unit_test(test_cli_bad_inputs),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
