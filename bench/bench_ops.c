@@ -149,7 +149,8 @@ int main(int argc, char **argv) {
     TIME(rv_softmax_rows_f32(y, x, 64 * 200, 336), t);
     printf("%-34s %8.2f ms %8.2f Gelem/s\n", "softmax rows 12800x336", t * 1e3, n / t * 1e-9);
     TIME(rv_resize_bilinear_f32(y, x, 64, 100, 168, 200, 336), t);
-    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "bilinear 64x100x168 -> 200x336", t * 1e3, n / t * 1e-9);
+    printf("%-34s %8.2f ms %8.2f Gelem/s\n", "bilinear 64x100x168 -> 200x336", t * 1e3,
+           n / t * 1e-9);
     rv_free(x), rv_free(g), rv_free(b), rv_free(y);
   }
   rv_arena_free(ar);

@@ -62,8 +62,9 @@ static inline void dw_interior(float *restrict yr, const float *const *xr, const
 }
 
 /* One plane, stride 1, odd k <= 7 with pad <= k - 1: single pass per output row. */
-RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv, const float *rp,
-                        int h, int wd, int k, int pad, int oh, int ow) {
+RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv,
+                                  const float *rp, int h, int wd, int k, int pad, int oh,
+                                  int ow) {
   const float *xr[7];
   float wk[49];
   int lo = pad < ow ? pad : ow;

@@ -14,7 +14,10 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
   if (m == 0 || n == 0) return;
   if (k == 0) { /* C = beta * C (BLAS implementations differ on k == 0) */
     for (int i = 0; i < m; i++)
-      for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(size_t)i * ldc + j];
+      for (int j = 0; j < n; j++) {
+        float *cp = &c[(size_t)i * ldc + j];
+        *cp = beta == 0.0f ? 0.0f : beta * *cp;
+      }
     return;
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

@@ -120,5 +120,6 @@ RV_CLONES static void ln_row(float *yr, const float *xr, const float *g, const f
 void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float *b, int rows,
                            int cols, float eps) {
 #pragma omp parallel for schedule(static) if ((size_t)rows * cols >= PAR_MIN)
-  for (int r = 0; r < rows; r++) ln_row(y + (size_t)r * cols, x + (size_t)r * cols, g, b, cols, eps);
+  for (int r = 0; r < rows; r++)
+    ln_row(y + (size_t)r * cols, x + (size_t)r * cols, g, b, cols, eps);
 }

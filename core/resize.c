@@ -4,7 +4,8 @@
  * float, in/out (explicit size) or 1/s (scale_factor s); the source coordinate is
  * src = (float)(scale * (dst + 0.5) - 0.5) clamped at 0, i0 = (int)src, i1 = i0 + (i0 < in-1),
  * l1 = src - i0, l0 = 1 - l1, and
- *   y = l0h * (l0w * x[i0h][i0w] + l1w * x[i0h][i1w]) + l1h * (l0w * x[i1h][i0w] + l1w * x[i1h][i1w]).
+ *   y = l0h * (l0w * x[i0h][i0w] + l1w * x[i0h][i1w])
+ *     + l1h * (l0w * x[i1h][i0w] + l1w * x[i1h][i1w]).
  * Nearest: src = min(floor(dst * (float)(in/out)), in - 1) (float arithmetic, as PyTorch).
  * Adaptive avg pool: bin i = [floor(i*in/out), ceil((i+1)*in/out)), sum / kh / kw.
  * Max pool: -inf padding, out = floor((in + 2 pad - k) / stride) + 1, NaN propagates.

@@ -26,7 +26,8 @@ static void assert_close(const float *a, const float *b, size_t n, double tol, c
 }
 
 /* values against a hard-coded list, relative tolerance per element */
-static void assert_values(const float *a, const double *want, size_t n, double rtol, const char *what) {
+static void assert_values(const float *a, const double *want, size_t n, double rtol,
+                          const char *what) {
   for (size_t i = 0; i < n; i++) {
     double tol = rtol * (fabs(want[i]) > 1.0 ? fabs(want[i]) : 1.0);
     if (!(fabs((double)a[i] - want[i]) <= tol)) {
@@ -192,7 +193,8 @@ static void test_dwconv_sweep(void **state) {
             if (h + 2 * pad < k || wd + 2 * pad < k) continue;
             size_t ny = (size_t)n * c * oh * ow;
             float *x = frand((size_t)n * c * h * wd, 11 + ih), *w = frand((size_t)c * k * k, k);
-            float *b = frand((size_t)c, 3), *r = frand(ny, 4), *y1 = frand(ny, 5), *y2 = frand(ny, 6);
+            float *b = frand((size_t)c, 3), *r = frand(ny, 4);
+            float *y1 = frand(ny, 5), *y2 = frand(ny, 6);
             rv_dwconv2d_naive_f32(y2, x, w, b, res ? r : NULL, n, c, h, wd, k, s, pad);
             if (res == 2) { /* y aliases residual */
               memcpy(y1, r, ny * sizeof(float));
@@ -399,7 +401,8 @@ static void test_softmax(void **state) {
     double m = -INFINITY, s = 0;
     for (int j = 0; j < cols; j++) m = fmax(m, x[(size_t)r * cols + j]);
     for (int j = 0; j < cols; j++) s += exp(x[(size_t)r * cols + j] - m);
-    for (int j = 0; j < cols; j++) ref[(size_t)r * cols + j] = (float)(exp(x[(size_t)r * cols + j] - m) / s);
+    for (int j = 0; j < cols; j++)
+      ref[(size_t)r * cols + j] = (float)(exp(x[(size_t)r * cols + j] - m) / s);
   }
   rv_softmax_rows_f32(y, x, rows, cols);
   assert_close(y, ref, nt, 1e-6, "softmax rows");
@@ -463,7 +466,8 @@ static void test_resize_values(void **state) {
   /* torch: F.interpolate(arange(25).reshape(1,1,5,5), size=(7,3), mode='nearest') */
   float x5[25];
   for (int i = 0; i < 25; i++) x5[i] = (float)i;
-  static const double n73[] = {0, 1, 3, 0, 1, 3, 5, 6, 8, 10, 11, 13, 10, 11, 13, 15, 16, 18, 20, 21, 23};
+  static const double n73[] = {0,  1,  3,  0,  1,  3,  5,  6,  8,  10, 11,
+                               13, 10, 11, 13, 15, 16, 18, 20, 21, 23};
   rv_resize_nearest_f32(y, x5, 1, 5, 5, 7, 3);
   assert_values(y, n73, 21, 0, "nearest 5x5->7x3");
   /* torch: F.adaptive_avg_pool2d(x7, 3): bins [0,3) [2,5) [4,7) */
@@ -568,8 +572,9 @@ int main(void) {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
       cmocka_unit_test(test_deconv),        cmocka_unit_test(test_norms),
-      cmocka_unit_test(test_vmath),         cmocka_unit_test(test_activations),   cmocka_unit_test(test_softmax),
-      cmocka_unit_test(test_resize_values), cmocka_unit_test(test_resize_sweep),
+      cmocka_unit_test(test_vmath),         cmocka_unit_test(test_activations),
+      cmocka_unit_test(test_softmax),       cmocka_unit_test(test_resize_values),
+      cmocka_unit_test(test_resize_sweep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
