@@ -42,6 +42,9 @@ rv_detector_config rv_detector_default_config(rv_det_arch arch) {
   c.rcnn = rv_rcnn_cfg_default();
   c.retina = rv_retina_cfg_default();
   c.with_masks = 1;
+  static const double stds[3][4] = {
+      {0.1, 0.1, 0.2, 0.2}, {0.05, 0.05, 0.1, 0.1}, {0.033, 0.033, 0.067, 0.067}};
+  memcpy(c.rcnn_stds, stds, sizeof stds);
   return c;
 }
 
@@ -92,7 +95,9 @@ rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
   } else {
     if ((st = rv_rpn_head_load(&d->rpn, w, "rpn_head", ctx)) != RV_OK) goto fail;
     int stages = cfg->arch == RV_DET_CASCADE_MASK_RCNN ? 3 : 1;
-    if ((st = rv_roi_head_load(&d->roi, w, "roi_head", stages, NULL, ctx)) != RV_OK) goto fail;
+    if ((st = rv_roi_head_load(&d->roi, w, "roi_head", stages,
+                               (const double(*)[4])cfg->rcnn_stds, ctx)) != RV_OK)
+      goto fail;
     if (!cfg->with_masks) {
       for (int i = 0; i < 4; i++) rv_mask_head_free(&d->roi.mask[i]);
       d->roi.num_mask_heads = 0;

@@ -41,6 +41,9 @@ typedef struct {
   rv_rcnn_cfg rcnn;      /* two-stage: test_cfg.rcnn */
   rv_retina_cfg retina;  /* RetinaNet: test_cfg */
   int with_masks;        /* 1: run the mask branch if the weights have one (default) */
+  /* target_stds of the RoI box coders per stage (config bbox_head[i].bbox_coder); defaults
+   * cascade [.1,.1,.2,.2] [.05,.05,.1,.1] [.033,.033,.067,.067], Mask R-CNN [.1,.1,.2,.2] */
+  double rcnn_stds[3][4];
 } rv_detector_config;
 
 /* Official test_cfg of the RALA configs for the architecture. */
