@@ -2,14 +2,87 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/model_run.h"
 
+#include "apps/cli.h"
+#include "models/zoo.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+/* Download bar on stderr (a TTY, not --quiet): "name [####....] 12.3/45.6 MB 3.2 MB/s". */
+typedef struct {
+  const char *label;
+  double t0, last;
+  int enabled, drawn;
+} dl_bar;
+
+static int dl_progress(void *user, int64_t done, int64_t total) {
+  dl_bar *b = user;
+  if (!b->enabled) return 0;
+  double t = rv_now();
+  if (t - b->last < 0.2 && !(total > 0 && done >= total)) return 0;
+  b->last = t;
+  b->drawn = 1;
+  char bar[31];
+  double frac = total > 0 ? (double)done / (double)total : 0;
+  for (int i = 0; i < 30; i++) bar[i] = i < (int)(frac * 30) ? '#' : '.';
+  bar[30] = 0;
+  double el = t - b->t0;
+  fprintf(stderr, "\r%s [%s] %.1f/%.1f MB %.1f MB/s   ", b->label, bar, (double)done / 1e6,
+          total > 0 ? (double)total / 1e6 : 0.0, el > 0 ? (double)done / 1e6 / el : 0.0);
+  fflush(stderr);
+  return 0;
+}
+
+static int is_file(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0;
+}
+
+rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, const char **model,
+                                 rv_ctx *ctx) {
+  const rv_zoo_entry *e = is_file(weights) ? NULL : rv_zoo_find(weights);
+  if (model) *model = e ? e->model : NULL;
+  if (!e && !is_file(weights) && !strchr(weights, '/') && !strchr(weights, '.'))
+    return rv_error(ctx, RV_ERR_NOTFOUND, "%s: no such file and not a model name ('ravlt models' lists them)",
+                    weights);
+  if (!e) {
+    if (snprintf(out, cap, "%s", weights) >= (int)cap) return rv_error(ctx, RV_ERR_ARG, "path too long");
+    return RV_OK;
+  }
+  dl_bar bar = {e->name, rv_now(), 0, !rv_cli.quiet && isatty(2), 0};
+  rv_download_opts o = {0};
+  o.progress = dl_progress;
+  o.user = &bar;
+  o.retries = 3;
+  char url[4096];
+  RV_TRY(rv_zoo_url(url, sizeof url, e, NULL, ctx));
+  if (!rv_cli.quiet) {
+    /* Say where it comes from unless it is already cached. */
+    char dir[4096], st_path[4200];
+    const char *dot = strrchr(e->file, '.');
+    if (rv_cache_dir(dir, sizeof dir, ctx) == RV_OK) {
+      snprintf(st_path, sizeof st_path, "%s/%.*s.safetensors", dir, (int)(dot - e->file), e->file);
+      if (!is_file(st_path)) fprintf(stderr, "ravlt: %s: fetching %s into %s\n", e->name, url, dir);
+    }
+  }
+  rv_status st = rv_zoo_fetch(out, cap, e, NULL, NULL, &o, ctx);
+  if (bar.drawn) fputc('\n', stderr);
+  return st;
+}
 
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
-  RV_TRY(rv_model_load(m, weights, name, ctx));
+  char path[4096];
+  const char *zoo_model = NULL;
+  RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
+  const rv_zoo_entry *e = zoo_model ? rv_zoo_find(weights) : NULL;
+  if (e && e->task == RV_ZOO_CLASSIFY)
+    return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
+                    weights, weights);
+  RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
   rv_log(ctx, RV_LOG_DEBUG, "model: %s %s, %d classes (architecture from %s)", rv_model_arch(*m),
          rv_model_task(*m) == RV_TASK_SEGMENT ? "segmentor" : "detector", rv_model_num_classes(*m),
          rv_model_source(*m));

@@ -5,7 +5,13 @@
 
 #include "models/model.h"
 
-/* Load with a log line "model: ... (architecture from ...)"; errors in ctx. */
+/* --weights W: an existing file is used as it is; else W may be a model-zoo name
+ * (models/zoo.h, `ravlt models`): its checkpoint is downloaded into the cache (progress bar
+ * on stderr), converted once to safetensors, and out receives that path; *model (if
+ * non-NULL) the entry's rv_model_load name (NULL for a plain file). */
+rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, const char **model,
+                                 rv_ctx *ctx);
+/* Load (weights: a file or a zoo name) with a log line "model: ... (architecture from ...)"; errors in ctx. */
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
