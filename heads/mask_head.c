@@ -114,6 +114,7 @@ static gtap grid_tap(int c, double b0, double b1, int len) {
   if (isinf(g)) g = 0.0; /* torch sets inf grid values to 0 */
   if (isnan(g)) return t;
   double v = ((g + 1.0) * len - 1.0) / 2.0; /* unnormalise, align_corners=False */
+  if (!(v > -2.0 && v < len + 1.0)) return t; /* both taps outside (also huge values) */
   double f = floor(v);
   int i0 = (int)f, i1 = i0 + 1;
   double w1 = v - f, w0 = 1.0 - w1;
@@ -132,6 +133,7 @@ void rv_paste_mask_u8(unsigned char *out, int img_h, int img_w, const float *pro
                       int mw, const float box[4], float thr) {
   memset(out, 0, (size_t)img_h * img_w);
   double x0 = box[0], y0 = box[1], x1 = box[2], y1 = box[3];
+  if (!isfinite(x0) || !isfinite(y0) || !isfinite(x1) || !isfinite(y1)) return;
   /* paste window (skip_empty): floor(min)-1 .. ceil(max)+1, clamped to the image */
   double fx0 = floor(x0) - 1, fy0 = floor(y0) - 1, cx1 = ceil(x1) + 1, cy1 = ceil(y1) + 1;
   int wx0 = fx0 < 0 ? 0 : (fx0 > img_w ? img_w : (int)fx0);

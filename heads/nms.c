@@ -13,6 +13,8 @@ typedef struct {
 /* score descending, then index ascending: a total order, so qsort is deterministic */
 static int cmp_scored(const void *pa, const void *pb) {
   const scored *a = pa, *b = pb;
+  int na = a->s != a->s, nb = b->s != b->s; /* NaN scores sort last */
+  if (na != nb) return na - nb;
   if (a->s > b->s) return -1;
   if (a->s < b->s) return 1;
   return (a->i > b->i) - (a->i < b->i);

@@ -14,7 +14,7 @@ typedef struct {
 
 static tap make_tap(double v, int len) {
   tap t = {0, 0, 0.0f, 0.0f};
-  if (v < -1.0 || v > (double)len) return t;
+  if (!(v >= -1.0 && v <= (double)len)) return t; /* outside, or NaN */
   if (v <= 0) v = 0;
   int lo = (int)v, hi;
   if (lo >= len - 1) {
@@ -37,6 +37,15 @@ typedef struct {
   int gw, gh;
 } roi_geom;
 
+/* ceil(bin size) samples per bin; 0 for empty, negative or NaN sizes. Bins wider than
+ * MAX_GRID samples (only for rois far larger than any feature map) are capped. */
+#define MAX_GRID 4096
+static int grid_count(double bin) {
+  if (!(bin > 0)) return 0;
+  double c = ceil(bin);
+  return c > MAX_GRID ? MAX_GRID : (int)c;
+}
+
 static roi_geom geom(const float *roi, float spatial_scale, int oh, int ow, int sampling_ratio,
                      int aligned) {
   roi_geom g;
@@ -52,10 +61,8 @@ static roi_geom geom(const float *roi, float spatial_scale, int oh, int ow, int 
   g.sy = y1;
   g.bw = rw / ow;
   g.bh = rh / oh;
-  g.gw = sampling_ratio > 0 ? sampling_ratio : (int)ceil(rw / ow);
-  g.gh = sampling_ratio > 0 ? sampling_ratio : (int)ceil(rh / oh);
-  if (g.gw < 0) g.gw = 0;
-  if (g.gh < 0) g.gh = 0;
+  g.gw = sampling_ratio > 0 ? sampling_ratio : grid_count(rw / ow);
+  g.gh = sampling_ratio > 0 ? sampling_ratio : grid_count(rh / oh);
   return g;
 }
 
@@ -130,7 +137,7 @@ void rv_roi_align_f32(float *out, const float *feat, int c, int h, int w, const 
 
 /* mmcv bilinear_interpolate, literally */
 static float bilinear(const float *f, int h, int w, double y, double x) {
-  if (y < -1.0 || y > h || x < -1.0 || x > w) return 0.0f;
+  if (!(y >= -1.0 && y <= h && x >= -1.0 && x <= w)) return 0.0f;
   if (y <= 0) y = 0;
   if (x <= 0) x = 0;
   int yl = (int)y, xl = (int)x, yh, xh;

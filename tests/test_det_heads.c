@@ -394,6 +394,15 @@ static void test_load_errors(void **state) {
   assert_int_equal(d.n, 0);
   assert_null(d.masks);
   rv_detector_free(det);
+  /* non-finite features (NaN in one level, inf in another): no crash, no UB (UBSan), a
+   * finite number of detections with finite boxes */
+  assert_int_equal(rv_detector_load(&det, &cfg, w, ctx), RV_OK);
+  for (size_t i = 0; i < rv_tensor_numel(feats[3]); i += 3) feats[3].data[i] = NAN;
+  for (size_t i = 0; i < rv_tensor_numel(feats[1]); i += 7) feats[1].data[i] = INFINITY;
+  rv_arena_reset(a);
+  assert_int_equal(rv_detector_forward(det, &d, feats, &meta, NULL, a, ctx), RV_OK);
+  assert_true(d.n >= 0 && d.n <= 100);
+  rv_detector_free(det);
   /* roi head alone with zero proposals */
   rv_roi_head rh;
   assert_int_equal(rv_roi_head_load(&rh, w, "roi_head", 3, NULL, ctx), RV_OK);
