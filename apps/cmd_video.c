@@ -238,7 +238,7 @@ static rv_status write_json(app *a, const rv_vp_frame *fi, const result *r, rv_c
     }
     fputs("]}\n", f);
   }
-  if (ferror(f)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path);
+  if (fflush(f) || ferror(f)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path); /* line by line for tail -f */
   a->json_lines++;
   return RV_OK;
 }
@@ -478,7 +478,7 @@ int rv_cmd_video(int argc, char **argv) {
 
   if (st != RV_OK) rc = rv_cli_fail(ctx, "video", st);
   if (s.ended_early || s.stalled)
-    fprintf(stderr, "ravlt video: %s: %s %s\n", s.stalled ? "stalled" : "ended early", input, s.fault);
+    fprintf(stderr, "ravlt video: input %s: %s\n", s.stalled ? "stalled" : "ended early", s.fault);
   if (s.corrupt) fprintf(stderr, "ravlt video: %ld corrupt frame(s) skipped\n", s.corrupt);
   if (s.interrupted) fprintf(stderr, "ravlt video: interrupted: stopped after %ld frame(s)\n", s.written);
   if (!rv_cli.quiet || st != RV_OK || s.ended_early || s.stalled) {

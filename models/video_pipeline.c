@@ -325,7 +325,7 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
     }
     if (timed_out) {
       p.st.stalled = 1;
-      snprintf(p.st.fault, sizeof p.st.fault, "no frame for %.1f s: the stream stalled", cfg->stall_s);
+      snprintf(p.st.fault, sizeof p.st.fault, "no frame for %.1f s", cfg->stall_s);
       pthread_mutex_unlock(&p.mu);
       break;
     }
