@@ -33,10 +33,10 @@ out=$("$BIN" check-fixture "$tmp/mismatch" 2>&1) && { echo "$out"; fail "mismatc
 echo "$out" | grep -q "is a cascade_mask_rcnn, not a mask_rcnn" || { echo "$out"; fail "unclear message for the mismatched kind"; }
 echo "ok: mismatched kind rejected: $(echo "$out" | tail -1)"
 
-# the reference of another model (mask_rcnn io with cascade weights): checks fail, exit non-zero
+# the reference of another model (cascade io with mask_rcnn weights): checks fail, exit non-zero
 mkdir -p "$tmp/otherref"
-cp "$FIX/heads/cascade_mask_rcnn/weights.safetensors" "$FIX/heads/cascade_mask_rcnn/config.json" "$tmp/otherref/"
-cp "$FIX/heads/mask_rcnn/io.safetensors" "$tmp/otherref/"
+cp "$FIX/heads/mask_rcnn/weights.safetensors" "$FIX/heads/mask_rcnn/config.json" "$tmp/otherref/"
+cp "$FIX/heads/cascade_mask_rcnn/io.safetensors" "$tmp/otherref/"
 out=$("$BIN" check-fixture "$tmp/otherref" 2>&1) && { echo "$out"; fail "wrong reference accepted"; }
 echo "$out" | grep -q "FAIL" || { echo "$out"; fail "wrong reference: no FAIL line"; }
 echo "ok: wrong reference rejected: $(echo "$out" | tail -1)"
