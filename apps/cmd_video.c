@@ -103,6 +103,7 @@ typedef struct {
   int dd_cap;
   long frames_out, json_lines;
   int out_finalised, json_finalised;
+  char fourcc[8];
 } app;
 
 static void free_result(void *user, void *r) {
@@ -281,7 +282,9 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
 static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
   app *a = user;
   rv_status st = RV_OK;
+  double t0 = rv_now();
   if (a->vw) {
+    snprintf(a->fourcc, sizeof a->fourcc, "%s", rv_video_writer_fourcc(a->vw));
     if (a->frames_out > 0) {
       st = rv_video_writer_close(a->vw, ctx);
       a->out_finalised = st == RV_OK;
@@ -300,6 +303,7 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
       if (!bad && st == RV_OK && prior == RV_OK) st = rv_error(ctx, RV_ERR_IO, "%s: cannot rename the temporary file", a->json_path);
     }
   }
+  rv_log(ctx, RV_LOG_DEBUG, "outputs finalised in %.2f s", rv_now() - t0);
   return st;
 }
 
@@ -488,7 +492,10 @@ int rv_cmd_video(int argc, char **argv) {
             "p95 %.3f s; %.2f fps; %.1f s wall, %.1f%% outside inference\n",
             s.read, s.processed, s.written, s.dropped, s.corrupt, s.latency_mean_s, s.latency_p95_s, s.fps, s.wall_s,
             share < 0 ? 0 : share);
-    if (A.out_finalised) fprintf(stderr, "ravlt video: wrote %s (%ld frames, %.3g fps)\n", output, A.frames_out, out_fps);
+    rv_log(ctx, RV_LOG_DEBUG,
+           "stages: decode %.2f s, inference %.2f s (waited %.2f s for frames, %.2f s for the encoder), draw+encode %.2f s",
+           s.read_s, s.infer_s, s.wait_in_s, s.wait_out_s, s.sink_s);
+    if (A.out_finalised) fprintf(stderr, "ravlt video: wrote %s (%s, %ld frames, %.3g fps)\n", output, A.fourcc, A.frames_out, out_fps);
     if (A.json_finalised) fprintf(stderr, "ravlt video: wrote %s (%ld lines)\n", json, A.json_lines);
   }
   if (rc == 0) rc = s.interrupted ? 130 : (s.ended_early || s.stalled) ? 3 : 0;

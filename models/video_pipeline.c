@@ -126,7 +126,12 @@ static void *decode_main(void *arg) {
     if (c->max_frames > 0 && nread >= c->max_frames) break;
     item it = {0};
     int got = 0;
+    double tr = now_s();
     rv_status s = ctx ? c->read(c->read_user, &it.img, &got, ctx) : RV_ERR_NOMEM;
+    tr = now_s() - tr;
+    pthread_mutex_lock(&p->mu);
+    p->st.read_s += tr;
+    pthread_mutex_unlock(&p->mu);
     if (s != RV_OK) {
       rv_image_free(&it.img);
       pthread_mutex_lock(&p->mu);
@@ -225,7 +230,12 @@ static void *sink_main(void *arg) {
       it.result = NULL;
     }
     if (!failed && c->sink) {
+      double ts = now_s();
       rv_status s = c->sink(c->user, &it.img, &it.fi, last, ctx);
+      ts = now_s() - ts;
+      pthread_mutex_lock(&p->mu);
+      p->st.sink_s += ts;
+      pthread_mutex_unlock(&p->mu);
       if (s != RV_OK) { sink_fail(p, s, ctx); failed = 1; }
     }
     if (!failed) {
@@ -313,6 +323,7 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
   }
   long arrived = 0;
   while (st == RV_OK && have_dec) {
+    double tw = now_s();
     pthread_mutex_lock(&p.mu);
     int timed_out = 0;
     if (cfg->stall_s > 0) {
@@ -332,6 +343,7 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
     if (p.stop && p.q_in.n == 0) { pthread_mutex_unlock(&p.mu); break; }
     item it = q_pop_locked(&p.q_in);
     int stop = p.stop;
+    p.st.wait_in_s += now_s() - tw;
     pthread_mutex_unlock(&p.mu);
     if (it.end) break;
     if (stop) { free_item(&p, &it); break; }
@@ -353,9 +365,11 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
       pthread_mutex_unlock(&p.mu);
       if (st != RV_OK) { free_item(&p, &it); break; }
     }
+    tw = now_s();
     pthread_mutex_lock(&p.mu);
     while (p.q_out.n == p.q_out.cap) pthread_cond_wait(&p.q_out.not_full, &p.mu);
     q_push_locked(&p.q_out, &it);
+    p.st.wait_out_s += now_s() - tw;
     pthread_mutex_unlock(&p.mu);
   }
   /* stop the decoder (it may be blocked on a full queue), then end the sink */

@@ -57,6 +57,10 @@ typedef struct {
   int interrupted;    /* cancelled() returned nonzero */
   double wall_s;      /* from start to the end of the sink */
   double infer_s;     /* total time inside infer() */
+  double read_s;      /* total time inside read() (decode thread) */
+  double sink_s;      /* total time inside sink() (encode thread) */
+  double wait_in_s;   /* inference stage waiting for a decoded frame */
+  double wait_out_s;  /* inference stage blocked on a full encode queue */
   double latency_mean_s, latency_p95_s; /* decode done -> sink done, processed frames */
   double fps;         /* written / wall_s */
   char fault[256];    /* message of the source fault (ended early / stalled), or "" */
