@@ -68,7 +68,7 @@ void rv_delta2bbox_f32(float *out, const float *rois, int roi_stride, const floa
 /* ---- NMS (heads/nms.c) ----------------------------------------------------------------- */
 /* Sort order used everywhere: score descending, ties by index ascending (mmcv's sort is not
  * stable; this is the deterministic choice). order[0..n) receives the permutation. */
-void rv_argsort_desc(int *order, const float *scores, int n);
+int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch); /* -1: OOM */
 /* Greedy NMS (mmcv nms, offset 0): visits boxes by descending score, drops j when
  * inter/(area_i + area_j - inter) > iou_thr. keep[] (capacity n) receives kept indices in
  * score order; returns their count. scratch: arena for temporaries (released). -1 on OOM. */

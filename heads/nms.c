@@ -29,25 +29,14 @@ static void argsort_pairs(int *order, scored *tmp, const float *scores, int n) {
   for (int i = 0; i < n; i++) order[i] = tmp[i].i;
 }
 
-void rv_argsort_desc(int *order, const float *scores, int n) {
-  if (n <= 0) return;
-  scored *tmp = rv_malloc((size_t)n * sizeof *tmp);
-  if (tmp) {
-    argsort_pairs(order, tmp, scores, n);
-    rv_free(tmp);
-    return;
-  }
-  /* allocation failed: insertion sort in place (same order, slower) */
-  for (int i = 0; i < n; i++) order[i] = i;
-  for (int i = 1; i < n; i++) {
-    int v = order[i], j = i - 1;
-    while (j >= 0 && (scores[order[j]] < scores[v] ||
-                      (scores[order[j]] == scores[v] && order[j] > v))) {
-      order[j + 1] = order[j];
-      j--;
-    }
-    order[j + 1] = v;
-  }
+int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch) {
+  if (n <= 0) return 0;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof *tmp);
+  if (!tmp) return -1;
+  argsort_pairs(order, tmp, scores, n);
+  rv_arena_release(scratch, mk);
+  return 0;
 }
 
 /* Greedy suppression over the boxes listed in idx[0..m) (already in score order).

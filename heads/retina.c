@@ -157,7 +157,10 @@ rv_status rv_retina_get_bboxes(rv_detections *det, const rv_retina_head *h,
     rv_anchor_grid_f32(anchors, base, A, H, W, strides[l]);
     int k = m;
     if (cfg->nms_pre > 0 && k > cfg->nms_pre) {
-      rv_argsort_desc(order, mx, m);
+      if (rv_argsort_desc(order, mx, m, arena) != 0) {
+        rv_arena_release(arena, mk);
+        return rv_error(ctx, RV_ERR_NOMEM, "retina: out of memory");
+      }
       k = cfg->nms_pre;
     } else {
       for (int i = 0; i < m; i++) order[i] = i;

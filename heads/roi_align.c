@@ -102,36 +102,26 @@ static void roi_one(float *out, const float *feat, int c, int h, int w, const fl
   }
 }
 
+/* taps per axis held on the stack: output size x samples per bin (7 x 64 or 14 x 32);
+ * rois needing more (bins over 64 / 32 feature pixels) take the plain per-sample path */
+#define MAX_TAPS 896
+
 void rv_roi_align_f32(float *out, const float *feat, int c, int h, int w, const float *rois,
                       int n, const unsigned char *sel, float spatial_scale, int oh, int ow,
                       int sampling_ratio, int aligned) {
-  /* largest grid among the selected rois sizes the per-thread tap buffers */
-  int gmax = 1;
+#pragma omp parallel for schedule(dynamic, 4)
   for (int r = 0; r < n; r++) {
     if (sel && !sel[r]) continue;
-    roi_geom g = geom(rois + (size_t)r * 5, spatial_scale, oh, ow, sampling_ratio, aligned);
-    if (g.gw > gmax) gmax = g.gw;
-    if (g.gh > gmax) gmax = g.gh;
-  }
-  size_t ntap = (size_t)gmax * (size_t)(oh > ow ? oh : ow);
-#pragma omp parallel
-  {
-    tap *ty = rv_malloc(ntap * sizeof(tap));
-    tap *tx = rv_malloc(ntap * sizeof(tap));
-#pragma omp for schedule(dynamic, 4)
-    for (int r = 0; r < n; r++) {
-      if (sel && !sel[r]) continue;
-      float *o = out + (size_t)r * c * oh * ow;
-      if (!ty || !tx) { /* out of memory: fall back to the plain loop for this roi */
-        rv_roi_align_naive_f32(o, feat, c, h, w, rois + (size_t)r * 5, 1, spatial_scale, oh,
-                               ow, sampling_ratio, aligned);
-        continue;
-      }
-      roi_one(o, feat, c, h, w, rois + (size_t)r * 5, spatial_scale, oh, ow, sampling_ratio,
-              aligned, ty, tx);
+    const float *roi = rois + (size_t)r * 5;
+    float *o = out + (size_t)r * c * oh * ow;
+    roi_geom g = geom(roi, spatial_scale, oh, ow, sampling_ratio, aligned);
+    if ((size_t)g.gh * oh > MAX_TAPS || (size_t)g.gw * ow > MAX_TAPS) {
+      rv_roi_align_naive_f32(o, feat, c, h, w, roi, 1, spatial_scale, oh, ow, sampling_ratio,
+                             aligned);
+      continue;
     }
-    rv_free(ty);
-    rv_free(tx);
+    tap ty[MAX_TAPS], tx[MAX_TAPS];
+    roi_one(o, feat, c, h, w, roi, spatial_scale, oh, ow, sampling_ratio, aligned, ty, tx);
   }
 }
 

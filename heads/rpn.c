@@ -120,7 +120,10 @@ rv_status rv_rpn_get_proposals(float **props, float **scores, int *n, const rv_r
     rv_anchor_grid_f32(anchors, base, A, H, W, strides[l]);
     /* sigmoid is monotonic: ranking the logits ranks the scores without float32 ties of
      * saturated sigmoids */
-    rv_argsort_desc(order, lg, m);
+    if (rv_argsort_desc(order, lg, m, arena) != 0) {
+      rv_arena_release(arena, mk);
+      return rv_error(ctx, RV_ERR_NOMEM, "rpn: out of memory");
+    }
     int k = m;
     if (cfg->nms_pre > 0 && k > cfg->nms_pre) k = cfg->nms_pre;
     for (int t = 0; t < k; t++) {

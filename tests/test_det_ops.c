@@ -125,7 +125,7 @@ static void test_nms_vs_bruteforce(void **state) {
   /* reference: stable order by (score desc, index asc), suppress by any earlier kept box of
    * the same class with IoU > thr */
   int order[N];
-  rv_argsort_desc(order, s, N);
+  assert_int_equal(rv_argsort_desc(order, s, N, a), 0);
   for (int i = 1; i < N; i++) {
     assert_true(s[order[i - 1]] >= s[order[i]]);
     if (s[order[i - 1]] == s[order[i]]) assert_true(order[i - 1] < order[i]);
@@ -236,6 +236,9 @@ static void test_roi_align_vs_naive(void **state) {
     rois[i * 5 + 3] = x1 + w;
     rois[i * 5 + 4] = y1 + h;
   }
+  /* a huge roi: > 64 samples per bin, the per-sample path */
+  const float huge[5] = {0, -100, -60, 2000, 1900};
+  memcpy(rois + 5 * 5, huge, sizeof huge);
   float *o1 = malloc(sizeof(float) * N * C * 49), *o2 = malloc(sizeof(float) * N * C * 49);
   for (int aligned = 0; aligned < 2; aligned++)
     for (int sr = 0; sr < 3; sr++) {
