@@ -1,0 +1,288 @@
+/* Synthetic datasets (datasets/synth.h, `ravlt synth`): determinism, occlusion limits, labels
+ * consistent with the visible shapes, COCO polygons that rasterise (rv_rle_from_poly) to the
+ * visible masks, files loadable with rv_coco_load / the ADE20K layout, CLI errors.
+ * RV_SYNTH_DUMP=DIR writes PNG previews with the polygons drawn. */
+#define _POSIX_C_SOURCE 200809L
+#include "test_util.h"
+
+#include "core/image.h"
+#include "datasets/ade20k.h"
+#include "datasets/coco.h"
+#include "datasets/synth.h"
+#include "eval/rle.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SAMPLES "/usr/share/doc/opencv-doc/examples/data"
+
+static rv_ctx *ctx;
+
+static void make_tmp(char *dir, size_t cap) {
+  snprintf(dir, cap, "/tmp/ravlt_test_synth_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void rm_rf(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_deterministic(void **state) {
+  (void)state;
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.seed = 3;
+  o.bg_dir = SAMPLES;
+  rv_synth_sample a, b, c;
+  assert_int_equal(rv_synth_generate(&a, &o, 5, ctx), RV_OK);
+  assert_int_equal(rv_synth_generate(&b, &o, 5, ctx), RV_OK);
+  assert_int_equal(a.image.w, 320);
+  assert_int_equal(a.image.h, 240);
+  assert_memory_equal(a.image.data, b.image.data, (size_t)320 * 240 * 3);
+  assert_memory_equal(a.label.data, b.label.data, (size_t)320 * 240);
+  o.seed = 4;
+  assert_int_equal(rv_synth_generate(&c, &o, 5, ctx), RV_OK);
+  assert_true(memcmp(a.image.data, c.image.data, (size_t)320 * 240 * 3) != 0);
+  rv_synth_sample_free(&a);
+  rv_synth_sample_free(&b);
+  rv_synth_sample_free(&c);
+}
+
+/* Labels follow the visible shapes; every shape keeps >= 250 px and occlusion happens. */
+static void test_labels_and_occlusion(void **state) {
+  (void)state;
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.seed = 11;
+  o.width = 256;
+  o.height = 192;
+  int occluded = 0, shapes = 0, hist[RV_SYNTH_SHAPES] = {0};
+  for (int i = 0; i < 30; i++) {
+    rv_synth_sample s;
+    assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
+    assert_true(s.n >= 1 && s.n <= o.max_shapes);
+    int vis[16] = {0};
+    for (int p = 0; p < 256 * 192; p++) {
+      int id = s.ids[p];
+      assert_true(id >= -1 && id < s.n);
+      assert_int_equal(s.label.data[p], id < 0 ? 1 : s.cls[id] + 2);
+      if (id >= 0) vis[id]++;
+    }
+    for (int j = 0; j < s.n; j++) {
+      assert_true(vis[j] >= 250);
+      hist[s.cls[j]]++;
+    }
+    /* occlusion: the label count of an earlier shape is below its full raster (approximate
+     * check: some shape has a boundary shared with a later one) */
+    for (int y = 0; y < 192; y++)
+      for (int x = 1; x < 256; x++) {
+        int a = s.ids[y * 256 + x - 1], b = s.ids[y * 256 + x];
+        if (a >= 0 && b >= 0 && a != b) { occluded++; y = 192; break; }
+      }
+    shapes += s.n;
+    rv_synth_sample_free(&s);
+  }
+  assert_true(occluded >= 10); /* of 30 images, shapes touch / overlap in many */
+  assert_true(shapes >= 60);
+  for (int c = 0; c < RV_SYNTH_SHAPES; c++) assert_true(hist[c] >= 5);
+}
+
+static void dump_preview(const rv_synth_sample *s, int i) {
+  const char *dir = getenv("RV_SYNTH_DUMP");
+  if (!dir) return;
+  rv_image v = {0};
+  assert_int_equal(rv_image_copy(&v, &s->image, ctx), RV_OK);
+  for (int j = 0; j < s->n; j++) {
+    double *xy;
+    int *parts, np;
+    assert_int_equal(rv_synth_polygons(s, j, &xy, &parts, &np, ctx), RV_OK);
+    int off = 0;
+    for (int p = 0; p < np; p++) {
+      for (int k = 0; k < parts[p]; k++) {
+        int k2 = (k + 1) % parts[p];
+        rv_draw_line(&v, (int)xy[2 * (off + k)], (int)xy[2 * (off + k) + 1], (int)xy[2 * (off + k2)],
+                     (int)xy[2 * (off + k2) + 1], rv_rgb(255, 0, 0), 1, ctx);
+      }
+      off += parts[p];
+    }
+    free(xy);
+    free(parts);
+  }
+  char p[512];
+  snprintf(p, sizeof p, "%s/preview_%d.png", dir, i);
+  rv_image_write(p, &v, ctx);
+  rv_image_free(&v);
+}
+
+/* The COCO polygons rasterise (pycocotools' rule) to the visible masks. */
+static void test_polygons_match_masks(void **state) {
+  (void)state;
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.seed = 21;
+  o.bg_dir = SAMPLES;
+  double sum = 0, worst = 1;
+  int n = 0;
+  uint8_t *vm = malloc(320 * 240);
+  for (int i = 0; i < 20; i++) {
+    rv_synth_sample s;
+    assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
+    dump_preview(&s, i);
+    for (int j = 0; j < s.n; j++) {
+      double *xy;
+      int *parts, np;
+      assert_int_equal(rv_synth_polygons(&s, j, &xy, &parts, &np, ctx), RV_OK);
+      assert_true(np >= 1);
+      rv_rle r[32], m = {0}, v = {0};
+      int off = 0;
+      assert_true(np <= 32);
+      for (int p = 0; p < np; p++) {
+        assert_true(parts[p] >= 3);
+        assert_int_equal(rv_rle_from_poly(&r[p], xy + 2 * off, (size_t)parts[p], 240, 320, ctx), RV_OK);
+        off += parts[p];
+      }
+      assert_int_equal(rv_rle_merge(&m, r, (size_t)np, 0, ctx), RV_OK);
+      for (int p = 0; p < 320 * 240; p++) vm[p] = s.ids[p] == j;
+      assert_int_equal(rv_rle_encode_rowmajor(&v, vm, 240, 320, ctx), RV_OK);
+      double iou = rv_rle_iou_pair(&m, &v, 0);
+      sum += iou;
+      n++;
+      if (iou < worst) worst = iou;
+      if (iou < 0.85) printf("sample %d shape %d: IoU %.3f, %d part(s)\n", i, j, iou, np);
+      for (int p = 0; p < np; p++) rv_rle_free(&r[p]);
+      rv_rle_free(&m);
+      rv_rle_free(&v);
+      free(xy);
+      free(parts);
+    }
+    rv_synth_sample_free(&s);
+  }
+  free(vm);
+  printf("polygon vs visible mask IoU over %d shapes: mean %.4f, worst %.4f\n", n, sum / n, worst);
+  assert_true(worst >= 0.85);
+  assert_true(sum / n >= 0.95);
+}
+
+static void test_write_seg(void **state) {
+  (void)state;
+  char dir[64], img[256], ann[256];
+  make_tmp(dir, sizeof dir);
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.count = 4;
+  o.seed = 5;
+  assert_int_equal(rv_synth_write(dir, &o, ctx), RV_OK);
+  assert_int_equal(rv_ade20k_layout(dir, img, ann, sizeof img, ctx), RV_OK);
+  rv_name_list a = {0}, b = {0};
+  assert_int_equal(rv_list_files(&a, img, ".jpg", ctx), RV_OK);
+  assert_int_equal(rv_list_files(&b, ann, ".png", ctx), RV_OK);
+  assert_int_equal(a.n, 4);
+  assert_int_equal(b.n, 4);
+  assert_string_equal(b.names[2], "synth_000002.png");
+  char p[512];
+  snprintf(p, sizeof p, "%s/%s", ann, b.names[2]);
+  rv_image lab = {0};
+  assert_int_equal(rv_image_read_gray(p, &lab, ctx), RV_OK);
+  rv_synth_sample s;
+  assert_int_equal(rv_synth_generate(&s, &o, 2, ctx), RV_OK);
+  assert_int_equal(lab.w, 320);
+  assert_memory_equal(lab.data, s.label.data, (size_t)320 * 240);
+  rv_image_free(&lab);
+  rv_synth_sample_free(&s);
+  rv_name_list_free(&a);
+  rv_name_list_free(&b);
+  rm_rf(dir);
+}
+
+static void test_write_det_loads_with_coco(void **state) {
+  (void)state;
+  char dir[64], p[256];
+  make_tmp(dir, sizeof dir);
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.task = RV_SYNTH_DET;
+  o.count = 6;
+  o.seed = 9;
+  o.bg_dir = SAMPLES;
+  assert_int_equal(rv_synth_write(dir, &o, ctx), RV_OK);
+  snprintf(p, sizeof p, "%s/annotations/instances.json", dir);
+  rv_coco *gt = NULL;
+  assert_int_equal(rv_coco_load(&gt, p, 1, 0, ctx), RV_OK);
+  assert_int_equal(gt->n_images, 6);
+  assert_int_equal(gt->n_cats, 5);
+  assert_string_equal(gt->cats[4].name, "ellipse");
+  size_t total = 0;
+  for (int i = 0; i < 6; i++) {
+    rv_synth_sample s;
+    assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
+    total += (size_t)s.n;
+    rv_synth_sample_free(&s);
+    snprintf(p, sizeof p, "%s/images/%s", dir, gt->images[i].file_name);
+    assert_true(path_exists(p));
+  }
+  assert_int_equal(gt->n_anns, total);
+  for (size_t k = 0; k < gt->n_anns; k++) {
+    const rv_coco_obj *a = &gt->anns[k];
+    assert_true(a->has_segm);
+    assert_true(a->category_id >= 1 && a->category_id <= 5);
+    assert_int_equal((double)rv_rle_area(&a->segm), a->area); /* area of the rasterised polygons */
+    double bb[4];
+    rv_rle_to_bbox(&a->segm, bb);
+    for (int c = 0; c < 4; c++) assert_true(fabs(bb[c] - a->bbox[c]) < 1e-9);
+    assert_true(a->area >= 200);
+  }
+  rv_coco_free(gt);
+  rm_rf(dir);
+}
+
+static int run(const char *cmd) {
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_cli(void **state) {
+  (void)state;
+  char dir[64], cmd[1024], p[512];
+  make_tmp(dir, sizeof dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task det --out '%s/d' --count 3 --seed 1 --size 160x128 --shapes 1-3", RV_BIN, dir);
+  assert_int_equal(run(cmd), 0);
+  snprintf(p, sizeof p, "%s/d/annotations/instances.json", dir);
+  assert_true(path_exists(p));
+  snprintf(p, sizeof p, "%s/d/images/synth_000002.jpg", dir);
+  rv_image im = {0};
+  assert_int_equal(rv_image_read(p, &im, ctx), RV_OK);
+  assert_int_equal(im.w, 160);
+  assert_int_equal(im.h, 128);
+  rv_image_free(&im);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/s' --count 2 --split training --backgrounds none 2>/dev/null", RV_BIN, dir);
+  assert_int_equal(run(cmd), 0);
+  snprintf(p, sizeof p, "%s/s/annotations/training/synth_000001.png", dir);
+  assert_true(path_exists(p));
+  /* errors */
+  snprintf(cmd, sizeof cmd, "'%s' synth --task cls --out '%s/x' 2>/dev/null", RV_BIN, dir);
+  assert_int_equal(run(cmd), 2);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg 2>/dev/null", RV_BIN);
+  assert_int_equal(run(cmd), 2);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/x' --size 10x10 2>/dev/null", RV_BIN, dir);
+  assert_int_equal(run(cmd), 2);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/x' --backgrounds /nonexistent_dir 2>&1 | grep -q nonexistent_dir", RV_BIN, dir);
+  assert_int_equal(run(cmd), 0);
+  rm_rf(dir);
+}
+
+int main(void) {
+  ctx = rv_ctx_create();
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_deterministic),
+      cmocka_unit_test(test_labels_and_occlusion),
+      cmocka_unit_test(test_polygons_match_masks),
+      cmocka_unit_test(test_write_seg),
+      cmocka_unit_test(test_write_det_loads_with_coco),
+      cmocka_unit_test(test_cli),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  rv_ctx_free(ctx);
+  return rc;
+}
