@@ -230,7 +230,7 @@ static void test_live_drops(void **state) {
   c.drop = 1;
   c.queue = 2;
   s.read_s = 0.002;  /* 500 fps camera */
-  k.infer_s = 0.02;  /* 50 fps model */
+  k.infer_s = 0.05;  /* 20 fps model: at most ~(40 x read time) / 50 ms frames can be kept */
   rv_vp_stats st;
   rv_ctx *ctx = rv_ctx_create();
   assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
@@ -330,7 +330,7 @@ static void test_stall(void **state) {
   sink_t k;
   syn_init(&s, &k, 10);
   s.stall_at = 4;
-  s.stall_s = 0.8;
+  s.stall_s = 1.2;
   rv_vp_config c = syn_config(&s, &k);
   c.live = 1;
   c.stall_s = 0.2;
@@ -340,7 +340,7 @@ static void test_stall(void **state) {
   assert_int_equal(st.stalled, 1);
   assert_non_null(strstr(st.fault, "no frame for 0.2 s"));
   assert_int_equal(st.written, 4);
-  assert_true(st.wall_s < 0.7); /* finished before the blocked read returned */
+  assert_true(st.wall_s < 1.0); /* outputs finished before the blocked read returned */
   check_common(&k);
   rv_ctx_free(ctx);
 }
