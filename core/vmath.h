@@ -6,12 +6,12 @@
  * rv_vexpf: Cody-Waite range reduction x = n ln2 + r, degree-6 polynomial for e^r
  * (Cephes expf coefficients), scaled by 2^n through the exponent bits; inputs are clamped
  * to [-87.34, 88.38] (no inf/denormal results), |rel err| < 2e-7.
- * rv_verff: |z| < 0.5: z * P6(z^2); |z| >= 0.5: 1 - e^{-z^2} Q8(1 / (1 + z/2)) (weighted
- * least-squares fits to erf(z)/z on [0,1] and erfc(z) e^{z^2} on [0.5,6.5]; float evaluation
- * rel err < 3e-7);
- * |abs err| < 2e-7 (tested against erf in double).
- * rv_vgeluf: 0.5 x (1 + erf(x / sqrt 2)), computed for x < 0 as 0.5 x erfc(|z|) directly, so
- * it keeps relative accuracy in the negative tail.
+ * rv_verff: |z| < 0.5: z * P6(z^2); |z| >= 0.5: 1 - e^{-z^2} Q9(1 / (1 + z/2)) (weighted
+ * least-squares fits to erf(z)/z on [0,1] and erfc(z) e^{z^2} on [0,6.5]; float evaluation
+ * rel err < 3e-7); |abs err| < 2e-7 (tested against erf in double).
+ * rv_vgeluf: x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)) from the one erfc form valid for all x:
+ * x < 0: 0.5 x erfc(|z|), else x - 0.5 x erfc(|z|), so the negative tail keeps relative
+ * accuracy and there is no branch to blend.
  */
 #ifndef RV_CORE_VMATH_H
 #define RV_CORE_VMATH_H
@@ -79,20 +79,21 @@ static inline float rv_vexp_negsq(float x, float s) {
   return rv_vexpf(-s * (xh * xh)) * (1.0f - d + 0.5f * d * d);
 }
 
-/* erfc(a) for a >= 0.5 as e^{-a^2} Q(1/(1+a/2)); Q is held at Q(6.5) past a = 6.5, where
- * erfc < 4e-20 (relative error there ~ a/6.5 - 1, absolute < 1e-19). */
+/* erfc(a) for a >= 0 as e^{-a^2} Q9(1/(1+a/2)), ea2 = e^{-a^2}; Q is held at Q(6.5) past
+ * a = 6.5, where erfc < 4e-20 (relative error there ~ a/6.5 - 1, absolute < 1e-19). */
 static inline float rv_verfc_tail(float a, float ea2) {
   float ac = a < 6.5f ? a : 6.5f;
   float t = 1.0f / (1.0f + 0.5f * ac);
-  float q = 2.035670107e-02f;
-  q = q * t + 3.040357484e-02f;
-  q = q * t - 3.043417105e-01f;
-  q = q * t + 3.877200319e-01f;
-  q = q * t + 9.691492611e-03f;
-  q = q * t + 3.018542591e-01f;
-  q = q * t + 2.711251085e-01f;
-  q = q * t + 2.833140819e-01f;
-  q = q * t - 5.809829587e-05f;
+  float q = -4.926443937e-02f;
+  q = q * t + 2.315498472e-01f;
+  q = q * t - 3.633619392e-01f;
+  q = q * t + 1.144965888e-01f;
+  q = q * t + 1.077464460e-01f;
+  q = q * t + 1.316305420e-01f;
+  q = q * t + 2.672511494e-01f;
+  q = q * t + 2.772956753e-01f;
+  q = q * t + 2.826863870e-01f;
+  q = q * t - 3.033074701e-05f;
   return ea2 * q;
 }
 
@@ -117,12 +118,11 @@ static inline float rv_verff(float z) {
 }
 
 static inline float rv_vgeluf(float x) {
-  float z = x * 0.70710678118654752440f;
-  float a = fabsf(z);
-  float ec = rv_verfc_tail(a, rv_vexp_negsq(x, 0.5f)); /* erfc(|z|), |z| >= 0.5 */
-  float g_small = 0.5f * x * (1.0f + rv_verf_small(z));
-  float g_tail = x < 0.0f ? 0.5f * x * ec : x - 0.5f * x * ec;
-  return a < 0.5f ? g_small : g_tail;
+  /* one branch for all x: Phi(x) = erfc(-x/sqrt 2) / 2 with E = erfc(|x|/sqrt 2) */
+  float a = fabsf(x) * 0.70710678118654752440f;
+  float e = rv_verfc_tail(a, rv_vexp_negsq(x, 0.5f));
+  float h = 0.5f * x * e;
+  return x < 0.0f ? h : x - h;
 }
 
 static inline float rv_vsigmoidf(float x) { return 1.0f / (1.0f + rv_vexpf(-x)); }
