@@ -13,8 +13,9 @@
  *    row at least), which bounds the workspace at high resolution;
  *  - several images with small outputs (oh*ow < SMALL_OHW, RoI heads): the column matrices of
  *    a block of images side by side, one GEMM, then a scatter into NCHW.
- * Workspace (scratch arena, released on return): at most ~COL_BUDGET floats (24 MB) plus
- * the batched GEMM output; nothing for 1x1 stride-1 unpadded convs or depthwise.
+ * Workspace (scratch arena, released on return): at most COL_BUDGET floats (24 MB), or one
+ * output row's column matrix if that is larger (K * ow floats); nothing for 1x1 stride-1
+ * unpadded convs or depthwise.
  * Bias and activation are applied to each GEMM's output block right after it (still in
  * cache; OpenMP over channels). BLAS is called outside every OpenMP region.
  */
@@ -167,8 +168,7 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
                               rv_arena *scratch) {
   int G = p->groups, cig = cin / G, cog = cout / G;
   size_t kk = (size_t)cig * p->kh * p->kw, ohw = (size_t)oh * ow, ihw = (size_t)h * wd;
-  size_t nb = COL_BUDGET / ((kk + (size_t)cog) * ohw);
-  if (nb < 1) nb = 1;
+  size_t nb = COL_BUDGET / ((kk + (size_t)cog) * ohw); /* >= 2 (checked by the caller) */
   if (nb > (size_t)n) nb = (size_t)n;
   if (nb * ohw > BATCH_COLS) nb = BATCH_COLS / ohw > 0 ? BATCH_COLS / ohw : 1;
   rv_arena_mark m = rv_arena_get_mark(scratch);
@@ -222,7 +222,9 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
   size_t kk = (size_t)cig * p.kh * p.kw;
   int pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
 
-  if (n > 1 && ohw < SMALL_OHW && !(pointwise && G == 1 && ohw * 4 >= SMALL_OHW)) {
+  /* batch images when outputs are small and at least two images fit the workspace budget */
+  if (n > 1 && ohw < SMALL_OHW && (kk + (size_t)cog) * ohw * 2 <= COL_BUDGET &&
+      !(pointwise && G == 1 && ohw * 4 >= SMALL_OHW)) {
     RV_ASSERT(scratch != NULL);
     return conv_batched(y, x, w, b, n, cin, h, wd, cout, oh, ow, &p, scratch);
   }

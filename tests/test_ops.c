@@ -134,6 +134,10 @@ static void test_conv_sweep(void **state) {
   conv_case(ar, 100, 16, 14, 14, 8, p, 2e-5);
   p = rv_conv_default_params(1, 1, 0);
   conv_case(ar, 9, 33, 7, 7, 17, p, 2e-5);
+  /* several small images whose column matrices are too large to batch (K = 18432): per
+   * image, row-tiled */
+  p = rv_conv_default_params(3, 1, 1);
+  conv_case(ar, 2, 2048, 13, 13, 4, p, 2e-5);
   /* tiled im2col: K = 2304, ow = 336 -> several row tiles */
   p = rv_conv_default_params(3, 1, 1);
   conv_case(ar, 1, 256, 20, 336, 3, p, 2e-5);
