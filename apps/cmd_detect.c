@@ -4,6 +4,7 @@
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "apps/shard.h"
 #include "datasets/det_json.h"
 
 #include <stdio.h>
@@ -25,10 +26,14 @@ static const char *USAGE =
     "  --json FILE      COCO results JSON (bbox; masks go to FILE with .segm.json when the\n"
     "                   model has masks): image_id = index of the image in the sorted input\n"
     "                   list + 1, category ids of COCO when the model has its 80 classes\n"
-    "  --no-draw        do not write drawings\n";
+    "  --no-draw        do not write drawings\n"
+    "  --shard i/N      only images k (sorted input order, from 0) with k mod N == i; with --json\n"
+    "                   image ids stay those of the whole list and FILE.shard.json describes the\n"
+    "                   part for `ravlt merge`\n";
 
 int rv_cmd_detect(int argc, char **argv) {
-  const char *weights = NULL, *name = NULL, *out_dir = "det-out", *json = NULL;
+  const char *weights = NULL, *name = NULL, *out_dir = "det-out", *json = NULL, *shard_spec = NULL;
+  rv_shard shard = {0, 1};
   double thr = 0.3;
   int draw = 1;
   char **inputs = calloc((size_t)argc, sizeof *inputs);
@@ -44,11 +49,13 @@ int rv_cmd_detect(int argc, char **argv) {
     else if (!strcmp(a, "--score-thr") && has) thr = atof(argv[++i]);
     else if (!strcmp(a, "--json") && has) json = argv[++i];
     else if (!strcmp(a, "--no-draw")) draw = 0;
+    else if (!strcmp(a, "--shard") && has) shard_spec = argv[++i];
     else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("detect", "unknown or incomplete option '%s'", a); }
     else inputs[ninputs++] = argv[i];
   }
   if (!weights) { free(inputs); return rv_cli_usage_error("detect", "--weights is required"); }
   if (!ninputs) { free(inputs); return rv_cli_usage_error("detect", "no input images"); }
+  if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
   if (thr < 0 || thr > 1) { free(inputs); return rv_cli_usage_error("detect", "--score-thr must be in 0..1"); }
 
   rv_ctx *ctx = rv_cli_ctx();
@@ -59,6 +66,8 @@ int rv_cmd_detect(int argc, char **argv) {
   const char **names = NULL;
   unsigned char (*palette)[3] = NULL;
   int *cat_ids = NULL, rc = 0;
+  rv_part_image *part = NULL;
+  size_t n_part = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
   if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
@@ -73,13 +82,15 @@ int rv_cmd_detect(int argc, char **argv) {
     if (!cat_ids || !res) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
     for (int i = 0; cat_ids && i < k; i++) cat_ids[i] = rv_model_category_id(m, i);
   }
+  if (st == RV_OK && shard_spec && !(part = calloc((size_t)list.n, sizeof *part))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
 
   rv_progress prog;
-  rv_progress_start(&prog, "detect", list.n);
+  rv_progress_start(&prog, "detect", (long)rv_shard_size(&shard, (size_t)list.n));
   int failed = 0;
   long total = 0;
   for (int i = 0; i < list.n; i++) {
+    if (!rv_shard_has(&shard, (size_t)i)) continue;
     const char *path = list.paths[i];
     rv_image img = {0};
     rv_detections det = {0};
@@ -94,6 +105,7 @@ int rv_cmd_detect(int argc, char **argv) {
       else rv_detections_class_order(order, &det);
     }
     if (st == RV_OK && res) st = rv_det_json_add(res, i + 1, &det, order, cat_ids, ctx);
+    if (st == RV_OK && part) part[n_part++] = (rv_part_image){i + 1, img.w, img.h, path};
     if (st == RV_OK && draw) {
       dd = calloc((size_t)det.n + 1, sizeof *dd);
       if (!dd) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
@@ -133,16 +145,23 @@ int rv_cmd_detect(int argc, char **argv) {
     size_t n = strlen(json);
     if (n > 5 && !strcmp(json + n - 5, ".json")) snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(n - 5), json);
     else snprintf(segm, sizeof segm, "%s.segm.json", json);
+    int masks = rv_detector_has_masks(rv_model_detector(m));
     st = rv_det_json_write(res, json, segm, ctx);
+    if (st == RV_OK && part) {
+      char side[4096];
+      snprintf(side, sizeof side, "%.*s.shard.json", (int)(n > 5 && !strcmp(json + n - 5, ".json") ? n - 5 : n), json);
+      st = rv_part_write_coco(side, &shard, (size_t)list.n, NULL, json, masks ? segm : NULL, part, n_part, ctx);
+    }
     if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
   } else if (res) {
     fprintf(stderr, "ravlt detect: %d image(s) failed; %s not written\n", failed, json);
   }
   if (!rv_cli.quiet)
-    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s\n", list.n - failed, total,
+    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s\n", (int)rv_shard_size(&shard, (size_t)list.n) - failed, total,
             draw ? ", drawings in " : "", draw ? out_dir : "");
   rc = failed ? 1 : 0;
 out:
+  free(part);
   free(cat_ids);
   rv_det_json_free(res);
   free(names);

@@ -1,17 +1,29 @@
-/* `ravlt eval`: COCO box/mask AP (pycocotools' numbers) and ADE20K mIoU (mmseg's numbers).
+/* `ravlt eval`: COCO box/mask AP (pycocotools' numbers) and ADE20K mIoU (mmseg's numbers),
+ * from result files or by running a model over the dataset first.
  *
  *   ravlt eval coco --ann GT.json --results DT.json --iou-type bbox|segm [--json OUT]
  *                   [--area-mode box|mask] [--mmdet-maxdets]
+ *   ravlt eval coco --ann GT.json --images DIR --weights W [--out R.json] [--shard i/N]
  *   ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016)
  *                     [--pred-zero-based] [--json OUT]
+ *   ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test] [--mode slide]
+ *                     [--pred-out DIR] [--out PART.json] [--shard i/N]
  *
- * The model-driven modes (--weights: run a detector / segmentor over the images, then
- * evaluate) plug in at coco_results_from_model() and ade20k_preds_from_model() below. */
+ * Model modes keep everything in memory: detections become rv_coco_obj exactly as they would
+ * read back from `ravlt detect --json` (bbox = float64 differences of the float32 corners,
+ * score = the float32 score, per image in mmdet's class order), so both paths give the same
+ * stats; label maps are accumulated into int64 areas without writing PNGs. With --shard the
+ * run writes a part (see apps/shard.h) for `ravlt merge` instead of evaluating. */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "apps/cli.h"
+#include "apps/eval_report.h"
+#include "apps/model_run.h"
+#include "apps/shard.h"
 #include "datasets/ade20k.h"
 #include "datasets/classes.h"
 #include "datasets/coco.h"
+#include "datasets/det_json.h"
 #include "eval/cocoeval.h"
 #include "eval/segmetrics.h"
 
@@ -24,7 +36,7 @@
 
 static const char *const COCO_USAGE =
     "usage: ravlt eval coco --ann GT.json --results DT.json --iou-type bbox|segm [options]\n"
-    "       ravlt eval coco --ann GT.json --images DIR --weights W [--out results.json]  (model mode)\n"
+    "       ravlt eval coco --ann GT.json --images DIR --weights W [--out R.json] [--shard i/N]\n"
     "\n"
     "COCO detection evaluation with the numbers pycocotools' COCOeval prints (12 stats, bit for\n"
     "bit), followed by a per-category AP table (IoU=0.50:0.95, area=all, last maxDets).\n"
@@ -34,16 +46,24 @@ static const char *const COCO_USAGE =
     "  --results FILE      COCO results JSON: [{image_id, category_id, score, bbox, segmentation}]\n"
     "  --iou-type T        bbox or segm (default bbox)\n"
     "  --json OUT          write {\"iou_type\", \"stats\": [12], \"per_category\": {id: AP}}\n"
+    "                      (model mode: bbox in OUT, segm in OUT with .segm.json)\n"
     "  --area-mode M       box (default): pycocotools' loadRes rule - when the first result has a\n"
     "                      bbox, detection areas are w*h even for segm (what mmdet 2.x and the\n"
     "                      published mask APs used); mask: mask pixel count for results with masks\n"
     "  --mmdet-maxdets     maxDets 100/300/1000 as mmdet's CocoDataset.evaluate (default 1/10/100)\n"
-    "  --images DIR, --weights W, --out FILE\n"
-    "                      run a detector first (not available in this build: use --results)\n";
+    "model mode (run a detector over the gt's images, sorted by image id, then evaluate bbox and,\n"
+    "when the model has masks, segm):\n"
+    "  --images DIR        folder holding every image's file_name\n"
+    "  --weights W         detector checkpoint (.pth / .safetensors); --model NAME if it has no config\n"
+    "  --out R.json        also write the results as `ravlt detect --json` does (R.json: bbox,\n"
+    "                      R.segm.json: masks), atomically\n"
+    "  --shard i/N         run only images k with k mod N == i (0 <= i < N) and write a part for\n"
+    "                      `ravlt merge` (needs --out: R.json, R.segm.json, R.shard.json) instead of\n"
+    "                      evaluating\n";
 
 static const char *const ADE_USAGE =
     "usage: ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016) [options]\n"
-    "       ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test]  (model mode)\n"
+    "       ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test] [--mode slide]\n"
     "\n"
     "ADE20K semantic segmentation metrics as mmsegmentation 0.x computes them (aAcc, mIoU, mAcc,\n"
     "per-class IoU/Acc; 150 classes, annotation 0 ignored, reduce_zero_label). Label PNGs are\n"
@@ -57,75 +77,21 @@ static const char *const ADE_USAGE =
     "                      default: the annotation convention `ravlt segment` writes (k = class\n"
     "                      k-1, 0 = no class)\n"
     "  --json OUT          write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
-    "  --weights W, --aug-test\n"
-    "                      run a segmentor first (not available in this build: use --pred-dir)\n";
+    "model mode (run a segmentor over ROOT/images/validation/*.jpg, sorted by name; the\n"
+    "annotation of <name>.jpg is ROOT/annotations/validation/<name>.png):\n"
+    "  --weights W         segmentor checkpoint; --model NAME if it has no config\n"
+    "  --aug-test          multi-scale (0.5..1.75) + flip test-time augmentation\n"
+    "  --mode whole|slide  inference mode (default: the checkpoint's test_cfg); --crop N, --stride N\n"
+    "  --pred-out DIR      also write label PNGs (annotation convention) into DIR\n"
+    "  --out PART.json     write the int64 per-class areas and the image list (a part for\n"
+    "                      `ravlt merge`), atomically\n"
+    "  --shard i/N         run only images k with k mod N == i (0 <= i < N); needs --out, and\n"
+    "                      prints no table (merge the parts)\n";
 
 static const char *const EVAL_USAGE =
-    "usage: ravlt eval coco ...     COCO box / mask AP from a results JSON\n"
-    "       ravlt eval ade20k ...   ADE20K mIoU from label PNGs\n"
+    "usage: ravlt eval coco ...     COCO box / mask AP from a results JSON or a detector\n"
+    "       ravlt eval ade20k ...   ADE20K mIoU from label PNGs or a segmentor\n"
     "'ravlt eval coco --help' and 'ravlt eval ade20k --help' describe the options.\n";
-
-/* ---- JSON output: written to a temporary file, then renamed ---- */
-typedef struct {
-  FILE *f;
-  char *tmp;
-  const char *path;
-} out_file;
-
-static rv_status out_open(out_file *o, const char *path, rv_ctx *ctx) {
-  o->path = path;
-  size_t n = strlen(path) + 32;
-  o->tmp = malloc(n);
-  if (!o->tmp) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-  o->f = fopen(o->tmp, "w");
-  if (!o->f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", o->tmp, strerror(errno));
-    free(o->tmp);
-    return st;
-  }
-  return RV_OK;
-}
-
-static rv_status out_close(out_file *o, rv_ctx *ctx) {
-  int bad = ferror(o->f) != 0;
-  bad |= fclose(o->f) != 0;
-  if (bad || rename(o->tmp, o->path) != 0) {
-    remove(o->tmp);
-    free(o->tmp);
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed", o->path);
-  }
-  free(o->tmp);
-  return RV_OK;
-}
-
-static void json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v))
-    fputs("null", f);
-  else
-    fprintf(f, "%.17g", v);
-}
-
-/* ---- coco ---- */
-typedef struct {
-  const char *ann, *results, *json, *images, *weights, *out;
-  rv_iou_type iou;
-  rv_coco_area_mode area_mode;
-  int mmdet_maxdets;
-} coco_opts;
-
-/* Model mode hook: run the detector over opts->images and fill *res (rv_coco_obj with
- * image_id, category_id, score, bbox, segm, has_bbox/has_segm), then the caller applies
- * rv_coco_results_prepare and writes --out with rv_coco_results_write. */
-static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, rv_coco_results *res,
-                                         rv_ctx *ctx) {
-  (void)gt;
-  (void)res;
-  return rv_error(ctx, RV_ERR_UNSUPPORTED,
-                  "--weights %s: running a detector is not part of this build; evaluate a results file: "
-                  "eval coco needs --results",
-                  o->weights);
-}
 
 static int need_arg(int i, int argc, const char *cmd, const char *opt) {
   if (i + 1 >= argc) {
@@ -135,10 +101,219 @@ static int need_arg(int i, int argc, const char *cmd, const char *opt) {
   return 1;
 }
 
+/* ---- coco ---- */
+typedef struct {
+  const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec;
+  rv_iou_type iou;
+  rv_coco_area_mode area_mode;
+  int mmdet_maxdets;
+  rv_shard shard;
+} coco_opts;
+
+static rv_status push_obj(rv_coco_results *r, size_t *cap, const rv_coco_obj *o, rv_ctx *ctx) {
+  if (r->n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 1024;
+    rv_coco_obj *nd = realloc(r->dets, sizeof *nd * nc);
+    if (!nd) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    r->dets = nd;
+    *cap = nc;
+  }
+  r->dets[r->n++] = *o;
+  return RV_OK;
+}
+
+/* Detections of one image appended as `ravlt detect --json` writes them (mmdet's
+ * results2json): classes in index order, NMS order within a class; bbox = float64
+ * differences of the float32 corners; score = the float32 score. seg (may be NULL) gets the
+ * same entries with their masks (RLE of the pasted mask at the original size). */
+static rv_status append_dets(rv_coco_results *box, size_t *box_cap, rv_coco_results *seg, size_t *seg_cap,
+                             const rv_model *m, int64_t image_id, const rv_detections *det, const int *order,
+                             rv_ctx *ctx) {
+  for (int i = 0; i < det->n; i++) {
+    int k = order[i];
+    const float *b = det->bboxes + 4 * (size_t)k;
+    rv_coco_obj o;
+    memset(&o, 0, sizeof o);
+    o.image_id = image_id;
+    o.category_id = rv_model_category_id(m, det->labels[k]);
+    o.score = (double)det->scores[k];
+    double x1 = b[0], y1 = b[1], x2 = b[2], y2 = b[3];
+    o.bbox[0] = x1;
+    o.bbox[1] = y1;
+    o.bbox[2] = x2 - x1;
+    o.bbox[3] = y2 - y1;
+    o.has_bbox = 1;
+    RV_TRY(push_obj(box, box_cap, &o, ctx));
+    if (seg && det->masks) {
+      const unsigned char *mk = det->masks + (size_t)k * det->mask_h * det->mask_w;
+      RV_TRY(rv_rle_encode_rowmajor(&o.segm, mk, (uint32_t)det->mask_h, (uint32_t)det->mask_w, ctx));
+      o.has_segm = 1;
+      rv_status st = push_obj(seg, seg_cap, &o, ctx);
+      if (st != RV_OK) {
+        rv_rle_free(&o.segm);
+        return st;
+      }
+    }
+  }
+  return RV_OK;
+}
+
+/* Model mode: run the detector over the gt's images (sorted by id; only the shard's), fill
+ * box (and seg when the model has masks), the results JSON writer dj (may be NULL) and the
+ * image list of the part. */
+static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, const rv_model *m,
+                                         rv_coco_results *box, rv_coco_results *seg, rv_det_json *dj,
+                                         rv_part_image *imgs, size_t *n_imgs, rv_ctx *ctx) {
+  rv_arena *arena = rv_arena_create(0);
+  if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  int K = rv_model_num_classes(m);
+  int *cat_ids = malloc(sizeof *cat_ids * (size_t)(K > 0 ? K : 1));
+  if (!cat_ids) {
+    rv_arena_free(arena);
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  for (int i = 0; i < K; i++) cat_ids[i] = rv_model_category_id(m, i);
+  size_t box_cap = 0, seg_cap = 0, mine = rv_shard_size(&o->shard, gt->n_images), done = 0;
+  *n_imgs = 0;
+  rv_progress prog;
+  rv_progress_start(&prog, "eval coco", (long)mine);
+  rv_status st = RV_OK;
+  double t_model = 0, t0 = rv_now();
+  for (size_t k = 0; k < gt->n_images && st == RV_OK; k++) {
+    if (!rv_shard_has(&o->shard, k)) continue;
+    const rv_coco_image *im = &gt->images[gt->img_idx_sorted[k]];
+    if (!im->file_name || !im->file_name[0]) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: image %lld has no file_name", o->ann, (long long)im->id);
+      break;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", o->images, im->file_name);
+    rv_image img = {0};
+    rv_detections det = {0};
+    int *order = NULL;
+    double t1 = rv_now();
+    st = rv_image_read(path, &img, ctx);
+    if (st == RV_OK && (img.h != im->height || img.w != im->width))
+      st = rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s says %dx%d for image %lld (width x height)", path, img.w,
+                    img.h, o->ann, im->width, im->height, (long long)im->id);
+    if (st == RV_OK) st = rv_model_detect(m, &det, NULL, &img, arena, ctx);
+    t_model += rv_now() - t1;
+    if (st == RV_OK && !(order = malloc(sizeof *order * (size_t)(det.n + 1))))
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    if (st == RV_OK) {
+      rv_detections_class_order(order, &det);
+      st = append_dets(box, &box_cap, seg, &seg_cap, m, im->id, &det, order, ctx);
+    }
+    if (st == RV_OK && dj) st = rv_det_json_add(dj, im->id, &det, order, cat_ids, ctx);
+    if (st == RV_OK) {
+      imgs[*n_imgs].id = im->id;
+      imgs[*n_imgs].width = im->width;
+      imgs[*n_imgs].height = im->height;
+      imgs[*n_imgs].file_name = im->file_name;
+      (*n_imgs)++;
+    } else if (st != RV_ERR_NOMEM) {
+      char msg[1024];
+      snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx));
+      st = rv_error(ctx, st, "image %lld (%s): %s", (long long)im->id, im->file_name, msg);
+    }
+    free(order);
+    rv_image_free(&img);
+    rv_arena_reset(arena);
+    rv_progress_step(&prog, 1);
+    done++;
+  }
+  rv_progress_end(&prog);
+  if (st == RV_OK)
+    rv_log(ctx, RV_LOG_INFO, "%zu images, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", done,
+           box->n, rv_now() - t0, t_model, t_model > 0 ? (double)done / t_model : 0.0);
+  free(cat_ids);
+  rv_arena_free(arena);
+  return st;
+}
+
+static int cmd_coco_model(const coco_opts *o) {
+  const char *cmd = "eval coco";
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_model *m = NULL;
+  rv_coco *gt = NULL;
+  rv_coco_results box = {0}, seg = {0};
+  rv_det_json *dj = NULL;
+  rv_part_image *imgs = NULL;
+  size_t n_imgs = 0;
+  int rc = 0, threads = rv_cli.threads;
+  rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?)",
+                  o->weights, rv_model_arch(m));
+  if (st != RV_OK) goto fail;
+  int masks = rv_detector_has_masks(rv_model_detector(m));
+  double t0 = rv_now();
+  if ((st = rv_coco_load(&gt, o->ann, masks, threads, ctx)) != RV_OK) goto fail;
+  rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o->ann, gt->n_images,
+         gt->n_cats, gt->n_anns, rv_now() - t0);
+  if (gt->n_images == 0) {
+    st = rv_error(ctx, RV_ERR_FORMAT, "%s: no images", o->ann);
+    goto fail;
+  }
+  if (o->out && !(dj = rv_det_json_create(masks))) {
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  if (!(imgs = calloc(gt->n_images, sizeof *imgs))) {
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  if ((st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, dj, imgs, &n_imgs, ctx)) != RV_OK)
+    goto fail;
+  char segm_out[4096];
+  if (o->out) {
+    rv_cli_sibling_path(segm_out, sizeof segm_out, o->out, ".segm.json");
+    if ((st = rv_det_json_write(dj, o->out, masks ? segm_out : NULL, ctx)) != RV_OK) goto fail;
+  }
+  if (o->shard_spec) { /* a part: the sidecar last, so that a part that exists is complete */
+    char side[4096], abs_ann[4096];
+    rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
+    const char *ann = realpath(o->ann, abs_ann) ? abs_ann : o->ann;
+    if ((st = rv_part_write_coco(side, &o->shard, gt->n_images, ann, o->out, masks ? segm_out : NULL, imgs, n_imgs,
+                                 ctx)) != RV_OK)
+      goto fail;
+    fprintf(stderr, "ravlt eval coco: shard %d/%d: %zu of %zu images, %zu detections -> %s (merge the parts with "
+                    "'ravlt merge')\n",
+            o->shard.index, o->shard.count, n_imgs, gt->n_images, box.n, side);
+    goto done;
+  }
+  rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, threads, masks};
+  if ((st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+  if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, o->json, NULL, ctx)) != RV_OK) goto fail;
+  if (masks) {
+    char segm_json[4096];
+    if (o->json) rv_cli_sibling_path(segm_json, sizeof segm_json, o->json, ".segm.json");
+    if ((st = rv_coco_results_prepare(&seg, gt, RV_IOU_SEGM, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+    printf("\n");
+    if ((st = rv_cli_coco_report(gt, &seg, RV_IOU_SEGM, &ro, o->json ? segm_json : NULL, NULL, ctx)) != RV_OK)
+      goto fail;
+  }
+  goto done;
+fail:
+  rc = rv_cli_fail(ctx, cmd, st);
+done:
+  free(imgs);
+  rv_det_json_free(dj);
+  rv_coco_results_free(&box);
+  rv_coco_results_free(&seg);
+  rv_coco_free(gt);
+  rv_model_free(m);
+  rv_ctx_free(ctx);
+  return rc;
+}
+
 static int cmd_coco(int argc, char **argv) {
   const char *cmd = "eval coco";
-  coco_opts o = {0};
+  coco_opts o;
+  memset(&o, 0, sizeof o);
   o.iou = RV_IOU_BBOX;
+  int iou_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (rv_cli_is_help(a)) {
@@ -151,13 +326,16 @@ static int cmd_coco(int argc, char **argv) {
     else if (strcmp(a, "--json") == 0) dst = &o.json;
     else if (strcmp(a, "--images") == 0) dst = &o.images;
     else if (strcmp(a, "--weights") == 0) dst = &o.weights;
+    else if (strcmp(a, "--model") == 0) dst = &o.model;
     else if (strcmp(a, "--out") == 0) dst = &o.out;
+    else if (strcmp(a, "--shard") == 0) dst = &o.shard_spec;
     if (dst) {
       if (!need_arg(i, argc, cmd, a)) return 2;
       *dst = argv[++i];
     } else if (strcmp(a, "--iou-type") == 0) {
       if (!need_arg(i, argc, cmd, a)) return 2;
       const char *v = argv[++i];
+      iou_given = 1;
       if (strcmp(v, "bbox") == 0) o.iou = RV_IOU_BBOX;
       else if (strcmp(v, "segm") == 0) o.iou = RV_IOU_SEGM;
       else return rv_cli_usage_error(cmd, "--iou-type must be bbox or segm, not '%s'", v);
@@ -175,12 +353,21 @@ static int cmd_coco(int argc, char **argv) {
   if (!o.ann) return rv_cli_usage_error(cmd, "--ann GT.json is required");
   if (!o.results && !o.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
   if (o.results && o.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
+  if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
+    return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
+  if (o.weights) {
+    if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
+    if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
+    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    return cmd_coco_model(&o);
+  }
+  if (o.shard_spec || o.out || o.images || o.model)
+    return rv_cli_usage_error(cmd, "--images, --model, --out and --shard are for the model mode (--weights)");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   int threads = rv_cli.threads;
   rv_coco *gt = NULL;
   rv_coco_results res = {0};
-  rv_cocoeval *ev = NULL;
   rv_status st;
   int rc = 0;
   double t0 = rv_now();
@@ -188,62 +375,14 @@ static int cmd_coco(int argc, char **argv) {
   rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o.ann, gt->n_images,
          gt->n_cats, gt->n_anns, rv_now() - t0);
   t0 = rv_now();
-  if (o.results) {
-    st = rv_coco_load_results(&res, gt, o.results, o.iou, o.area_mode, threads, ctx);
-  } else {
-    st = coco_results_from_model(&o, gt, &res, ctx);
-    if (st == RV_OK) st = rv_coco_results_prepare(&res, gt, o.iou, o.area_mode, o.weights, ctx);
-    if (st == RV_OK && o.out) st = rv_coco_results_write(o.out, res.dets, res.n, o.iou == RV_IOU_SEGM, ctx);
-  }
-  if (st != RV_OK) goto fail;
-  rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results ? o.results : "model", res.n, rv_now() - t0);
-  if (res.n == 0) rv_log(ctx, RV_LOG_WARN, "no detections (pycocotools would fail on an empty results list)");
-  if (res.n_unknown_category)
-    rv_log(ctx, RV_LOG_WARN, "%zu detections have a category_id that is not in %s; ignored (as pycocotools does)",
-           res.n_unknown_category, o.ann);
-  rv_cocoeval_params prm = rv_cocoeval_default_params(o.iou);
-  if (o.mmdet_maxdets) rv_cocoeval_params_mmdet(&prm);
-  prm.threads = threads;
-  t0 = rv_now();
-  if ((st = rv_coco_evaluate(&ev, gt, &res, &prm, ctx)) != RV_OK) goto fail;
-  rv_log(ctx, RV_LOG_INFO, "evaluate + accumulate (%s): %.2f s", o.iou == RV_IOU_BBOX ? "bbox" : "segm",
-         rv_now() - t0);
-  char text[4096];
-  rv_cocoeval_summary_text(ev, text, sizeof text);
-  fputs(text, stdout);
-  double stats[12];
-  rv_cocoeval_summarize(ev, stats);
-  size_t K = rv_cocoeval_num_cats(ev);
-  printf("\nper-category AP (IoU=0.50:0.95 | area=all | maxDets=%d):\n", prm.max_dets[prm.n_max_dets - 1]);
-  printf("  %8s  %-24s %7s\n", "id", "name", "AP");
-  for (size_t k = 0; k < K; k++) {
-    int64_t id = rv_cocoeval_cat_id(ev, k);
-    const rv_coco_category *c = rv_coco_find_category(gt, id);
-    double ap = rv_cocoeval_category_ap(ev, k);
-    printf("  %8lld  %-24.24s %7.3f\n", (long long)id, c && c->name ? c->name : "", ap);
-  }
-  if (o.json) {
-    out_file of;
-    if ((st = out_open(&of, o.json, ctx)) != RV_OK) goto fail;
-    fprintf(of.f, "{\"iou_type\": \"%s\", \"stats\": [", o.iou == RV_IOU_BBOX ? "bbox" : "segm");
-    for (int i = 0; i < 12; i++) {
-      if (i) fputs(", ", of.f);
-      json_num(of.f, stats[i]);
-    }
-    fputs("], \"per_category\": {", of.f);
-    for (size_t k = 0; k < K; k++) {
-      fprintf(of.f, "%s\"%lld\": ", k ? ", " : "", (long long)rv_cocoeval_cat_id(ev, k));
-      json_num(of.f, rv_cocoeval_category_ap(ev, k));
-    }
-    fprintf(of.f, "}, \"max_dets\": [%d, %d, %d], \"area_mode\": \"%s\"}\n", prm.max_dets[0], prm.max_dets[1],
-            prm.max_dets[2], o.area_mode == RV_COCO_AREA_BOX ? "box" : "mask");
-    if ((st = out_close(&of, ctx)) != RV_OK) goto fail;
-  }
+  if ((st = rv_coco_load_results(&res, gt, o.results, o.iou, o.area_mode, threads, ctx)) != RV_OK) goto fail;
+  rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results, res.n, rv_now() - t0);
+  rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0};
+  if ((st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);
 done:
-  rv_cocoeval_free(ev);
   rv_coco_results_free(&res);
   rv_coco_free(gt);
   rv_ctx_free(ctx);
@@ -252,22 +391,139 @@ done:
 
 /* ---- ade20k ---- */
 typedef struct {
-  const char *pred_dir, *gt_dir, *root, *json, *weights;
-  int zero_based, aug_test;
+  const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
+  int zero_based, aug_test, crop, stride;
+  rv_shard shard;
 } ade_opts;
 
-/* Model mode hook: run the segmentor over ROOT/images/validation, write label PNGs in the
- * annotation convention into a folder and return it in pred_dir (caller frees). */
-static rv_status ade20k_preds_from_model(const ade_opts *o, char **pred_dir, rv_ctx *ctx) {
-  (void)pred_dir;
-  return rv_error(ctx, RV_ERR_UNSUPPORTED,
-                  "--weights %s: running a segmentor is not part of this build; eval ade20k needs --pred-dir",
-                  o->weights);
+/* Model mode: segment every ROOT/images/validation/<name>.jpg of the shard and add it to
+ * acc against annotations/validation/<name>.png; names of the images done in *done. */
+static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const char *img_dir, const char *ann_dir,
+                                         rv_seg_areas *acc, rv_name_list *list, char **done, size_t *n_done,
+                                         rv_ctx *ctx) {
+  const int C = acc->num_classes;
+  rv_arena *arena = rv_arena_create(0);
+  if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  rv_seg_run_opts ro = {0};
+  ro.aug_test = o->aug_test;
+  ro.flip = 1;
+  rv_progress prog;
+  rv_progress_start(&prog, "eval ade20k", (long)rv_shard_size(&o->shard, list->n));
+  rv_status st = RV_OK;
+  double t_model = 0, t0 = rv_now();
+  *n_done = 0;
+  for (size_t k = 0; k < list->n && st == RV_OK; k++) {
+    if (!rv_shard_has(&o->shard, k)) continue;
+    const char *name = list->names[k];
+    size_t stem = strlen(name) - 4; /* ".jpg" */
+    char ip[4096], ap[4096];
+    rv_image img = {0}, g = {0}, lab = {0};
+    int32_t *labels = NULL;
+    double t1 = rv_now();
+    if (snprintf(ip, sizeof ip, "%s/%s", img_dir, name) >= (int)sizeof ip ||
+        snprintf(ap, sizeof ap, "%s/%.*s.png", ann_dir, (int)stem, name) >= (int)sizeof ap)
+      st = rv_error(ctx, RV_ERR_ARG, "%s/%s: path too long", img_dir, name);
+    if (st == RV_OK) st = rv_image_read(ip, &img, ctx);
+    if (st == RV_OK) st = rv_image_read_gray(ap, &g, ctx);
+    if (st == RV_OK && (g.h != img.h || g.w != img.w))
+      st = rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s is %dx%d (width x height)", ap, g.w, g.h, ip, img.w, img.h);
+    size_t n = (size_t)img.h * img.w;
+    for (size_t i = 0; st == RV_OK && i < n; i++)
+      if (!(g.data[i] <= C || g.data[i] == 255))
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: label %d at x=%zu y=%zu (ADE20K labels are 0..%d or 255)", ap, g.data[i],
+                      i % (size_t)g.w, i / (size_t)g.w, C);
+    if (st == RV_OK && !(labels = malloc(sizeof *labels * (n ? n : 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    if (st == RV_OK) st = rv_model_segment(m, labels, &img, &ro, arena, ctx);
+    t_model += rv_now() - t1;
+    if (st == RV_OK) rv_seg_areas_add_i32(acc, labels, g.data, n, 1, 255);
+    if (st == RV_OK && o->pred_out) {
+      char out[4096];
+      if (snprintf(out, sizeof out, "%s/%.*s.png", o->pred_out, (int)stem, name) >= (int)sizeof out)
+        st = rv_error(ctx, RV_ERR_ARG, "%s: path too long", o->pred_out);
+      if (st == RV_OK) st = rv_image_alloc(&lab, img.h, img.w, 1, ctx);
+      for (size_t p = 0; st == RV_OK && p < n; p++) lab.data[p] = (unsigned char)(labels[p] + 1);
+      if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
+    }
+    if (st == RV_OK) done[(*n_done)++] = list->names[k];
+    free(labels);
+    rv_image_free(&img);
+    rv_image_free(&g);
+    rv_image_free(&lab);
+    rv_arena_reset(arena);
+    rv_progress_step(&prog, 1);
+  }
+  rv_progress_end(&prog);
+  if (st == RV_OK)
+    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", *n_done, rv_now() - t0,
+           t_model, t_model > 0 ? (double)*n_done / t_model : 0.0);
+  rv_arena_free(arena);
+  return st;
+}
+
+static int cmd_ade20k_model(const ade_opts *o) {
+  const char *cmd = "eval ade20k";
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_model *m = NULL;
+  rv_name_list list = {0};
+  rv_seg_areas acc = {0};
+  char **done = NULL;
+  size_t n_done = 0;
+  int rc = 0;
+  char img_dir[4096], ann_dir[4096];
+  rv_status st = rv_ade20k_layout(o->root, img_dir, ann_dir, sizeof ann_dir, ctx);
+  if (st == RV_OK && o->gt_dir) snprintf(ann_dir, sizeof ann_dir, "%s", o->gt_dir);
+  if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
+  if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
+  if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor (eval coco?)", o->weights,
+                  rv_model_arch(m));
+  if (st == RV_OK && rv_model_num_classes(m) != RV_ADE20K_CLASSES)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes, ADE20K has %d", o->weights, rv_model_num_classes(m),
+                  RV_ADE20K_CLASSES);
+  if (st == RV_OK && o->pred_out) st = rv_cli_mkdirs(o->pred_out, ctx);
+  if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
+  if (st == RV_OK && !(done = calloc(list.n, sizeof *done))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st != RV_OK) goto fail;
+  if (o->mode) {
+    rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);
+    t->mode = !strcmp(o->mode, "slide") ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
+    if (o->crop) t->crop_h = t->crop_w = o->crop;
+    if (o->stride) t->stride_h = t->stride_w = o->stride;
+    if (t->crop_h <= 0 || t->stride_h <= 0) {
+      t->crop_h = t->crop_w = 512;
+      t->stride_h = t->stride_w = 341;
+    }
+  }
+  if ((st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, ctx)) != RV_OK) goto fail;
+  if (o->out) {
+    rv_shard whole = {0, 1};
+    if ((st = rv_part_write_ade(o->out, o->shard_spec ? &o->shard : &whole, list.n, done, n_done, &acc, ctx)) != RV_OK)
+      goto fail;
+  }
+  if (o->shard_spec) {
+    fprintf(stderr, "ravlt eval ade20k: shard %d/%d: %zu of %zu images -> %s (merge the parts with 'ravlt merge')\n",
+            o->shard.index, o->shard.count, n_done, list.n, o->out);
+    goto done;
+  }
+  if ((st = rv_cli_ade_report(&acc, n_done, o->json, ctx)) != RV_OK) goto fail;
+  goto done;
+fail:
+  rc = rv_cli_fail(ctx, cmd, st);
+done:
+  free(done);
+  rv_seg_areas_free(&acc);
+  rv_name_list_free(&list);
+  rv_model_free(m);
+  rv_ctx_free(ctx);
+  return rc;
 }
 
 static int cmd_ade20k(int argc, char **argv) {
   const char *cmd = "eval ade20k";
-  ade_opts o = {0};
+  ade_opts o;
+  memset(&o, 0, sizeof o);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (rv_cli_is_help(a)) {
@@ -280,9 +536,19 @@ static int cmd_ade20k(int argc, char **argv) {
     else if (strcmp(a, "--root") == 0) dst = &o.root;
     else if (strcmp(a, "--json") == 0) dst = &o.json;
     else if (strcmp(a, "--weights") == 0) dst = &o.weights;
+    else if (strcmp(a, "--model") == 0) dst = &o.model;
+    else if (strcmp(a, "--mode") == 0) dst = &o.mode;
+    else if (strcmp(a, "--pred-out") == 0) dst = &o.pred_out;
+    else if (strcmp(a, "--out") == 0) dst = &o.out;
+    else if (strcmp(a, "--shard") == 0) dst = &o.shard_spec;
     if (dst) {
       if (!need_arg(i, argc, cmd, a)) return 2;
       *dst = argv[++i];
+    } else if (strcmp(a, "--crop") == 0 || strcmp(a, "--stride") == 0) {
+      if (!need_arg(i, argc, cmd, a)) return 2;
+      int v = atoi(argv[++i]);
+      if (v <= 0) return rv_cli_usage_error(cmd, "%s must be a positive integer", a);
+      if (a[2] == 'c') o.crop = v; else o.stride = v;
     } else if (strcmp(a, "--pred-zero-based") == 0)
       o.zero_based = 1;
     else if (strcmp(a, "--aug-test") == 0)
@@ -292,72 +558,43 @@ static int cmd_ade20k(int argc, char **argv) {
   }
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
   if (!o.pred_dir && !o.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
+  if (o.pred_dir && o.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
+  if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
+    return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
+  if (o.weights) {
+    if (!o.root) return rv_cli_usage_error(cmd, "--weights needs --root ADEChallengeData2016 (images/validation)");
+    if (o.zero_based) return rv_cli_usage_error(cmd, "--pred-zero-based is for --pred-dir");
+    if (o.mode && strcmp(o.mode, "whole") && strcmp(o.mode, "slide"))
+      return rv_cli_usage_error(cmd, "--mode must be whole or slide, not '%s'", o.mode);
+    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    return cmd_ade20k_model(&o);
+  }
+  if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.model || o.crop || o.stride)
+    return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --pred-out, --out and --shard are "
+                                   "for the model mode (--weights)");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   rv_status st = RV_OK;
   int rc = 0;
   char img_dir[4096], ann_dir[4096];
-  char *model_preds = NULL;
   rv_seg_areas acc = {0};
-  rv_seg_metrics m = {0};
   const char *gt_dir = o.gt_dir;
   if (o.root && !gt_dir) {
     if ((st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) != RV_OK) goto fail;
     gt_dir = ann_dir;
   }
-  const char *pred_dir = o.pred_dir;
-  if (!pred_dir) {
-    if ((st = ade20k_preds_from_model(&o, &model_preds, ctx)) != RV_OK) goto fail;
-    pred_dir = model_preds;
-  }
   if ((st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx)) != RV_OK) goto fail;
   size_t n = 0;
   double t0 = rv_now();
-  st = rv_ade20k_eval_dirs(&acc, pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
+  st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
                            rv_cli.threads, &n, ctx);
   if (st != RV_OK) goto fail;
   rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-  if ((st = rv_seg_metrics_compute(&m, &acc, ctx)) != RV_OK) goto fail;
-  /* mmseg's tables: values x 100 rounded to 2 decimals */
-  printf("per class results:\n");
-  printf("  %-3s %-20s %7s %7s\n", "k", "Class", "IoU", "Acc");
-  for (int k = 0; k < RV_ADE20K_CLASSES; k++) {
-    char iou[16], accs[16];
-    if (isnan(m.iou[k])) snprintf(iou, sizeof iou, "nan"); else snprintf(iou, sizeof iou, "%.2f", rv_mmseg_round(m.iou[k]) * 100);
-    if (isnan(m.acc[k])) snprintf(accs, sizeof accs, "nan"); else snprintf(accs, sizeof accs, "%.2f", rv_mmseg_round(m.acc[k]) * 100);
-    printf("  %-3d %-20s %7s %7s\n", k, rv_ade20k_classes[k], iou, accs);
-  }
-  printf("Summary:\n  aAcc %.2f  mIoU %.2f  mAcc %.2f   (%zu images)\n", rv_mmseg_round(m.aAcc) * 100,
-         rv_mmseg_round(m.mIoU) * 100, rv_mmseg_round(m.mAcc) * 100, n);
-  printf("  full precision: aAcc %.17g mIoU %.17g mAcc %.17g\n", m.aAcc, m.mIoU, m.mAcc);
-  if (o.json) {
-    out_file of;
-    if ((st = out_open(&of, o.json, ctx)) != RV_OK) goto fail;
-    fputs("{\"aAcc\": ", of.f);
-    json_num(of.f, m.aAcc);
-    fputs(", \"mIoU\": ", of.f);
-    json_num(of.f, m.mIoU);
-    fputs(", \"mAcc\": ", of.f);
-    json_num(of.f, m.mAcc);
-    const double *arr[2] = {m.iou, m.acc};
-    const char *nm[2] = {"IoU", "Acc"};
-    for (int j = 0; j < 2; j++) {
-      fprintf(of.f, ", \"%s\": [", nm[j]);
-      for (int k = 0; k < RV_ADE20K_CLASSES; k++) {
-        if (k) fputs(", ", of.f);
-        json_num(of.f, arr[j][k]);
-      }
-      fputs("]", of.f);
-    }
-    fprintf(of.f, ", \"images\": %zu}\n", n);
-    if ((st = out_close(&of, ctx)) != RV_OK) goto fail;
-  }
+  if ((st = rv_cli_ade_report(&acc, n, o.json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);
 done:
-  free(model_preds);
-  rv_seg_metrics_free(&m);
   rv_seg_areas_free(&acc);
   rv_ctx_free(ctx);
   return rc;

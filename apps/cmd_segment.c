@@ -3,6 +3,7 @@
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "apps/shard.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@ static const char *USAGE =
     "  --crop N           slide window size (default 512)\n"
     "  --stride N         slide stride (default 341)\n"
     "  --aug-test         multi-scale (0.5..1.75) + flip test-time augmentation\n"
+    "  --shard i/N        only images k (sorted input order, from 0) with k mod N == i (the\n"
+    "                     shards write disjoint files into the same --out-dir)\n"
     "\n"
     "Label PNGs follow the ADE20K annotation convention: pixel value k+1 for class k (0..149),\n"
     "0 reserved for 'other/ignore' (never written by the model). Overlays: <name>_overlay.png\n"
@@ -31,7 +34,8 @@ static const char *USAGE =
     "so at most 254 classes).\n";
 
 int rv_cmd_segment(int argc, char **argv) {
-  const char *weights = NULL, *name = NULL, *out_dir = "seg-out", *format = "both", *mode = NULL;
+  const char *weights = NULL, *name = NULL, *out_dir = "seg-out", *format = "both", *mode = NULL, *shard_spec = NULL;
+  rv_shard shard = {0, 1};
   double opacity = 0.5;
   int crop = 512, stride = 341, aug = 0;
   char **inputs = calloc((size_t)argc, sizeof *inputs);
@@ -50,6 +54,7 @@ int rv_cmd_segment(int argc, char **argv) {
     else if (!strcmp(a, "--crop") && has) crop = atoi(argv[++i]);
     else if (!strcmp(a, "--stride") && has) stride = atoi(argv[++i]);
     else if (!strcmp(a, "--aug-test")) aug = 1;
+    else if (!strcmp(a, "--shard") && has) shard_spec = argv[++i];
     else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("segment", "unknown or incomplete option '%s'", a); }
     else inputs[ninputs++] = argv[i];
   }
@@ -60,6 +65,7 @@ int rv_cmd_segment(int argc, char **argv) {
   if (!want_png && !want_overlay) { free(inputs); return rv_cli_usage_error("segment", "--format must be png, overlay or both"); }
   if (opacity < 0 || opacity > 1) { free(inputs); return rv_cli_usage_error("segment", "--opacity must be in 0..1"); }
   if (mode && strcmp(mode, "whole") && strcmp(mode, "slide")) { free(inputs); return rv_cli_usage_error("segment", "--mode must be whole or slide"); }
+  if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("segment", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
   if (crop <= 0 || stride <= 0) { free(inputs); return rv_cli_usage_error("segment", "--crop and --stride must be positive"); }
 
   rv_ctx *ctx = rv_cli_ctx();
@@ -89,9 +95,10 @@ int rv_cmd_segment(int argc, char **argv) {
   opts.aug_test = aug;
   opts.flip = 1;
   rv_progress prog;
-  rv_progress_start(&prog, "segment", list.n);
+  rv_progress_start(&prog, "segment", (long)rv_shard_size(&shard, (size_t)list.n));
   int failed = 0;
   for (int i = 0; i < list.n; i++) {
+    if (!rv_shard_has(&shard, (size_t)i)) continue;
     const char *path = list.paths[i];
     rv_image img = {0}, lab = {0};
     int32_t *labels = NULL;
@@ -124,7 +131,7 @@ int rv_cmd_segment(int argc, char **argv) {
     rv_progress_step(&prog, 1);
   }
   rv_progress_end(&prog);
-  if (!rv_cli.quiet) fprintf(stderr, "ravlt segment: %d image(s) written to %s/%s\n", list.n - failed, out_dir,
+  if (!rv_cli.quiet) fprintf(stderr, "ravlt segment: %d image(s) written to %s/%s\n", (int)rv_shard_size(&shard, (size_t)list.n) - failed, out_dir,
                              failed ? "; some failed" : "");
   rc = failed ? 1 : 0;
 out:

@@ -71,7 +71,7 @@ expect_err 2 "needs --results" "$BIN" eval coco --ann "$G"
 expect_err 2 "bbox or segm" "$BIN" eval coco --ann "$G" --results x.json --iou-type keypoints
 expect_err 2 "unknown dataset" "$BIN" eval voc
 expect_err 2 "unknown option" "$BIN" eval coco --ann "$G" --results x.json --bogus
-expect_err 1 "needs --results" "$BIN" eval coco --ann "$G" --images "$T" --weights w.pth
+expect_err 1 "w.pth: cannot open" "$BIN" eval coco --ann "$G" --images "$T" --weights w.pth
 
 # 4. bad input files: one clear line naming the file and entry, non-zero exit
 expect_err 1 "missing.json: cannot open" "$BIN" eval coco --ann "$T/missing.json" --results x.json

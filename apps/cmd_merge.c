@@ -1,0 +1,305 @@
+/* `ravlt merge PART...`: combine the parts written by `--shard i/N` runs (eval coco, eval
+ * ade20k, detect) into exactly the numbers of one run over the whole set.
+ *
+ * ADE20K parts carry int64 per-class areas: they are summed (exact). COCO parts carry their
+ * results files and image lists: the detections are put back in the single run's order
+ * (item k of the sorted list came from shard k mod N, position k / N), numbered as one
+ * results file would number them, and evaluated once, so the stats are bit-identical. */
+#define _POSIX_C_SOURCE 200809L
+#include "apps/cli.h"
+#include "apps/eval_report.h"
+#include "apps/shard.h"
+#include "datasets/ade20k.h"
+#include "datasets/coco.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const USAGE =
+    "usage: ravlt merge [options] PART...\n"
+    "\n"
+    "Combines the parts of a sharded run (`--shard i/N` on eval coco, eval ade20k or detect)\n"
+    "into the single-run result. Every shard 0..N-1 must be given exactly once; parts of\n"
+    "different runs, missing, duplicated or incomplete shards are refused.\n"
+    "  eval ade20k parts (PART.json): summed int64 areas, mmseg's table and summary\n"
+    "  coco parts (R.json or R.shard.json): detections in the single-run order, evaluated with\n"
+    "                    the parts' ground truth (bbox, and segm when they have masks)\n"
+    "\n"
+    "options:\n"
+    "  --ann GT.json     ground truth for coco parts (default: the one the parts name; parts\n"
+    "                    from `ravlt detect` have none: then only --out is written)\n"
+    "  --out FILE        write the merged result: coco: results JSON FILE (+ FILE.segm.json);\n"
+    "                    ade20k: the merged areas as one part\n"
+    "  --json OUT        evaluation summary as `ravlt eval --json` writes it\n"
+    "  --area-mode M, --mmdet-maxdets   as for `ravlt eval coco`\n";
+
+typedef struct {
+  int64_t id;
+  size_t pos;
+} id_pos;
+
+static int cmp_id_pos(const void *a, const void *b) {
+  const id_pos *x = a, *y = b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Load every part's results of type t and concatenate them in the single-run order. */
+static rv_status merge_coco_results(rv_coco_results *out, const rv_part *parts, size_t np, const rv_coco *gt,
+                                    rv_iou_type t, rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
+  memset(out, 0, sizeof *out);
+  rv_coco_results *res = calloc(np, sizeof *res);
+  size_t **start = calloc(np, sizeof *start); /* per part: first det of local image j (n + 1 entries) */
+  size_t **perm = calloc(np, sizeof *perm);
+  rv_status st = RV_OK;
+  if (!res || !start || !perm) {
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  size_t total = 0;
+  for (size_t p = 0; p < np && st == RV_OK; p++) {
+    const rv_part *pt = &parts[p];
+    const char *file = t == RV_IOU_SEGM ? pt->segm_results : pt->results;
+    if (!file) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: no mask results (the other parts have them)", pt->path);
+      break;
+    }
+    if ((st = rv_coco_load_results(&res[p], gt, file, t, mode, threads, ctx)) != RV_OK) break;
+    id_pos *map = malloc(sizeof *map * (pt->n + 1));
+    start[p] = calloc(pt->n + 2, sizeof **start);
+    perm[p] = malloc(sizeof **perm * (res[p].n + 1));
+    size_t *loc = malloc(sizeof *loc * (res[p].n + 1));
+    if (!map || !start[p] || !perm[p] || !loc) {
+      free(map);
+      free(loc);
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      break;
+    }
+    for (size_t j = 0; j < pt->n; j++) map[j] = (id_pos){pt->ids[j], j};
+    qsort(map, pt->n, sizeof *map, cmp_id_pos);
+    for (size_t d = 0; d < res[p].n && st == RV_OK; d++) {
+      id_pos key = {res[p].dets[d].image_id, 0};
+      const id_pos *hit = bsearch(&key, map, pt->n, sizeof *map, cmp_id_pos);
+      if (!hit)
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: image_id %lld is not one of this part's images (%s)", file,
+                      d, (long long)key.id, pt->path);
+      else
+        loc[d] = hit->pos;
+    }
+    if (st == RV_OK) { /* stable counting sort by local image position */
+      for (size_t d = 0; d < res[p].n; d++) start[p][loc[d] + 1]++;
+      for (size_t j = 0; j < pt->n; j++) start[p][j + 1] += start[p][j];
+      size_t *fill = malloc(sizeof *fill * (pt->n + 1));
+      if (!fill) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      else {
+        memcpy(fill, start[p], sizeof *fill * (pt->n + 1));
+        for (size_t d = 0; d < res[p].n; d++) perm[p][fill[loc[d]]++] = d;
+        free(fill);
+      }
+    }
+    free(map);
+    free(loc);
+    total += res[p].n;
+  }
+  if (st != RV_OK) goto done;
+  out->dets = malloc(sizeof *out->dets * (total + 1));
+  if (!out->dets) {
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  size_t N = np, T = parts[0].total;
+  for (size_t k = 0; k < T; k++) {
+    size_t p = k % N, j = k / N;
+    for (size_t q = start[p][j]; q < start[p][j + 1]; q++) {
+      rv_coco_obj *o = &res[p].dets[perm[p][q]];
+      out->dets[out->n] = *o;
+      memset(&o->segm, 0, sizeof o->segm); /* moved */
+      out->dets[out->n].id = (int64_t)out->n + 1;
+      out->n++;
+    }
+  }
+  for (size_t p = 0; p < np; p++) out->n_unknown_category += res[p].n_unknown_category;
+done:
+  for (size_t p = 0; res && p < np; p++) {
+    rv_coco_results_free(&res[p]);
+    if (start) free(start[p]);
+    if (perm) free(perm[p]);
+  }
+  free(res);
+  free(start);
+  free(perm);
+  return st;
+}
+
+/* A ground truth with the parts' images and nothing else (to read `ravlt detect` parts). */
+static rv_status images_only_gt(rv_coco **gt, const rv_part *parts, size_t np, rv_ctx *ctx) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  fputs("{\"images\": [", f);
+  int first = 1;
+  for (size_t p = 0; p < np; p++)
+    for (size_t j = 0; j < parts[p].n; j++) {
+      fprintf(f, "%s{\"id\": %lld, \"width\": %d, \"height\": %d, \"file_name\": ", first ? "" : ", ",
+              (long long)parts[p].ids[j], parts[p].widths[j], parts[p].heights[j]);
+      rv_json_str(f, parts[p].file_names[j]);
+      fputc('}', f);
+      first = 0;
+    }
+  fputs("], \"annotations\": [], \"categories\": []}", f);
+  int bad = ferror(f);
+  fclose(f);
+  if (bad || !buf) {
+    free(buf);
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  rv_status st = rv_coco_load_mem(gt, buf, len, "part images", 1, 0, ctx);
+  free(buf);
+  return st;
+}
+
+static rv_status merge_coco(rv_part *parts, size_t np, const char *ann, const char *out, const char *json,
+                            rv_coco_area_mode mode, int mmdet, rv_ctx *ctx) {
+  int threads = rv_cli.threads;
+  int masks = parts[0].segm_results != NULL;
+  for (size_t p = 1; p < np; p++)
+    if ((parts[p].segm_results != NULL) != masks)
+      return rv_error(ctx, RV_ERR_FORMAT, "%s and %s: one part has mask results, the other not", parts[0].path,
+                      parts[p].path);
+  if (!ann) {
+    ann = parts[0].ann;
+    for (size_t p = 1; p < np && ann; p++)
+      if (!parts[p].ann || strcmp(parts[p].ann, ann))
+        return rv_error(ctx, RV_ERR_FORMAT, "%s and %s were evaluated against different ground truths (%s, %s); give --ann",
+                        parts[0].path, parts[p].path, ann, parts[p].ann ? parts[p].ann : "none");
+  }
+  if (!ann && !out)
+    return rv_error(ctx, RV_ERR_ARG, "%s: parts without a ground truth (ravlt detect): give --ann GT.json to "
+                    "evaluate or --out to write the merged results", parts[0].path);
+  rv_coco *gt = NULL;
+  rv_coco_results box = {0}, seg = {0};
+  rv_status st;
+  if (ann) {
+    if ((st = rv_coco_load(&gt, ann, masks, threads, ctx)) != RV_OK) return st;
+    if (gt->n_images != parts[0].total)
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s has %zu images but the parts were made over %zu", ann, gt->n_images,
+                    parts[0].total);
+    for (size_t p = 0; p < np && st == RV_OK; p++)
+      for (size_t j = 0; j < parts[p].n && st == RV_OK; j++)
+        if (!rv_coco_find_image(gt, parts[p].ids[j]))
+          st = rv_error(ctx, RV_ERR_FORMAT, "%s: image %lld is not in %s", parts[p].path, (long long)parts[p].ids[j], ann);
+    if (st != RV_OK) goto done;
+  } else if ((st = images_only_gt(&gt, parts, np, ctx)) != RV_OK)
+    goto done;
+  double t0 = rv_now();
+  if ((st = merge_coco_results(&box, parts, np, gt, RV_IOU_BBOX, mode, threads, ctx)) != RV_OK) goto done;
+  if (masks && (st = merge_coco_results(&seg, parts, np, gt, RV_IOU_SEGM, mode, threads, ctx)) != RV_OK) goto done;
+  rv_log(ctx, RV_LOG_INFO, "merged %zu parts: %zu images, %zu detections (%.2f s)", np, parts[0].total, box.n,
+         rv_now() - t0);
+  if (out) {
+    char so[4096];
+    rv_cli_sibling_path(so, sizeof so, out, ".segm.json");
+    if ((st = rv_coco_results_write(out, box.dets, box.n, 0, ctx)) != RV_OK) goto done;
+    if (masks && (st = rv_coco_results_write(so, seg.dets, seg.n, 1, ctx)) != RV_OK) goto done;
+  }
+  if (ann) {
+    rv_coco_report_opts ro = {mode, mmdet, threads, masks};
+    if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, json, NULL, ctx)) != RV_OK) goto done;
+    if (masks) {
+      char sj[4096];
+      if (json) rv_cli_sibling_path(sj, sizeof sj, json, ".segm.json");
+      printf("\n");
+      st = rv_cli_coco_report(gt, &seg, RV_IOU_SEGM, &ro, json ? sj : NULL, NULL, ctx);
+    }
+  }
+done:
+  rv_coco_results_free(&box);
+  rv_coco_results_free(&seg);
+  rv_coco_free(gt);
+  return st;
+}
+
+static rv_status merge_ade(rv_part *parts, size_t np, const char *out, const char *json, rv_ctx *ctx) {
+  rv_seg_areas acc = {0};
+  RV_TRY(rv_seg_areas_init(&acc, parts[0].areas.num_classes, ctx));
+  rv_status st = RV_OK;
+  for (size_t p = 0; p < np && st == RV_OK; p++) {
+    if (parts[p].areas.num_classes != acc.num_classes)
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s has %d classes, %s %d", parts[p].path, parts[p].areas.num_classes,
+                    parts[0].path, acc.num_classes);
+    else
+      rv_seg_areas_merge(&acc, &parts[p].areas);
+  }
+  if (st == RV_OK && out) {
+    size_t T = parts[0].total;
+    char **names = malloc(sizeof *names * (T + 1));
+    if (!names) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    for (size_t k = 0; names && k < T; k++) names[k] = parts[k % np].names[k / np];
+    rv_shard whole = {0, 1};
+    if (st == RV_OK) st = rv_part_write_ade(out, &whole, T, names, T, &acc, ctx);
+    free(names);
+  }
+  if (st == RV_OK) st = rv_cli_ade_report(&acc, parts[0].total, json, ctx);
+  rv_seg_areas_free(&acc);
+  return st;
+}
+
+int rv_cmd_merge(int argc, char **argv) {
+  const char *cmd = "merge", *ann = NULL, *out = NULL, *json = NULL;
+  rv_coco_area_mode mode = RV_COCO_AREA_BOX;
+  int mmdet = 0, n = 0;
+  char **files = calloc((size_t)argc + 1, sizeof *files);
+  if (!files) return 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (rv_cli_is_help(a)) {
+      fputs(USAGE, stdout);
+      free(files);
+      return 0;
+    }
+    if (!strcmp(a, "--ann") && has) ann = argv[++i];
+    else if (!strcmp(a, "--out") && has) out = argv[++i];
+    else if (!strcmp(a, "--json") && has) json = argv[++i];
+    else if (!strcmp(a, "--mmdet-maxdets")) mmdet = 1;
+    else if (!strcmp(a, "--area-mode") && has) {
+      const char *v = argv[++i];
+      if (!strcmp(v, "box")) mode = RV_COCO_AREA_BOX;
+      else if (!strcmp(v, "mask")) mode = RV_COCO_AREA_MASK;
+      else {
+        free(files);
+        return rv_cli_usage_error(cmd, "--area-mode must be box or mask, not '%s'", v);
+      }
+    } else if (a[0] == '-' && a[1]) {
+      free(files);
+      return rv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
+    } else
+      files[n++] = argv[i];
+  }
+  if (n == 0) {
+    free(files);
+    return rv_cli_usage_error(cmd, "no part files (the outputs of --shard i/N runs)");
+  }
+  rv_ctx *ctx = rv_cli_ctx();
+  rv_part *parts = calloc((size_t)n, sizeof *parts);
+  int rc = 0, nread = 0;
+  rv_status st = ctx && parts ? RV_OK : RV_ERR_NOMEM;
+  if (!parts && ctx) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (; st == RV_OK && nread < n; nread++)
+    if ((st = rv_part_read(&parts[nread], files[nread], ctx)) != RV_OK) break;
+  if (st == RV_OK) st = rv_parts_check(parts, (size_t)n, ctx);
+  if (st == RV_OK) {
+    if (parts[0].kind == RV_PART_ADE20K) {
+      if (ann) st = rv_error(ctx, RV_ERR_ARG, "--ann is for coco parts; %s is an ade20k part", parts[0].path);
+      else st = merge_ade(parts, (size_t)n, out, json, ctx);
+    } else
+      st = merge_coco(parts, (size_t)n, ann, out, json, mode, mmdet, ctx);
+  }
+  if (st != RV_OK) rc = ctx ? rv_cli_fail(ctx, cmd, st) : 1;
+  for (int i = 0; parts && i < nread; i++) rv_part_free(&parts[i]);
+  free(parts);
+  free(files);
+  rv_ctx_free(ctx);
+  return rc;
+}

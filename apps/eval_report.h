@@ -1,0 +1,51 @@
+/* Shared by `ravlt eval` and `ravlt merge`: evaluate and print COCO / ADE20K results in the
+ * same format, write the --json summaries, and name the files next to a results file.
+ *
+ *   rv_cli_coco_report(gt, &res, RV_IOU_BBOX, &opts, "stats.json", ctx);  // 12 lines + table
+ *   rv_cli_ade_report(&areas, n_images, "miou.json", ctx);
+ */
+#ifndef RV_APPS_EVAL_REPORT_H
+#define RV_APPS_EVAL_REPORT_H
+
+#include "datasets/coco.h"
+#include "eval/segmetrics.h"
+
+#include <stdio.h>
+
+typedef struct {
+  rv_coco_area_mode area_mode;
+  int mmdet_maxdets;
+  int threads;
+  int header; /* print "iou_type: bbox" before the summary (runs that evaluate both) */
+} rv_coco_report_opts;
+
+/* Evaluate + accumulate res (already prepared for t) against gt, print pycocotools' 12 lines
+ * and the per-category AP table on stdout; json (may be NULL): {"iou_type", "stats",
+ * "per_category", "max_dets", "area_mode"} written atomically. stats (may be NULL) gets the 12. */
+rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_iou_type t,
+                             const rv_coco_report_opts *o, const char *json, double stats[12],
+                             rv_ctx *ctx);
+/* mmseg's per-class table and summary from accumulated areas; json (may be NULL):
+ * {"aAcc", "mIoU", "mAcc", "IoU": [C], "Acc": [C], "images"} with null for NaN. */
+rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char *json,
+                            rv_ctx *ctx);
+
+/* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended. */
+void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix);
+
+/* Output file written to PATH.tmp.<pid>, renamed into place by rv_out_close (removed on
+ * error, also by rv_out_abort). */
+typedef struct {
+  FILE *f;
+  char *tmp;
+  const char *path;
+} rv_out_file;
+rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
+rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
+void rv_out_abort(rv_out_file *o);
+/* A double as JSON: %.17g, null for NaN / inf. */
+void rv_json_num(FILE *f, double v);
+/* A string as a JSON literal with escapes. */
+void rv_json_str(FILE *f, const char *s);
+
+#endif
