@@ -29,12 +29,49 @@ static const char *USAGE =
     "  --shapes MIN-MAX     shapes per image (default 2-6, at most 16)\n"
     "  --backgrounds DIR    photographs (.jpg/.png) used for half of the backgrounds\n"
     "                       (default " OPENCV_DATA " if present; 'none' = textures only)\n"
-    "  --split NAME         seg sub-folder (default validation)\n";
+    "  --split NAME         seg sub-folder (default validation)\n"
+    "  --raw FILE           instead of folders, one binary file for training tools:\n"
+    "                       \"RVSYNTH1\", int32 n, h, w, then n*h*w*3 BGR bytes (after a JPEG\n"
+    "                       round trip, as the .jpg files decode) and n*h*w label bytes\n";
+
+/* The --raw file: written to FILE.tmp, then renamed. */
+static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot write", tmp);
+  int32_t hdr[3] = {o->count, o->height, o->width};
+  int bad = fwrite("RVSYNTH1", 1, 8, f) != 8 || fwrite(hdr, sizeof hdr, 1, f) != 1;
+  size_t plane = (size_t)o->width * o->height;
+  unsigned char *labels = malloc(plane * (size_t)o->count);
+  rv_status st = labels ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < o->count && st == RV_OK && !bad; i++) {
+    rv_synth_sample s;
+    st = rv_synth_generate(&s, o, i, ctx);
+    if (st != RV_OK) break;
+    unsigned char *jpg = NULL;
+    size_t len = 0;
+    rv_image dec = {0};
+    st = rv_image_encode(&s.image, ".jpg", &jpg, &len, ctx);
+    if (st == RV_OK) st = rv_image_decode(jpg, len, "synth", &dec, ctx);
+    if (st == RV_OK) bad |= fwrite(dec.data, 1, plane * 3, f) != plane * 3;
+    if (st == RV_OK) memcpy(labels + plane * (size_t)i, s.label.data, plane);
+    free(jpg);
+    rv_image_free(&dec);
+    rv_synth_sample_free(&s);
+  }
+  if (st == RV_OK && !bad) bad |= fwrite(labels, 1, plane * (size_t)o->count, f) != plane * (size_t)o->count;
+  free(labels);
+  bad |= fclose(f) != 0;
+  if (st == RV_OK && (bad || rename(tmp, path) != 0)) st = rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+  if (st != RV_OK) remove(tmp);
+  return st;
+}
 
 int rv_cmd_synth(int argc, char **argv) {
   rv_synth_opts o;
   rv_synth_defaults(&o);
-  const char *task = NULL, *out = NULL, *bg = NULL;
+  const char *task = NULL, *out = NULL, *bg = NULL, *raw = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has = i + 1 < argc;
@@ -65,22 +102,24 @@ int rv_cmd_synth(int argc, char **argv) {
       o.max_shapes = hi;
     } else if (!strcmp(a, "--backgrounds") && has) bg = argv[++i];
     else if (!strcmp(a, "--split") && has) o.split = argv[++i];
+    else if (!strcmp(a, "--raw") && has) raw = argv[++i];
     else return rv_cli_usage_error("synth", "unknown or incomplete option '%s'", a);
   }
   if (!task || (strcmp(task, "seg") && strcmp(task, "det"))) return rv_cli_usage_error("synth", "--task must be seg or det");
-  if (!out) return rv_cli_usage_error("synth", "--out DIR is required");
+  if (!out && !raw) return rv_cli_usage_error("synth", "--out DIR is required");
   o.task = !strcmp(task, "seg") ? RV_SYNTH_SEG : RV_SYNTH_DET;
   struct stat sb;
   if (!bg) o.bg_dir = stat(OPENCV_DATA, &sb) == 0 ? OPENCV_DATA : NULL;
   else o.bg_dir = strcmp(bg, "none") ? bg : NULL;
   rv_ctx *ctx = rv_cli_ctx();
-  rv_status st = rv_synth_write(out, &o, ctx);
+  rv_status st = raw ? write_raw(raw, &o, ctx) : rv_synth_write(out, &o, ctx);
+  if (raw) out = raw;
   int rc = 0;
   if (st != RV_OK) rc = rv_cli_fail(ctx, "synth", st);
   else if (!rv_cli.quiet)
-    fprintf(stderr, "ravlt synth: %d %s image(s) (%dx%d, seed %llu) written to %s/\n", o.count,
+    fprintf(stderr, "ravlt synth: %d %s image(s) (%dx%d, seed %llu) written to %s%s\n", o.count,
             o.task == RV_SYNTH_SEG ? "segmentation" : "detection", o.width, o.height,
-            (unsigned long long)o.seed, out);
+            (unsigned long long)o.seed, out, raw ? "" : "/");
   rv_ctx_free(ctx);
   return rc;
 }

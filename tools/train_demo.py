@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Train the offline demo segmentation model: a small RAVLT (GLTA backbone of
+tools/ravlt_torch.py) with the mmseg Semantic FPN neck + head of tools/seg_torch.py, on the
+synthetic shapes of `ravlt synth`, then write it as an mmseg-style checkpoint (state_dict +
+meta config/CLASSES/PALETTE) and convert it with the project's own converter (`ravlt convert`).
+A development tool only (Debian python3-torch, CPU); the C build never needs it.
+
+  python3 tools/train_demo.py --ravlt build/ravlt --out models/demo_seg.safetensors \
+      --train-count 1200 --seed 1 --iters 1500 --threads 2
+
+Data: `ravlt synth --task seg --raw` (320x240 images after a JPEG round trip, labels 1..6 =
+background + 5 shapes, mmseg reduce_zero_label). Training: random 192x192 crops + flips, AdamW,
+cross entropy, batch 8, BN in train mode. Check it afterwards on a fresh seed:
+  ravlt synth --task seg --out val --count 100 --seed 1001
+  ravlt eval ade20k --root val --weights models/demo_seg.safetensors
+"""
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ravlt_torch  # noqa: E402
+import seg_torch  # noqa: E402
+
+CLASSES = ("background", "circle", "triangle", "square", "hexagon", "ellipse")
+PALETTE = [[120, 120, 120], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 130, 200], [245, 130, 48]]
+MEAN = [123.675, 116.28, 103.53]
+STD = [58.395, 57.12, 57.375]
+
+CONFIG = """norm_cfg = dict(type='SyncBN', requires_grad=True)
+model = dict(
+    type='EncoderDecoder',
+    pretrained=None,
+    backbone=dict(
+        type='GLTA',
+        embed_dims={dims},
+        depths={depths},
+        num_heads={heads},
+        mlp_ratios=[3.5, 3.5, 3.5, 3.5],
+        drop_path_rate=0.0,
+        projection=1024,
+        layerscales=[True, True, True, True],
+        layer_init_values=[1, 1, 1, 1],
+        out_indices=(0, 1, 2, 3)),
+    neck=dict(
+        type='FPN', in_channels={dims}, out_channels={neck}, num_outs=4),
+    decode_head=dict(
+        type='FPNHead',
+        in_channels=[{neck}, {neck}, {neck}, {neck}],
+        in_index=[0, 1, 2, 3],
+        feature_strides=[4, 8, 16, 32],
+        channels={ch},
+        dropout_ratio=0.1,
+        num_classes={nc},
+        norm_cfg=dict(type='SyncBN', requires_grad=True),
+        align_corners=False,
+        loss_decode=dict(
+            type='CrossEntropyLoss', use_sigmoid=False, loss_weight=1.0)),
+    train_cfg=dict(),
+    test_cfg=dict(mode='whole'))
+dataset_type = 'ADE20KDataset'
+img_norm_cfg = dict(
+    mean=[123.675, 116.28, 103.53], std=[58.395, 57.12, 57.375], to_rgb=True)
+test_pipeline = [
+    dict(type='LoadImageFromFile'),
+    dict(
+        type='MultiScaleFlipAug',
+        img_scale=(320, 240),
+        flip=False,
+        transforms=[
+            dict(type='Resize', keep_ratio=True),
+            dict(type='RandomFlip'),
+            dict(
+                type='Normalize',
+                mean=[123.675, 116.28, 103.53],
+                std=[58.395, 57.12, 57.375],
+                to_rgb=True),
+            dict(type='ImageToTensor', keys=['img']),
+            dict(type='Collect', keys=['img'])
+        ])
+]
+data = dict(test=dict(type='ADE20KDataset', pipeline=test_pipeline))
+"""
+
+
+def load_raw(path):
+    with open(path, "rb") as f:
+        buf = f.read()
+    assert buf[:8] == b"RVSYNTH1", path
+    n, h, w = struct.unpack("<3i", buf[8:20])
+    img = torch.frombuffer(bytearray(buf[20:20 + n * h * w * 3]), dtype=torch.uint8).reshape(n, h, w, 3)
+    lab = torch.frombuffer(bytearray(buf[20 + n * h * w * 3:]), dtype=torch.uint8).reshape(n, h, w)
+    x = img.flip(-1).permute(0, 3, 1, 2).float()  # BGR -> RGB (to_rgb=True), NCHW
+    x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+    y = lab.long() - 1  # reduce_zero_label: 1..6 -> 0..5 (0 would be ignored: -1)
+    return x, y
+
+
+def build(dims, depths, heads, neck, ch, nc):
+    bb = ravlt_torch.RAVLT(dims, depths, heads)
+    return seg_torch.Segmentor(bb, seg_torch.FPNHead([neck] * 4, ch, nc), seg_torch.FPN(dims, neck, 4))
+
+
+def miou(pred, gt, nc):
+    inter = torch.zeros(nc)
+    union = torch.zeros(nc)
+    for c in range(nc):
+        p, g = pred == c, gt == c
+        inter[c] += (p & g).sum()
+        union[c] += (p | g).sum()
+    return (inter / union.clamp(min=1)).mean().item() * 100
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ravlt", required=True, help="the ravlt binary (synth, convert)")
+    ap.add_argument("--out", required=True, help="output .safetensors (a .pth is written beside it)")
+    ap.add_argument("--train-count", type=int, default=1200)
+    ap.add_argument("--val-count", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=1, help="training data seed (validation: seed + 1000)")
+    ap.add_argument("--iters", type=int, default=1500)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--crop", type=int, default=192)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--dims", default="32,64,128,256")
+    ap.add_argument("--depths", default="1,1,2,1")
+    ap.add_argument("--heads", default="1,2,4,8")
+    ap.add_argument("--neck", type=int, default=64)
+    ap.add_argument("--channels", type=int, default=32)
+    ap.add_argument("--time-limit", type=float, default=0, help="stop training after this many seconds")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(a.seed)
+    dims = [int(v) for v in a.dims.split(",")]
+    depths = [int(v) for v in a.depths.split(",")]
+    heads = [int(v) for v in a.heads.split(",")]
+    nc = len(CLASSES)
+    tmp = tempfile.mkdtemp(prefix="ravlt_demo_")
+    tr, va = os.path.join(tmp, "train.bin"), os.path.join(tmp, "val.bin")
+    subprocess.run([a.ravlt, "--quiet", "synth", "--task", "seg", "--raw", tr, "--count", str(a.train_count),
+                    "--seed", str(a.seed)], check=True)
+    subprocess.run([a.ravlt, "--quiet", "synth", "--task", "seg", "--raw", va, "--count", str(a.val_count),
+                    "--seed", str(a.seed + 1000)], check=True)
+    x, y = load_raw(tr)
+    xv, yv = load_raw(va)
+    model = build(dims, depths, heads, a.neck, a.channels, nc)
+    nparams = sum(p.numel() for p in model.parameters())
+    print("model: dims %s depths %s heads %s, neck %d, head %d: %.2f M params" %
+          (dims, depths, heads, a.neck, a.channels, nparams / 1e6), flush=True)
+    opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=a.iters, pct_start=0.1)
+    n, _, h, w = x.shape
+    t0 = time.time()
+    model.train()
+    it = 0
+    for it in range(a.iters):
+        idx = torch.randint(0, n, (a.batch,))
+        oy = int(torch.randint(0, h - a.crop + 1, (1,))) if h > a.crop else 0
+        ox = int(torch.randint(0, w - a.crop + 1, (1,))) if w > a.crop else 0
+        xb = x[idx, :, oy:oy + a.crop, ox:ox + a.crop]
+        yb = y[idx, oy:oy + a.crop, ox:ox + a.crop]
+        if torch.rand(1).item() < 0.5:
+            xb, yb = xb.flip(-1), yb.flip(-1)
+        logits = seg_torch.resize(model.decode(model.backbone(xb)), xb.shape[2:])
+        loss = F.cross_entropy(logits, yb, ignore_index=-1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if it % 50 == 0 or it == a.iters - 1:
+            print("iter %d loss %.4f lr %.2e  %.0f s" % (it, loss.item(), sched.get_last_lr()[0], time.time() - t0),
+                  flush=True)
+        if a.time_limit and time.time() - t0 > a.time_limit:
+            print("time limit reached at iter %d" % it, flush=True)
+            break
+    model.eval()
+    with torch.no_grad():
+        preds = []
+        for i in range(0, xv.shape[0], 8):
+            xb = xv[i:i + 8]
+            preds.append(seg_torch.resize(model.decode(model.backbone(xb)), xb.shape[2:]).argmax(1))
+        pred = torch.cat(preds)
+    print("validation (seed %d, %d images, PyTorch): mIoU %.2f" % (a.seed + 1000, xv.shape[0], miou(pred, yv, nc)),
+          flush=True)
+    sd = {}
+    for k, v in model.state_dict().items():
+        if k.endswith("num_batches_tracked"):
+            continue
+        sd[k] = v.detach().float().contiguous()
+    cfg = CONFIG.format(dims=dims, depths=depths, heads=heads, neck=a.neck, ch=a.channels, nc=nc)
+    meta = {"config": cfg, "CLASSES": CLASSES, "PALETTE": PALETTE,
+            "ravlt_demo": "train_demo.py seed %d iters %d train_count %d" % (a.seed, it + 1, a.train_count)}
+    pth = os.path.splitext(a.out)[0] + ".pth"
+    torch.save({"meta": meta, "state_dict": sd}, pth)
+    subprocess.run([a.ravlt, "convert", pth, a.out], check=True)
+    print("wrote %s and %s" % (pth, a.out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
