@@ -1,13 +1,16 @@
 /* Depthwise convolution: y[n,c,oy,ox] = residual[n,c,oy,ox] + b[c] +
  *   sum_{ky,kx} w[c,0,ky,kx] * x[n,c,oy*s - pad + ky, ox*s - pad + kx]   (zero padding)
  * x [n,c,h,wd], w [c,1,k,k], y [n,c,oh,ow] with oh = (h + 2 pad - k)/s + 1.
- * The fast version runs OpenMP over the n*c planes. Stride 1, k <= 7: one pass per output
- * row, all k*k taps summed per pixel over the interior columns (K a literal, so the tap
- * loops unroll and the pixel loop vectorises), bounds-checked taps on the border columns;
- * rows above/below the image read a zero row. Other strides: for each tap a shifted input
- * row segment is added to the output row over the columns whose input is in range. */
+ * The fast version runs OpenMP over the n*c planes. Stride 1, k <= 7: bands of input rows
+ * are copied into a zero-padded stack buffer, then each output row is one pass summing all
+ * k*k taps per pixel (K a literal, so the tap loops unroll and the pixel loop vectorises);
+ * rows too wide for the buffer (> ~2300 for k = 7) take a per-row variant with
+ * bounds-checked border columns. Other strides: for each tap a shifted input row segment
+ * is added to the output row over the columns whose input is in range. */
 #include "core/ops.h"
 #include "core/vmath.h"
+
+#include <string.h>
 
 /* Output indices o in [*lo, *hi) for which i = o * s + off lies in [0, in). */
 static void valid_range(int out, int in, int s, int off, int *lo, int *hi) {
@@ -61,8 +64,9 @@ static inline void dw_interior(float *restrict yr, const float *const *xr, const
   }
 }
 
-/* One plane, stride 1, odd k <= 7 with pad <= k - 1: single pass per output row. */
-RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, float bv,
+/* One plane, stride 1, k <= 7, pad < k, rows of any width: single pass per output row with
+ * bounds-checked border columns (used when a padded band would not fit dw_plane_band). */
+RV_CLONES static void dw_plane_rows(float *yp, const float *xp, const float *wp, float bv,
                                   const float *rp, int h, int wd, int k, int pad, int oh,
                                   int ow) {
   const float *xr[7];
@@ -108,6 +112,52 @@ RV_CLONES static void dw_plane_s1(float *yp, const float *xp, const float *wp, f
   }
 }
 
+#define DWBUF 16384 /* floats of stack per thread for a zero-padded band of input rows */
+
+/* One plane, stride 1, k <= 7, pad < k: bands of output rows; the band's input rows are
+ * copied into a zero-padded buffer of width wd + 2 pad, so every output pixel takes all
+ * k*k taps from valid memory and each output row is one vectorised pass (no border code,
+ * weights fixed for the plane). Returns 0 if the rows are too wide for the buffer. */
+RV_CLONES static int dw_plane_band(float *yp, const float *xp, const float *wp, float bv,
+                                   const float *rp, int h, int wd, int k, int pad, int oh,
+                                   int ow) {
+  float buf[DWBUF];
+  int pw = wd + 2 * pad;
+  int band = DWBUF / pw - (k - 1);
+  if (band < 1) return 0;
+  const float *xr[7];
+  for (int oy0 = 0; oy0 < oh; oy0 += band) {
+    int rows = oh - oy0 < band ? oh - oy0 : band;
+    for (int t = 0; t < rows + k - 1; t++) {
+      float *d = buf + (size_t)t * pw;
+      int iy = oy0 - pad + t;
+      if (iy < 0 || iy >= h) {
+        memset(d, 0, sizeof(float) * (size_t)pw);
+        continue;
+      }
+      for (int j = 0; j < pad; j++) d[j] = d[pad + wd + j] = 0.0f;
+      memcpy(d + pad, xp + (size_t)iy * wd, sizeof(float) * (size_t)wd);
+    }
+    for (int r = 0; r < rows; r++) {
+      float *yr = yp + (size_t)(oy0 + r) * ow;
+      if (rp) {
+        const float *rr = rp + (size_t)(oy0 + r) * ow;
+        for (int ox = 0; ox < ow; ox++) yr[ox] = rr[ox] + bv;
+      } else {
+        for (int ox = 0; ox < ow; ox++) yr[ox] = bv;
+      }
+      for (int ky = 0; ky < k; ky++) xr[ky] = buf + (size_t)(r + ky) * pw;
+      switch (k) {
+        case 3: dw_interior(yr, xr, wp, 0, ow, 0, 3); break;
+        case 5: dw_interior(yr, xr, wp, 0, ow, 0, 5); break;
+        case 7: dw_interior(yr, xr, wp, 0, ow, 0, 7); break;
+        default: dw_interior(yr, xr, wp, 0, ow, 0, k); break;
+      }
+    }
+  }
+  return 1;
+}
+
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad) {
@@ -124,7 +174,8 @@ void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
     float *yp = y + (size_t)p * oh * ow;
     float bv = b ? b[ci] : 0.0f;
     if (stride == 1 && k <= 7 && pad < k) {
-      dw_plane_s1(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow);
+      if (!dw_plane_band(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow))
+        dw_plane_rows(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow);
       continue;
     }
     for (int oy = 0; oy < oh; oy++) {

@@ -211,6 +211,21 @@ static void test_dwconv_sweep(void **state) {
             assert_close(y1, y2, ny, 2e-6, what);
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
+  /* several row bands (wd 1000: 12 rows per band for k = 5), and rows too wide for the
+   * band buffer (k = 7, wd 2400: per-row path with bounds-checked borders) */
+  {
+    int cases[3][4] = {{31, 1000, 5, 2}, {9, 2400, 7, 3}, {9, 2400, 5, 2}};
+    for (int t = 0; t < 3; t++) {
+      int h = cases[t][0], wd = cases[t][1], k = cases[t][2], pad = cases[t][3], c = 2;
+      size_t nx = (size_t)c * h * wd;
+      float *x = frand(nx, 31), *w = frand((size_t)c * k * k, 32), *b = frand((size_t)c, 33);
+      float *r = frand(nx, 34), *y1 = frand(nx, 35), *y2 = frand(nx, 36);
+      rv_dwconv2d_f32(y1, x, w, b, r, 1, c, h, wd, k, 1, pad);
+      rv_dwconv2d_naive_f32(y2, x, w, b, r, 1, c, h, wd, k, 1, pad);
+      assert_close(y1, y2, nx, 2e-6, "dwconv wide");
+      free(x), free(w), free(b), free(r), free(y1), free(y2);
+    }
+  }
   /* zero padding is zero: an inf in the top row must not leak into the bottom rows through
    * the padded taps (0 * inf) */
   {
