@@ -415,6 +415,15 @@ int rv_cmd_video(int argc, char **argv) {
     if (!A.cat_ids || !A.counts || !A.dd) st = nomem(ctx);
     for (int i = 0; A.cat_ids && i < A.n_classes; i++) A.cat_ids[i] = rv_model_category_id(A.m, i);
   }
+  /* From here on Ctrl-C only sets the flag: the outputs opened below are always finalised
+   * (or removed) by this function. */
+  struct sigaction sa, old_sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
+  g_interrupted = 0;
+  sigaction(SIGINT, &sa, &old_sa);
   double out_fps = info.fps > 0 && info.fps <= 1000 ? info.fps : 25.0;
   if (st == RV_OK && output) {
     if (!(info.fps > 0 && info.fps <= 1000)) rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
@@ -468,16 +477,8 @@ int rv_cmd_video(int argc, char **argv) {
             info.height, info.fps, info.frame_count > 0 ? "file" : live ? "live" : "length unknown",
             rv_model_arch(A.m), every > 1 ? " on every Nth frame" : "", A.pre.scale_h, A.pre.scale_w, ithreads);
 
-  struct sigaction sa, old_sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
-  g_interrupted = 0;
-  sigaction(SIGINT, &sa, &old_sa);
   rv_vp_stats s;
   st = rv_vp_run(&c, &s, ctx);
-  sigaction(SIGINT, &old_sa, NULL);
   if (prog.drawn) fputc('\n', stderr);
 
   if (st != RV_OK) rc = rv_cli_fail(ctx, "video", st);
@@ -500,6 +501,7 @@ int rv_cmd_video(int argc, char **argv) {
   }
   if (rc == 0) rc = s.interrupted ? 130 : (s.ended_early || s.stalled) ? 3 : 0;
 out:
+  sigaction(SIGINT, &old_sa, NULL);
   if (A.vw) rv_video_writer_discard(A.vw);
   if (A.json) {
     fclose(A.json);
