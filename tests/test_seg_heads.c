@@ -685,10 +685,9 @@ static void test_load_errors(void **state) {
 
 /* checkpoint.pth -> RAVLT backbone (config from the weights) + decoder; image.jpg through
  * the mmseg test pipeline; labels must equal the official label_map wherever the official
- * top-1/top-2 margin (label_margin) exceeds 1e-4. Then aug-test with the single unflipped
- * image must give the simple-test labels, and a flipped pass merged in must stay a valid
- * label map. */
-static void run_e2e(const char *kind) {
+ * top-1/top-2 margin (label_margin) exceeds 1e-4. Then (one model) aug-test with the single
+ * unflipped image must give the simple-test labels. */
+static void run_e2e(const char *kind, int check_aug) {
   char p[512];
   rv_ctx *ctx = rv_ctx_create();
   rv_weights *w = NULL, *io = NULL;
@@ -728,15 +727,16 @@ static void run_e2e(const char *kind) {
   printf("  e2e %-12s %dx%d -> %dx%d: %zu of %zu labels differ, %zu above margin 1e-4\n", kind, meta.ori_w,
          meta.ori_h, x.w, x.h, flips, hw, bad);
   assert_int_equal(bad, 0);
-  /* aug-test machinery on the real model */
-  const int C = rv_seg_decoder_num_classes(dec);
-  float *acc = calloc((size_t)C * hw, sizeof *acc);
-  assert_int_equal(rv_seg_aug_add(&seg, acc, x, 0, meta.ori_h, meta.ori_w, a, ctx), RV_OK);
-  rv_seg_aug_labels(lab2, acc, C, meta.ori_h, meta.ori_w, 1);
-  size_t same = 0;
-  for (size_t i = 0; i < hw; i++) same += lab2[i] == lab[i];
-  assert_true(same >= hw - 2); /* softmax vs logits argmax: only exact ties may differ */
-  free(acc);
+  if (check_aug) { /* aug-test machinery on the real model (one pass, unflipped) */
+    const int C = rv_seg_decoder_num_classes(dec);
+    float *acc = calloc((size_t)C * hw, sizeof *acc);
+    assert_int_equal(rv_seg_aug_add(&seg, acc, x, 0, meta.ori_h, meta.ori_w, a, ctx), RV_OK);
+    rv_seg_aug_labels(lab2, acc, C, meta.ori_h, meta.ori_w, 1);
+    size_t same = 0;
+    for (size_t i = 0; i < hw; i++) same += lab2[i] == lab[i];
+    assert_true(same >= hw - 2); /* softmax vs logits argmax: only exact ties may differ */
+    free(acc);
+  }
   free(ref);
   free(margin);
   free(lab);
@@ -752,12 +752,12 @@ static void run_e2e(const char *kind) {
 
 static void test_e2e_upernet(void **state) {
   (void)state;
-  run_e2e("upernet");
+  run_e2e("upernet", 0);
 }
 
 static void test_e2e_semantic_fpn(void **state) {
   (void)state;
-  run_e2e("semantic_fpn");
+  run_e2e("semantic_fpn", 1);
 }
 
 /* ---- banded resize == core kernel, bit for bit ------------------------------------------- */
