@@ -587,6 +587,7 @@ int main(void) {
   const char *core = rv_blas_init();
   assert_non_null(core);
   fprintf(stderr, "OpenBLAS core: %s\n", core);
+  assert_string_equal(rv_blas_init(), core); /* idempotent: OPENBLAS_CORETYPE is now set */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
