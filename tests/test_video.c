@@ -6,7 +6,7 @@
  * CLI tests on Debian opencv-doc videos with the e2e fixture checkpoints: a segmentor on
  * vtest.avi and a detector on Megamind.avi (--every, --json, --size), output frame counts
  * read back with OpenCV, JSON lines parsed with cJSON, a truncated file (exit 3, output
- * finalised), bad arguments. */
+ * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
@@ -568,6 +568,47 @@ static void test_cli_truncated(void **state) {
   assert_int_equal(json_lines(p, check_any_line, NULL), n);
 }
 
+static void check_live_line(const cJSON *o, long i, void *u) {
+  double *last_t = u;
+  assert_true(cJSON_GetObjectItem(o, "frame")->valueint >= i);
+  double t = cJSON_GetObjectItem(o, "time")->valuedouble; /* live: wall time, increasing */
+  assert_true(t >= *last_t);
+  *last_t = t;
+  assert_true(cJSON_IsObject(cJSON_GetObjectItem(o, "pixels")));
+}
+
+/* A URL is a live source: with --drop, frames that arrive while inference is busy are
+ * dropped (a file:// URL decodes far faster than the model runs), counted, and the
+ * output holds the frames that were processed. */
+static void test_cli_live_drop(void **state) {
+  (void)state;
+  int rc = run("'%s' video --weights '%s' file://" SAMPLES "/vtest.avi --max-frames 40 --size 64x96 --drop --queue 2 "
+               "--output %s/drop.avi --json %s/drop.jsonl 2> %s/drop.err",
+               RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir, tmpdir);
+  assert_int_equal(rc, 0);
+  char p[512], line[1024];
+  snprintf(p, sizeof p, "%s/drop.err", tmpdir);
+  FILE *f = fopen(p, "r");
+  assert_non_null(f);
+  long rd = -1, proc = -1, wr = -1, dr = -1;
+  while (fgets(line, sizeof line, f)) {
+    const char *q = strstr(line, "ravlt video: ");
+    if (q && strstr(q, "frame(s) read"))
+      assert_int_equal(sscanf(q, "ravlt video: %ld frame(s) read, %ld processed, %ld written, %ld dropped", &rd, &proc, &wr, &dr), 4);
+  }
+  fclose(f);
+  assert_int_equal(rd, 40);
+  assert_true(dr > 0);
+  assert_int_equal(wr + dr, 40);
+  assert_int_equal(proc, wr);
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/drop.avi", tmpdir);
+  assert_int_equal(count_frames(p, &w, &h), wr);
+  double last_t = 0;
+  snprintf(p, sizeof p, "%s/drop.jsonl", tmpdir);
+  assert_int_equal(json_lines(p, check_live_line, &last_t), wr);
+}
+
 /* Ctrl-C: SIGINT once a few frames are written; exit 130, both outputs finalised with the
  * same frame count (every frame processed). */
 static void test_cli_sigint(void **state) {
@@ -625,6 +666,7 @@ int main(void) {
       cmocka_unit_test(test_cli_segment_vtest),
       cmocka_unit_test(test_cli_detect_megamind_every),
       cmocka_unit_test(test_cli_truncated),
+      cmocka_unit_test(test_cli_live_drop),
       cmocka_unit_test(test_cli_sigint),
       cmocka_unit_test(test_cli_bad_inputs),
   };
