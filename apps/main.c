@@ -2,6 +2,7 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "core/image.h"
+#include "core/ops.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,9 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  /* OpenBLAS 0.3.21 falls back to generic kernels on CPUs newer than its table (5-6x slower
+   * SGEMM); pick the kernels the CPU supports unless OPENBLAS_CORETYPE is set (core/ops.h) */
+  rv_blas_init();
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (rv_cli_is_help(argv[i])) { usage(stdout); return 0; }

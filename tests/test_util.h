@@ -12,6 +12,11 @@
 #include <string.h>
 #include <math.h>
 #include <sys/stat.h>
+#include "core/ops.h"
+
+/* Every test runs with the OpenBLAS kernels the CPU supports, as the CLI does (rv_blas_init
+ * leaves a platform- or user-set OPENBLAS_CORETYPE alone). */
+__attribute__((constructor)) static void rv_test_blas_init(void) { (void)rv_blas_init(); }
 
 /* Path under ../shared/fixtures; returns a static buffer per call slot. */
 static inline const char *fixture_path(const char *rel) {
