@@ -35,8 +35,8 @@ static const char *USAGE =
     "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\",\n"
     "                    \"cpu_ms\" (median process CPU time per run), ...}\n"
     "\n"
-    "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, bench\n"
-    "re-runs itself with OPENBLAS_CORETYPE=SkylakeX/Haswell (set the variable to override).\n";
+    "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, its\n"
+    "AVX-512/AVX2 kernels are selected (rv_blas_init; set OPENBLAS_CORETYPE to override).\n";
 
 /* CPU time of the process (all threads): on a loaded machine, cpu_ms / threads is a
  * steadier estimate of the unloaded wall time than the wall time itself. */
@@ -118,7 +118,7 @@ int rv_cmd_bench(int argc, char **argv) {
     else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", a);
   }
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
-  rv_cli_fix_blas_core(); /* may re-execute with OPENBLAS_CORETYPE set */
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
   if (strcmp(model, "sgemm") == 0) return bench_sgemm(h, threads, runs, json);
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;

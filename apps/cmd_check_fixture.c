@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/check_fixture.h"
 #include "apps/cli.h"
+#include "core/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,7 @@ int rv_cmd_check_fixture(int argc, char **argv) {
     else return rv_cli_usage_error(cmd, "one fixture folder expected, got '%s' too", argv[i]);
   }
   if (!dir) return rv_cli_usage_error(cmd, "missing fixture folder");
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); return 1; }
   rv_check_state s;

@@ -3,6 +3,7 @@
  * the official eval transform (datasets/preprocess.h rv_preprocess_imagenet: resize the
  * short side to 256/224 * size with PIL bicubic, center crop, normalise). */
 #include "apps/cli.h"
+#include "core/ops.h"
 #include "apps/model_args.h"
 #include "backbone/ravlt.h"
 #include "core/image.h"
@@ -63,6 +64,7 @@ int rv_cmd_classify(int argc, char **argv) {
   }
   if (!weights) { free(imgs); return rv_cli_usage_error(cmd, "--weights W is required"); }
   if (nimg == 0) { free(imgs); return rv_cli_usage_error(cmd, "no IMAGE given"); }
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { free(imgs); return 1; }
   int rc = 1;

@@ -1,10 +1,5 @@
-/* RAVLT model names and sizes on the command line; the OpenBLAS kernel check. */
-#define _POSIX_C_SOURCE 200809L
+/* RAVLT model names and sizes on the command line. */
 #include "apps/model_args.h"
-
-#include <cblas.h>
-#include <strings.h>
-#include <unistd.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,34 +38,4 @@ rv_status rv_model_config(const char *model, rv_ravlt_config *cfg, rv_weights **
   if (st != RV_OK || !weights) rv_weights_free(w);
   else *weights = w;
   return st;
-}
-
-void rv_cli_fix_blas_core(void) {
-  if (getenv("OPENBLAS_CORETYPE")) return;
-  const char *core = openblas_get_corename();
-  if (!core || strcasecmp(core, "prescott") != 0) return;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  __builtin_cpu_init();
-  const char *want = NULL;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-    want = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    want = "Haswell";
-  if (!want) return;
-  static char buf[65536]; /* the command line, NUL-separated */
-  static char *args[1024];
-  FILE *f = fopen("/proc/self/cmdline", "rb");
-  if (!f) return;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  if (n == 0 || n >= sizeof buf - 1) return;
-  buf[n] = 0;
-  int na = 0;
-  for (size_t i = 0; i < n && na < 1023; i += strlen(buf + i) + 1) args[na++] = buf + i;
-  args[na] = NULL;
-  if (setenv("OPENBLAS_CORETYPE", want, 1) != 0) return;
-  execv("/proc/self/exe", args);
-  unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with the slow kernels */
-#endif
 }
