@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""A PyTorch port of the mmdet 2.11 detection parts used by RAVLT (FPN with a max-pool P6, RPN,
+Cascade RoI head with ConvFC box heads, Mask R-CNN's Shared2FC head, FCN mask heads, mask
+paste), written for ravlt's own checks and benchmarks: same state_dict key names, same
+test-time semantics (SEMANTICS.md C-G). NMS and RoIAlign are written in torch (mmcv's C++
+kernels are not available here): NMS is greedy over a score-sorted IoU matrix, RoIAlign is
+vectorised over rois with the same sample count, mmcv's border rules. The backbone is the GLTA
+port of tools/ravlt_torch.py. Needs only torch (Debian python3-torch).
+
+  # the port against the official head fixtures (float64):
+  python3 tools/det_torch.py check ../shared/fixtures/heads/cascade_mask_rcnn
+  # whole model (backbone + FPN + RPN + RoI heads + 100 pasted masks), random weights:
+  python3 tools/det_torch.py bench cascade-s --size 800x1344 --threads 2 --runs 3 [--json]
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ravlt_torch  # noqa: E402
+from seg_torch import FPN, ConvModule  # noqa: E402
+
+CASCADE_STDS = [[0.1, 0.1, 0.2, 0.2], [0.05, 0.05, 0.1, 0.1], [0.033, 0.033, 0.067, 0.067]]
+MAX_RATIO = abs(math.log(16.0 / 1000.0))
+
+
+# ---- ops ------------------------------------------------------------------------------------
+def base_anchors(stride, ratios=(0.5, 1.0, 2.0), scales=(8.0,)):
+    r = torch.tensor(ratios, dtype=torch.float32)
+    s = torch.tensor(scales, dtype=torch.float32)
+    hr = torch.sqrt(r)
+    wr = 1 / hr
+    ws = (stride * wr[:, None] * s[None, :]).view(-1)
+    hs = (stride * hr[:, None] * s[None, :]).view(-1)
+    return torch.stack([-0.5 * ws, -0.5 * hs, 0.5 * ws, 0.5 * hs], dim=-1)
+
+
+def grid_anchors(base, h, w, stride):
+    sx = torch.arange(0, w) * stride
+    sy = torch.arange(0, h) * stride
+    yy, xx = torch.meshgrid(sy, sx, indexing="ij")
+    shifts = torch.stack([xx.reshape(-1), yy.reshape(-1), xx.reshape(-1), yy.reshape(-1)], -1)
+    return (base[None, :, :] + shifts[:, None, :].type_as(base)).view(-1, 4)
+
+
+def delta2bbox(rois, deltas, stds, max_shape):
+    """rois [n,4], deltas [n,4k] -> [n,4k], mmdet delta2bbox (means 0)."""
+    stds = deltas.new_tensor(stds).repeat(deltas.size(1) // 4)
+    d = deltas * stds
+    dx, dy, dw, dh = d[:, 0::4], d[:, 1::4], d[:, 2::4], d[:, 3::4]
+    dw = dw.clamp(-MAX_RATIO, MAX_RATIO)
+    dh = dh.clamp(-MAX_RATIO, MAX_RATIO)
+    px = ((rois[:, 0] + rois[:, 2]) * 0.5).unsqueeze(1)
+    py = ((rois[:, 1] + rois[:, 3]) * 0.5).unsqueeze(1)
+    pw = (rois[:, 2] - rois[:, 0]).unsqueeze(1)
+    ph = (rois[:, 3] - rois[:, 1]).unsqueeze(1)
+    gw, gh = pw * dw.exp(), ph * dh.exp()
+    gx, gy = px + pw * dx, py + ph * dy
+    x1 = (gx - gw * 0.5).clamp(0, max_shape[1])
+    y1 = (gy - gh * 0.5).clamp(0, max_shape[0])
+    x2 = (gx + gw * 0.5).clamp(0, max_shape[1])
+    y2 = (gy + gh * 0.5).clamp(0, max_shape[0])
+    return torch.stack([x1, y1, x2, y2], dim=-1).view(deltas.shape)
+
+
+def nms(boxes, scores, thr):
+    """mmcv nms (offset 0): indices kept, in descending score order (ties by index)."""
+    if boxes.numel() == 0:
+        return boxes.new_zeros(0, dtype=torch.long)
+    order = torch.sort(scores, descending=True, stable=True)[1]
+    b = boxes[order]
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    lt = torch.max(b[:, None, :2], b[None, :, :2])
+    rb = torch.min(b[:, None, 2:], b[None, :, 2:])
+    wh = (rb - lt).clamp(min=0)
+    inter = wh[..., 0] * wh[..., 1]
+    iou = inter / (area[:, None] + area[None, :] - inter)
+    sup = (iou > thr).triu(1)
+    n = b.size(0)
+    keep = torch.ones(n, dtype=torch.bool)
+    for i in range(n):  # greedy: a kept box suppresses the later ones it overlaps
+        if keep[i]:
+            keep &= ~sup[i]
+    return order[keep]
+
+
+def batched_nms(boxes, scores, idxs, thr):
+    keep = []
+    for c in torch.unique(idxs):
+        m = (idxs == c).nonzero().squeeze(1)
+        keep.append(m[nms(boxes[m], scores[m], thr)])
+    keep = torch.cat(keep) if keep else boxes.new_zeros(0, dtype=torch.long)
+    return keep[torch.sort(scores[keep], descending=True, stable=True)[1]]
+
+
+def roi_align(feat, rois, out, scale):
+    """mmcv RoIAlign (aligned, avg, sampling_ratio 0) of rois [n,5] on feat [1,C,H,W],
+    vectorised over the rois that share a sample grid."""
+    C, H, W = feat.shape[1:]
+    n = rois.size(0)
+    res = feat.new_zeros(n, C, out, out)
+    if n == 0:
+        return res
+    x1 = rois[:, 1] * scale - 0.5
+    y1 = rois[:, 2] * scale - 0.5
+    rw = rois[:, 3] * scale - 0.5 - x1
+    rh = rois[:, 4] * scale - 0.5 - y1
+    gw = torch.ceil(rw / out).long().clamp(min=0)
+    gh = torch.ceil(rh / out).long().clamp(min=0)
+    f = feat[0].reshape(C, H * W)
+    for g in torch.unique(torch.stack([gh, gw], 1), dim=0):
+        sel = ((gh == g[0]) & (gw == g[1])).nonzero().squeeze(1)
+        ny, nx = int(g[0]), int(g[1])
+        if ny == 0 or nx == 0:
+            continue
+
+        def axis(start, size, grid, length):
+            p = torch.arange(out, dtype=feat.dtype)
+            i = torch.arange(grid, dtype=feat.dtype)
+            b = (size / out)[:, None, None]
+            v = start[:, None, None] + p[None, :, None] * b + (i[None, None, :] + 0.5) * b / grid
+            v = v.reshape(v.size(0), -1)
+            ok = (v >= -1.0) & (v <= length)
+            v = v.clamp(min=0)
+            lo = v.floor().long()
+            top = lo >= length - 1
+            lo = torch.where(top, torch.full_like(lo, length - 1), lo)
+            hi = torch.where(top, lo, lo + 1)
+            v = torch.where(top, lo.to(v.dtype), v)
+            l = v - lo
+            return lo, hi, (1 - l) * ok, l * ok
+
+        ylo, yhi, wyl, wyh = axis(y1[sel], rh[sel], ny, H)
+        xlo, xhi, wxl, wxh = axis(x1[sel], rw[sel], nx, W)
+        acc = 0
+        for yi, wy in ((ylo, wyl), (yhi, wyh)):
+            for xi, wx in ((xlo, wxl), (xhi, wxh)):
+                idx = (yi[:, :, None] * W + xi[:, None, :]).reshape(-1)
+                v = f[:, idx].reshape(C, sel.numel(), yi.size(1), xi.size(1))
+                acc = acc + v * (wy[:, :, None] * wx[:, None, :])[None]
+        acc = acc.reshape(C, sel.numel(), out, ny, out, nx).sum((3, 5)) / (ny * nx)
+        res[sel] = acc.permute(1, 0, 2, 3)
+    return res
+
+
+def roi_extract(feats, rois, out, strides=(4, 8, 16, 32)):
+    scale = torch.sqrt((rois[:, 3] - rois[:, 1]) * (rois[:, 4] - rois[:, 2]))
+    lvl = torch.floor(torch.log2(scale / 56 + 1e-6)).clamp(0, 3).long()
+    res = feats[0].new_zeros(rois.size(0), feats[0].size(1), out, out)
+    for i in range(4):
+        m = (lvl == i).nonzero().squeeze(1)
+        if m.numel():
+            res[m] = roi_align(feats[i], rois[m], out, 1.0 / strides[i])
+    return res
+
+
+def paste_mask(prob, box, h, w, thr=0.5):
+    """mmdet _do_paste_mask (skip_empty) + threshold: bool [h, w]."""
+    x0i = max(int(math.floor(float(box[0]))) - 1, 0)
+    y0i = max(int(math.floor(float(box[1]))) - 1, 0)
+    x1i = min(int(math.ceil(float(box[2]))) + 1, w)
+    y1i = min(int(math.ceil(float(box[3]))) + 1, h)
+    out = torch.zeros(h, w, dtype=torch.bool)
+    if x1i <= x0i or y1i <= y0i:
+        return out
+    iy = (torch.arange(y0i, y1i, dtype=prob.dtype) + 0.5 - box[1]) / (box[3] - box[1]) * 2 - 1
+    ix = (torch.arange(x0i, x1i, dtype=prob.dtype) + 0.5 - box[0]) / (box[2] - box[0]) * 2 - 1
+    ix = torch.where(torch.isinf(ix), torch.zeros_like(ix), ix)
+    iy = torch.where(torch.isinf(iy), torch.zeros_like(iy), iy)
+    grid = torch.stack([ix[None, :].expand(iy.numel(), -1), iy[:, None].expand(-1, ix.numel())], -1)
+    m = F.grid_sample(prob[None, None], grid[None], align_corners=False)[0, 0]
+    out[y0i:y1i, x0i:x1i] = m >= thr
+    return out
+
+
+# ---- heads ----------------------------------------------------------------------------------
+class RPNHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.rpn_conv = nn.Conv2d(c, c, 3, padding=1)
+        self.rpn_cls = nn.Conv2d(c, 3, 1)
+        self.rpn_reg = nn.Conv2d(c, 12, 1)
+
+    def proposals(self, feats, img_shape, nms_pre=1000, max_per=1000, thr=0.7):
+        boxes, scores, ids = [], [], []
+        for lvl, x in enumerate(feats):
+            t = F.relu(self.rpn_conv(x))
+            s = self.rpn_cls(t)[0].permute(1, 2, 0).reshape(-1).sigmoid()
+            d = self.rpn_reg(t)[0].permute(1, 2, 0).reshape(-1, 4)
+            stride = 4 << lvl
+            a = grid_anchors(base_anchors(stride), x.size(2), x.size(3), stride).to(d.dtype)
+            if s.numel() > nms_pre:
+                s, o = torch.sort(s, descending=True, stable=True)
+                s, d, a = s[:nms_pre], d[o[:nms_pre]], a[o[:nms_pre]]
+            boxes.append(delta2bbox(a, d, [1, 1, 1, 1], img_shape))
+            scores.append(s)
+            ids.append(torch.full_like(s, lvl, dtype=torch.long))
+        boxes, scores, ids = torch.cat(boxes), torch.cat(scores), torch.cat(ids)
+        keep = batched_nms(boxes, scores, ids, thr)[:max_per]
+        return boxes[keep], scores[keep]
+
+
+class BBoxHead(nn.Module):
+    """ConvFCBBoxHead (num_convs 3x3 ConvModules with BN, num_fcs fcs) / Shared2FCBBoxHead."""
+    def __init__(self, c, num_convs, num_fcs, fc, classes):
+        super().__init__()
+        self.shared_convs = nn.ModuleList([ConvModule(c, c, 3) for _ in range(num_convs)])
+        self.shared_fcs = nn.ModuleList([nn.Linear(c * 49 if i == 0 else fc, fc) for i in range(num_fcs)])
+        self.fc_cls = nn.Linear(fc, classes + 1)
+        self.fc_reg = nn.Linear(fc, 4 * classes)
+
+    def forward(self, x):
+        for m in self.shared_convs:
+            x = m(x)
+        x = x.flatten(1)
+        for m in self.shared_fcs:
+            x = F.relu(m(x))
+        return self.fc_cls(x), self.fc_reg(x)
+
+
+class MaskHead(nn.Module):
+    def __init__(self, c, classes):
+        super().__init__()
+        self.convs = nn.ModuleList([ConvModule(c, c, 3, norm=False) for _ in range(4)])
+        self.upsample = nn.ConvTranspose2d(c, c, 2, 2)
+        self.conv_logits = nn.Conv2d(c, classes, 1)
+
+    def forward(self, x):
+        for m in self.convs:
+            x = m(x)
+        return self.conv_logits(F.relu(self.upsample(x)))
+
+
+class RoIHead(nn.Module):
+    def __init__(self, c, classes, cascade, fc=1024):
+        super().__init__()
+        self.cascade = cascade
+        n = 3 if cascade else 1
+        heads = [BBoxHead(c, 4 if cascade else 0, 1 if cascade else 2, fc, classes) for _ in range(n)]
+        masks = [MaskHead(c, classes) for _ in range(n)]
+        self.bbox_head = nn.ModuleList(heads) if cascade else heads[0]
+        self.mask_head = nn.ModuleList(masks) if cascade else masks[0]
+
+    def simple_test(self, feats, props, meta, trace=None, score_thr=0.05, max_per=100):
+        heads = list(self.bbox_head) if self.cascade else [self.bbox_head]
+        mheads = list(self.mask_head) if self.cascade else [self.mask_head]
+        stds = CASCADE_STDS if self.cascade else CASCADE_STDS[:1]
+        img = meta["img_shape"]
+        rois = torch.cat([props.new_zeros(props.size(0), 1), props], 1)
+        K = heads[0].fc_cls.out_features - 1
+        scores_sum = 0
+        for s, h in enumerate(heads):
+            cls, reg = h(roi_extract(feats, rois, 7))
+            if not self.cascade:  # StandardRoIHead's padding rule: y2 == 0 rows are zeroed
+                pad = rois[:, 4] == 0
+                cls[pad] = 0
+                reg[pad] = 0
+            if trace is not None:
+                trace["roi.stage%d.rois" % s] = rois
+                trace["roi.stage%d.cls_score" % s] = cls
+                trace["roi.stage%d.bbox_pred" % s] = reg
+            scores_sum = scores_sum + cls
+            if s < len(heads) - 1:
+                lab = cls[:, :-1].argmax(1)
+                d = reg.view(reg.size(0), -1, 4)[torch.arange(reg.size(0)), lab]
+                rois = torch.cat([rois[:, :1], delta2bbox(rois[:, 1:], d, stds[s], img)], 1)
+        scores = F.softmax(scores_sum / len(heads), 1)
+        boxes = delta2bbox(rois[:, 1:], reg, stds[len(heads) - 1], img)
+        sf = boxes.new_tensor(meta["scale_factor"])
+        boxes = (boxes.view(boxes.size(0), -1, 4) / sf).view(-1, 4)
+        sc = scores[:, :-1].reshape(-1)
+        labels = torch.arange(K).repeat(scores.size(0))
+        valid = (sc > score_thr).nonzero().squeeze(1)
+        boxes, sc, labels = boxes[valid], sc[valid], labels[valid]
+        keep = batched_nms(boxes, sc, labels, 0.5)[:max_per]
+        det_b, det_s, det_l = boxes[keep], sc[keep], labels[keep]
+        if trace is not None:
+            trace["det.bboxes"], trace["det.scores"], trace["det.labels"] = det_b, det_s, det_l
+        if det_b.size(0) == 0:
+            return det_b, det_s, det_l, torch.zeros(0, *meta["ori_shape"][:2], dtype=torch.bool)
+        mb = det_b * sf
+        mrois = torch.cat([mb.new_zeros(mb.size(0), 1), mb], 1)
+        mf = roi_extract(feats, mrois, 14)
+        prob = 0
+        for s, m in enumerate(mheads):
+            logits = m(mf)
+            if trace is not None:
+                trace["mask.stage%d.mask_pred" % s] = logits
+            prob = prob + logits.sigmoid()
+        prob = prob / len(mheads)
+        if trace is not None:
+            trace["mask.rois"], trace["mask.merged_probs"], trace["mask.paste_bboxes"] = mrois, prob, mb
+        h, w = meta["ori_shape"][:2]
+        pb = mb / sf
+        masks = torch.stack([paste_mask(prob[i, det_l[i]], pb[i], h, w) for i in range(det_b.size(0))])
+        return det_b, det_s, det_l, masks
+
+
+class Detector(nn.Module):
+    def __init__(self, backbone, in_channels, classes=80, cascade=True, c=256):
+        super().__init__()
+        self.backbone = backbone
+        self.neck = FPN(in_channels, c, 5)
+        self.rpn_head = RPNHead(c)
+        self.roi_head = RoIHead(c, classes, cascade)
+
+    def heads(self, feats, meta, trace=None, score_thr=0.05):
+        p = self.neck(feats)
+        props, pscores = self.rpn_head.proposals(p, meta["img_shape"])
+        if trace is not None:
+            for i, x in enumerate(p):
+                trace["neck.out.%d" % i] = x
+            trace["rpn.proposals"], trace["rpn.proposal_scores"] = props, pscores
+        return self.roi_head.simple_test(p[:4], props, meta, trace, score_thr)
+
+
+# ---- commands -------------------------------------------------------------------------------
+def cmd_check(a):
+    cfg = json.load(open(os.path.join(a.dir, "config.json")))
+    sd = ravlt_torch.load_safetensors(os.path.join(a.dir, "weights.safetensors"))
+    io = ravlt_torch.load_safetensors(os.path.join(a.dir, "io.safetensors"))
+    cascade = cfg["kind"] == "cascade_mask_rcnn"
+    rh = cfg["model"]["roi_head"]
+    bh = rh["bbox_head"][0] if cascade else rh["bbox_head"]
+    fc = bh["fc_out_channels"]
+    c = cfg["model"]["neck"]["out_channels"]
+    m = Detector(None, cfg["model"]["neck"]["in_channels"], bh["num_classes"], cascade, c)
+    m.roi_head = RoIHead(c, bh["num_classes"], cascade, fc)
+    missing = m.load_state_dict({k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")},
+                                strict=False)
+    assert not [k for k in missing.missing_keys if not k.startswith("backbone")], missing.missing_keys
+    m = m.double().eval()
+    meta = cfg["img_meta"]
+    trace = {}
+    with torch.no_grad():
+        feats = [io["feat.%d" % i].double() for i in range(4)]
+        b, s, l, masks = m.heads(feats, meta, trace)
+    worst, bad = 0.0, 0
+    for k, v in trace.items():
+        if k not in io:
+            continue
+        ref = io[k].double()
+        got = v.double()[:ref.size(0)] if k.startswith("mask.") else v.double()
+        if got.shape != ref.shape:
+            got = got.reshape(ref.shape)
+        e = float((got - ref).abs().max() / max(1.0, float(ref.abs().max())))
+        worst = max(worst, e)
+        ok = e <= 1e-4
+        bad += not ok
+        print("  %-24s rel err %.3g %s" % (k, e, "ok" if ok else "FAIL"))
+    km = io["det.masks"].size(0)
+    diff = int((masks[:km].to(torch.uint8) != io["det.masks"]).sum())
+    print("  det.masks: %d of %d pixels differ" % (diff, io["det.masks"].numel()))
+    bad += diff * 1000 > io["det.masks"].numel()
+    print("%s: %d tensors, worst %.3g, %d failed" % (cfg["kind"], len(trace), worst, bad))
+    return 1 if bad else 0
+
+
+DET_PRESETS = {"cascade": True, "maskrcnn": False}
+
+
+def randomize_bn(m, gen):
+    for mod in m.modules():
+        if isinstance(mod, nn.BatchNorm2d):
+            mod.running_mean.uniform_(-0.1, 0.1, generator=gen)
+            mod.running_var.uniform_(0.5, 1.5, generator=gen)
+
+
+def cmd_bench(a):
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    arch, size = a.model.split("-")
+    bb = ravlt_torch.make_model("ravlt-" + size)
+    dims = ravlt_torch.PRESETS["ravlt-" + size]["embed_dims"]
+    m = Detector(bb, dims, 80, DET_PRESETS[arch]).eval()
+    randomize_bn(m, torch.Generator().manual_seed(1))
+    h, w = (int(v) for v in a.size.lower().split("x"))
+    x = torch.randn(1, 3, h, w)
+    meta = {"img_shape": (h, w), "ori_shape": (h * 3 // 5, w * 3 // 5), "scale_factor": [5 / 3] * 4}
+    times, parts, ndet = [], [], 0
+    with torch.no_grad():
+        for r in range(a.runs + 1):  # run 0 is the warm-up
+            t0 = time.perf_counter()
+            feats = m.backbone(x)
+            t1 = time.perf_counter()
+            b, s, l, masks = m.heads(list(feats), meta, score_thr=a.score_thr)
+            t2 = time.perf_counter()
+            ndet = b.size(0)
+            if r:
+                times.append((t2 - t0) * 1e3)
+                parts.append(((t1 - t0) * 1e3, (t2 - t1) * 1e3))
+    i = times.index(statistics.median(times)) if len(times) % 2 else 0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    res = {"model": a.model, "size": a.size, "threads": a.threads, "median_ms": statistics.median(times),
+           "min_ms": min(times), "max_ms": max(times), "backbone_ms": parts[i][0], "heads_ms": parts[i][1],
+           "detections": ndet, "peak_rss_mb": rss}
+    if a.json:
+        print(json.dumps(res))
+    else:
+        print("%s %s threads %d: median %.0f ms (backbone %.0f, neck+heads %.0f), %d detections, peak RSS "
+              "%.0f MB" % (a.model, a.size, a.threads, res["median_ms"], res["backbone_ms"], res["heads_ms"],
+                           ndet, rss))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    b = sub.add_parser("bench")
+    b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
+    b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
+    b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--runs", type=int, default=3)
+    b.add_argument("--score-thr", type=float, default=0.0,
+                   help="0 keeps max_per_img (100) detections and masks, the worst case")
+    b.add_argument("--json", action="store_true")
+    a = p.parse_args()
+    return cmd_check(a) if a.cmd == "check" else cmd_bench(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
