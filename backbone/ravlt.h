@@ -140,7 +140,7 @@ typedef struct {
 
 typedef struct {
   rv_ravlt_cost stem;                     /* patch_embed */
-  rv_ravlt_cost stages[RV_RAVLT_STAGES];  /* blocks + RoPE buffer-free + downsample + extra norm */
+  rv_ravlt_cost stages[RV_RAVLT_STAGES];  /* blocks + the PatchMerging after them + extra norm */
   rv_ravlt_cost head;                     /* classifier head (zero for the backbone) */
   rv_ravlt_cost total;
   int h[RV_RAVLT_STAGES], w[RV_RAVLT_STAGES]; /* stage feature sizes */
