@@ -173,7 +173,9 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
   }
   if (st != RV_OK) {
     free_result(NULL, r);
-    return rv_error(ctx, st, "frame %ld: %s", fi->index, rv_ctx_errmsg(ctx));
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx)); /* not the buffer rv_error writes */
+    return rv_error(ctx, st, "frame %ld: %s", fi->index, msg);
   }
   *out = r;
   return RV_OK;
