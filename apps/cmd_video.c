@@ -48,6 +48,11 @@ static const char *USAGE =
     "  --queue N         frames per queue between stages (default 4)\n"
     "  --stall S         seconds without a frame before the stream counts as stalled (10)\n"
     "\n"
+    "JSON \"time\" is frame / fps for files, seconds since the start for live sources. The\n"
+    "summary counts frames read, processed, written, dropped and corrupt, the latency of\n"
+    "processed frames (decoded -> written: mean, p95), fps, and the share of wall time the\n"
+    "inference stage was not busy (--verbose: time per stage).\n"
+    "\n"
     "Exit status: 0 done; 1 error (bad input, model, output); 2 usage; 3 the stream ended\n"
     "early or stalled (reported; outputs are finalised with the frames read); 130 stopped by\n"
     "Ctrl-C (outputs finalised). Frames of the wrong size are skipped and counted.\n";
