@@ -359,6 +359,7 @@ static int cmd_coco(int argc, char **argv) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
     return cmd_coco_model(&o);
   }
   if (o.shard_spec || o.out || o.images || o.model)
@@ -567,6 +568,7 @@ static int cmd_ade20k(int argc, char **argv) {
     if (o.mode && strcmp(o.mode, "whole") && strcmp(o.mode, "slide"))
       return rv_cli_usage_error(cmd, "--mode must be whole or slide, not '%s'", o.mode);
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
     return cmd_ade20k_model(&o);
   }
   if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.model || o.crop || o.stride)

@@ -168,6 +168,7 @@ R segment --weights "$SF" --shard 1/3 --format png --out-dir "$T/segs" "$A/image
 # 7. usage errors and failures
 expect_err 2 "i/N" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard 3/3 --out "$T/x.json"
 expect_err 2 "needs --out" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard 0/2
+expect_err 2 "give it to 'ravlt merge'" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 0/2 --out "$T/x.json" --json "$T/y.json"
 expect_err 2 "needs --images" "$BIN" eval coco --ann "$G" --weights "$MR"
 expect_err 2 "model mode" "$BIN" eval coco --ann "$G" --results "$T/d.json" --shard 0/2
 expect_err 2 "i/N" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 1/0 --out "$T/x.json"
