@@ -7,8 +7,9 @@ kernels are not available here): NMS is greedy over a score-sorted IoU matrix, R
 vectorised over rois with the same sample count, mmcv's border rules. The backbone is the GLTA
 port of tools/ravlt_torch.py. Needs only torch (Debian python3-torch).
 
-  # the port against the official head fixtures (float64):
-  python3 tools/det_torch.py check ../shared/fixtures/heads/cascade_mask_rcnn
+  # the port against the official head fixtures (float64; --float32 shows how far the
+  # official float32 computation lands from the float64 reference):
+  python3 tools/det_torch.py check ../shared/fixtures/heads/cascade_mask_rcnn [--float32]
   # whole model (backbone + FPN + RPN + RoI heads + 100 pasted masks), random weights:
   python3 tools/det_torch.py bench cascade-s --size 800x1344 --threads 2 --runs 3 [--json]
 """
@@ -338,11 +339,12 @@ def cmd_check(a):
     missing = m.load_state_dict({k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")},
                                 strict=False)
     assert not [k for k in missing.missing_keys if not k.startswith("backbone")], missing.missing_keys
-    m = m.double().eval()
+    dt = torch.float32 if a.float32 else torch.float64
+    m = m.to(dt).eval()
     meta = cfg["img_meta"]
     trace = {}
     with torch.no_grad():
-        feats = [io["feat.%d" % i].double() for i in range(4)]
+        feats = [io["feat.%d" % i].to(dt) for i in range(4)]
         b, s, l, masks = m.heads(feats, meta, trace)
     worst, bad = 0.0, 0
     for k, v in trace.items():
@@ -353,8 +355,11 @@ def cmd_check(a):
         if got.shape != ref.shape:
             got = got.reshape(ref.shape)
         e = float((got - ref).abs().max() / max(1.0, float(ref.abs().max())))
+        if k in ("det.scores", "det.bboxes"):
+            e_abs = float((got - ref).abs().max())
+            print("  %-24s max abs err %.3g" % (k, e_abs))
         worst = max(worst, e)
-        ok = e <= 1e-4
+        ok = e <= (1e-3 if a.float32 else 1e-4)
         bad += not ok
         print("  %-24s rel err %.3g %s" % (k, e, "ok" if ok else "FAIL"))
     km = io["det.masks"].size(0)
@@ -417,6 +422,8 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check")
     c.add_argument("dir")
+    c.add_argument("--float32", action="store_true",
+                   help="run the port in float32 (how far official float32 code is from float64)")
     b = sub.add_parser("bench")
     b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
     b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
