@@ -278,7 +278,7 @@ static int cmd_coco_model(const coco_opts *o) {
     if ((st = rv_part_write_coco(side, &o->shard, gt->n_images, ann, o->out, masks ? segm_out : NULL, imgs, n_imgs,
                                  ctx)) != RV_OK)
       goto fail;
-    fprintf(stderr, "ravlt eval coco: shard %d/%d: %zu of %zu images, %zu detections -> %s (merge the parts with "
+    if (!rv_cli.quiet) fprintf(stderr, "ravlt eval coco: shard %d/%d: %zu of %zu images, %zu detections -> %s (merge the parts with "
                     "'ravlt merge')\n",
             o->shard.index, o->shard.count, n_imgs, gt->n_images, box.n, side);
     goto done;
@@ -504,7 +504,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
       goto fail;
   }
   if (o->shard_spec) {
-    fprintf(stderr, "ravlt eval ade20k: shard %d/%d: %zu of %zu images -> %s (merge the parts with 'ravlt merge')\n",
+    if (!rv_cli.quiet) fprintf(stderr, "ravlt eval ade20k: shard %d/%d: %zu of %zu images -> %s (merge the parts with 'ravlt merge')\n",
             o->shard.index, o->shard.count, n_done, list.n, o->out);
     goto done;
   }

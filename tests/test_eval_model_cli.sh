@@ -22,7 +22,8 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 for f in "$MR" "$RN" "$SF" "$DATA/coco/img1.jpg" "$DATA/ade/images/validation/ADE_val_00000001.jpg"; do
   [ -f "$f" ] || { echo "FAIL: missing fixture $f"; exit 1; }
 done
-R() { "$BIN" --quiet "$@"; } # quiet run
+# one thread per run: the CPU work is the same and the test does not depend on the load
+R() { "$BIN" --quiet --threads 1 "$@"; }
 # expect_err RC "stderr pattern" cmd...: exit code, one short message
 expect_err() {
   local rc=$1 pat=$2
