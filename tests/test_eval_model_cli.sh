@@ -160,6 +160,13 @@ R merge "$T"/ap?.json --json "$T/am.json" --out "$T/am.part.json" > "$T/stdout" 
 cmp -s "$T/a.json" "$T/am.json" || fail "ade20k merge of 3 shards differs from the single run"
 cmp -s "$T/a.part.json" "$T/am.part.json" || fail "ade20k merged int64 areas differ from the single run"
 expect_err 1 "shard 0/3 is missing" "$BIN" merge "$T/ap1.json" "$T/ap2.json"
+# more shards than images: shard 3/4 is empty and still a part
+for i in 0 1 2 3; do
+  R eval ade20k --root "$A" --weights "$SF" --shard $i/4 --out "$T/aq$i.json" 2> "$T/err" || fail "ade shard $i/4: $(cat "$T/err")"
+done
+grep -q '"images": \[\]' "$T/aq3.json" || fail "shard 3/4 should list no images"
+R merge "$T"/aq?.json --json "$T/aqm.json" > /dev/null 2> "$T/err" || fail "merge 4 ade shards: $(cat "$T/err")"
+cmp -s "$T/a.json" "$T/aqm.json" || fail "ade20k merge of 4 shards (one empty) differs from the single run"
 expect_err 1 "different kinds" "$BIN" merge "$T/ap0.json" "$T/p1.json"
 
 # 6. segment --shard: only its images
