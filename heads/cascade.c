@@ -105,6 +105,37 @@ static void softmax_rows(float *y, const double *x, int n, int c) {
   }
 }
 
+rv_status rv_rcnn_get_bboxes(rv_detections *det, const rv_bbox_head *bh, const float *rois,
+                             const double *logits, const float *reg, int n, int cap,
+                             const rv_img_meta *meta, const rv_rcnn_cfg *cfg, rv_arena *arena,
+                             rv_ctx *ctx) {
+  const int K = bh->num_classes, K1 = K + 1, ncls = bh->class_agnostic ? 1 : K;
+  det->n = 0;
+  if (n <= 0) return RV_OK;
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  float *scores = rv_arena_floats(arena, (size_t)n * K1);
+  float *boxes = rv_arena_floats(arena, (size_t)n * ncls * 4);
+  if (!scores || !boxes) {
+    rv_arena_release(arena, mk);
+    return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory for %d rois", n);
+  }
+  softmax_rows(scores, logits, n, K1);
+  /* rois: [batch, x1..y2] rows of 5 */
+  rv_delta2bbox_f32(boxes, rois + 1, 5, reg, 4 * ncls, n, ncls, &bh->coder, meta->img_h,
+                    meta->img_w);
+  /* rescale before NMS: divide by the float32 scale factor */
+  for (size_t i = 0; i < (size_t)n * ncls; i++)
+    for (int k = 0; k < 4; k++)
+      boxes[i * 4 + k] = (float)((double)boxes[i * 4 + k] / (double)meta->scale_factor[k]);
+  int nd = rv_multiclass_nms(det->bboxes, det->scores, det->labels, NULL, boxes,
+                             !bh->class_agnostic, scores, K1, n, K, cfg->score_thr, cfg->iou_thr,
+                             cap, arena);
+  rv_arena_release(arena, mk);
+  if (nd < 0) return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory in NMS");
+  det->n = nd;
+  return RV_OK;
+}
+
 rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
                                   const rv_tensor *feats, const float *proposals, int n,
                                   const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
@@ -181,31 +212,10 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   }
   {
     /* final: mean logits -> softmax; last stage's deltas on the last stage's rois */
-    const rv_bbox_head *bh = &h->bbox[S - 1];
     for (size_t i = 0; i < (size_t)n * K1; i++) cls_sum[i] /= (double)S;
-    float *scores = cls; /* reuse: the raw logits are no longer needed */
-    softmax_rows(scores, cls_sum, n, K1);
-    int ncls = bh->class_agnostic ? 1 : K;
-    float *boxes = rv_arena_floats(arena, (size_t)n * ncls * 4);
-    if (!boxes) {
-      st = rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory");
+    if ((st = rv_rcnn_get_bboxes(det, &h->bbox[S - 1], rois, cls_sum, reg, n, cap, meta, cfg,
+                                 arena, ctx)) != RV_OK)
       goto done;
-    }
-    /* rois: [batch, x1..y2] rows of 5 */
-    rv_delta2bbox_f32(boxes, rois + 1, 5, reg, reg_w, n, ncls, &bh->coder, meta->img_h,
-                      meta->img_w);
-    /* rescale before NMS: divide by the float32 scale factor */
-    for (size_t i = 0; i < (size_t)n * ncls; i++)
-      for (int k = 0; k < 4; k++)
-        boxes[i * 4 + k] = (float)((double)boxes[i * 4 + k] / (double)meta->scale_factor[k]);
-    int nd = rv_multiclass_nms(det->bboxes, det->scores, det->labels, NULL, boxes,
-                               !bh->class_agnostic, scores, K1, n, K, cfg->score_thr,
-                               cfg->iou_thr, cap, arena);
-    if (nd < 0) {
-      st = rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory in NMS");
-      goto done;
-    }
-    det->n = nd;
   }
   rv_arena_release(arena, mk);
   trace2(trace, "det.bboxes", det->bboxes, det->n, 4);

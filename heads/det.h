@@ -241,6 +241,14 @@ typedef struct {
   int mask_h, mask_w;
 } rv_detections;
 
+/* BBoxHead.get_bboxes: softmax of the (stage-averaged) logits [n, K+1] (double), decode of
+ * reg [n, 4K] on rois [n, 5] (clipped to img), division by the scale factor, multiclass NMS
+ * -> det->bboxes/scores/labels (arrays of capacity cap, already allocated), det->n. */
+rv_status rv_rcnn_get_bboxes(rv_detections *det, const rv_bbox_head *bh, const float *rois,
+                             const double *logits, const float *reg, int n, int cap,
+                             const rv_img_meta *meta, const rv_rcnn_cfg *cfg, rv_arena *arena,
+                             rv_ctx *ctx);
+
 /* Loads "roi_head.bbox_head[.i]" and "roi_head.mask_head[.i]"; num_stages 3 with stds the
  * standard cascade stds, 1 with [0.1, 0.1, 0.2, 0.2]; stds may be NULL for those defaults. */
 rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *prefix,
