@@ -28,7 +28,7 @@ static const char *USAGE =
     "  --weights W       checkpoint (.pth or .safetensors)\n"
     "  --model NAME      architecture when the checkpoint has no config\n"
     "  --output OUT      overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)\n"
-    "  --show            display the overlay in a window (not available in this build)\n"
+    "  --show            display the overlay in a window (needs a display; q or Esc stops)\n"
     "  --json OUT.jsonl  one JSON object per processed frame:\n"
     "                    segmentation {\"frame\", \"time\", \"pixels\": {\"class\": count}}\n"
     "                    detection {\"frame\", \"time\", \"detections\": [{\"bbox\": [x,y,w,h],\n"
@@ -107,6 +107,7 @@ typedef struct {
   rv_draw_det *dd;
   int dd_cap;
   long frames_out, json_lines;
+  int show;
   int out_finalised, json_finalised;
   char fourcc[8];
 } app;
@@ -255,7 +256,7 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
   app *a = user;
   const result *r = res;
   if (a->json && fi->processed && r) RV_TRY(write_json(a, fi, r, ctx));
-  if (!a->vw) return RV_OK;
+  if (!a->vw && !a->show) return RV_OK;
   if (r && a->task == RV_TASK_SEGMENT) {
     RV_TRY(rv_draw_label_overlay(frame, r->labels, (const unsigned char (*)[3])a->palette, a->names, a->n_classes,
                                  a->opacity, 1, ctx));
@@ -280,6 +281,12 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
     RV_TRY(rv_draw_detections(frame, a->dd, r->n, a->names, (const unsigned char (*)[3])a->palette, a->n_classes,
                               a->thr, ctx));
   }
+  if (a->show) {
+    int key = -1;
+    RV_TRY(rv_image_show("ravlt video", frame, 1, &key, ctx));
+    if (key == 'q' || key == 27) g_interrupted = 1; /* stop like Ctrl-C: outputs finalised */
+  }
+  if (!a->vw) return RV_OK;
   RV_TRY(rv_video_write(a->vw, frame, ctx));
   a->frames_out++;
   return RV_OK;
@@ -290,6 +297,7 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
   app *a = user;
   rv_status st = RV_OK;
   double t0 = rv_now();
+  if (a->show) rv_image_close_windows(); /* GUI calls stay on the encode thread */
   if (a->vw) {
     snprintf(a->fourcc, sizeof a->fourcc, "%s", rv_video_writer_fourcc(a->vw));
     if (a->frames_out > 0) {
@@ -374,7 +382,8 @@ int rv_cmd_video(int argc, char **argv) {
   int sh = 0, sw = 0;
   if (!weights) return rv_cli_usage_error("video", "--weights is required");
   if (!input) return rv_cli_usage_error("video", "no INPUT video, camera index or URL");
-  if (show) return rv_cli_usage_error("video", "--show is not available in this build (no display support); use --output");
+  if (show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
+    return rv_cli_usage_error("video", "--show needs a display (DISPLAY is not set); use --output");
   if (!(thr >= 0 && thr <= 1)) return rv_cli_usage_error("video", "--score-thr must be in 0..1");
   if (!(opacity >= 0 && opacity <= 1)) return rv_cli_usage_error("video", "--opacity must be in 0..1");
   if (!(stall >= 0)) return rv_cli_usage_error("video", "--stall must be >= 0 seconds");
@@ -386,6 +395,7 @@ int rv_cmd_video(int argc, char **argv) {
   if (!ctx) return 1;
   app A;
   memset(&A, 0, sizeof A);
+  A.show = show;
   rv_video_reader *vr = NULL;
   int rc = 0;
   rv_status st = rv_video_open(&vr, input, ctx);

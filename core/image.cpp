@@ -7,6 +7,8 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <opencv2/videoio.hpp>
+#include <opencv2/highgui.hpp>
+#include <cstdlib>
 #include <opencv2/core/utils/logger.hpp>
 
 #include <cctype>
@@ -754,3 +756,31 @@ void rv_text_size(const char *text, double scale, int thickness, int *w, int *h,
 }
 
 }  // extern "C"
+
+static int have_display(void) {
+  const char *d = getenv("DISPLAY"), *w = getenv("WAYLAND_DISPLAY");
+  return (d && *d) || (w && *w);
+}
+
+extern "C" rv_status rv_image_show(const char *window, const rv_image *img, int wait_ms, int *key, rv_ctx *ctx) {
+  if (key) *key = -1;
+  if (!img || !img->data || img->h <= 0 || img->w <= 0) return rv_error(ctx, RV_ERR_ARG, "show: empty image");
+  if (!have_display())
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "show: no display (DISPLAY is not set); write the output to a file instead");
+  try {
+    cv::Mat m = wrap(img);
+    cv::imshow(window ? window : "ravlt", m);
+    int k = cv::waitKey(wait_ms < 1 ? 1 : wait_ms);
+    if (key) *key = k;
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "show")
+}
+
+extern "C" void rv_image_close_windows(void) {
+  if (!have_display()) return;
+  try {
+    cv::destroyAllWindows();
+  } catch (...) {
+  }
+}

@@ -94,6 +94,14 @@ void rv_image_set_opencv_log_level(int level);
  * --threads; the library itself never calls it. */
 void rv_image_set_opencv_threads(int n);
 
+/* Show img in a window named `window` and wait up to wait_ms for a key (cv::imshow +
+ * cv::waitKey); *key receives the key code or -1. RV_ERR_UNSUPPORTED when there is no display
+ * (no DISPLAY / WAYLAND_DISPLAY: checked first, as OpenCV's GTK backend would end the
+ * process) or OpenCV was built without a GUI. Call from one thread only. */
+rv_status rv_image_show(const char *window, const rv_image *img, int wait_ms, int *key, rv_ctx *ctx);
+/* Close every window opened by rv_image_show (no-op without a display). */
+void rv_image_close_windows(void);
+
 /* ---- video ------------------------------------------------------------------------------ */
 typedef struct rv_video_reader rv_video_reader;
 typedef struct {

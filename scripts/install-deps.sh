@@ -13,6 +13,7 @@ PKGS=(
   libcurl4-openssl-dev
   clang libclang-rt-14-dev
   opencv-doc
+  xvfb xauth
 )
 
 missing=()

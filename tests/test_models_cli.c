@@ -218,11 +218,32 @@ static void test_bad_inputs(void **state) {
   assert_int_equal(run("%s segment --help > '%s'", RV_BIN, log), 0);
 }
 
+/* `ravlt video --show` draws into a window: under a virtual X server it runs; without a
+ * display it is a usage error, never a crash. */
+static void test_video_show(void **state) {
+  (void)state;
+  assert_int_equal(run("env -u DISPLAY -u WAYLAND_DISPLAY %s video --weights '%s' --show " SAMPLES "/vtest.avi 2> '%s/show.log'", RV_BIN,
+                       fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir),
+                   2);
+  assert_int_equal(run("xvfb-run -a %s --quiet video --weights '%s' --show --max-frames 2 --size 120x160 --json '%s/show.jsonl' " SAMPLES
+                       "/vtest.avi > '%s/show.log' 2>&1",
+                       RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir),
+                   0);
+  char p[512];
+  snprintf(p, sizeof p, "%s/show.jsonl", tmpdir);
+  char *j = slurp(p);
+  assert_non_null(j);
+  int lines = 0;
+  for (const char *c = j; *c; c++) lines += *c == '\n';
+  assert_int_equal(lines, 2);
+  free(j);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_check_fixture_e2e),  cmocka_unit_test(test_segment_photographs),
       cmocka_unit_test(test_segment_converted_same), cmocka_unit_test(test_detect_photographs),
-      cmocka_unit_test(test_bad_inputs),
+      cmocka_unit_test(test_bad_inputs),         cmocka_unit_test(test_video_show),
   };
   return cmocka_run_group_tests_name("models_cli", tests, setup, teardown);
 }
