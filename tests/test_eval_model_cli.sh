@@ -184,10 +184,17 @@ expect_err 2 "i/N" "$BIN" detect --weights "$MR" --shard x "$T/coco"
 expect_err 1 "not a detector" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$SF"
 expect_err 1 "not a segmentor" "$BIN" eval ade20k --root "$A" --weights "$MR"
 expect_err 1 "no part files\|ravlt_part" "$BIN" merge "$G"
+printf '{"ravlt_part": "ade20k", "shard": 0' > "$T/trunc_part.json"
+expect_err 1 "trunc_part.json: malformed JSON" "$BIN" merge "$T/trunc_part.json"
+printf '{"ravlt_part": "ade20k", "shard": 5, "num_shards": 2, "total": 3, "images": []}' > "$T/badshard.json"
+expect_err 1 "badshard.json: 'shard' must be an integer 0..1" "$BIN" merge "$T/badshard.json"
+sed 's/"intersect": \[/"intersect": [-1, /' "$T/ap0.json" > "$T/negative.json"
+expect_err 1 "negative.json: 'intersect' must be a list of 150 counts" "$BIN" merge "$T/negative.json" "$T/ap1.json" "$T/ap2.json"
+expect_err 2 "no part files" "$BIN" merge
 # an image that cannot be read: clear error naming it, no part left behind
 sed 's/"id": 3, "file_name": "img3.jpg"/"id": 0, "file_name": "gone.jpg"/' "$G" > "$T/gt_bad.json"
 expect_err 1 "image 0 (gone.jpg)" "$BIN" eval coco --ann "$T/gt_bad.json" --images "$T/coco" --weights "$MR" --shard 0/2 --out "$T/bad.json"
-ls "$T"/bad* > /dev/null 2>&1 && fail "a failed shard left files: $(ls "$T"/bad*)"
+ls "$T"/bad.* > /dev/null 2>&1 && fail "a failed shard left files: $(ls "$T"/bad.*)"
 
 if [ $fails -ne 0 ]; then
   echo "$fails failure(s)"
