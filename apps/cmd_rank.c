@@ -540,7 +540,7 @@ int rv_cmd_rank(int argc, char **argv) {
   if (st == RV_OK) {
     double t0 = rv_now();
     st = rv_rank_analyze(&rep, L.bb, L.view ? L.view : L.w, NULL, x, tol, arena, ctx);
-    rv_log(ctx, RV_LOG_INFO, "analysis of %d blocks took %.2f s", rep.nblocks, rv_now() - t0);
+    rv_log(ctx, RV_LOG_DEBUG, "analysis of %d blocks took %.2f s", rep.nblocks, rv_now() - t0);
   }
   if (st != RV_OK) { rc = rv_cli_fail(ctx, CMD, st); goto done; }
   if (rep.nblocks == 0) {
