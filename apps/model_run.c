@@ -89,6 +89,29 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
   return RV_OK;
 }
 
+int rv_cli_demo_weights(char *out, size_t cap, rv_task task) {
+  const char *file = task == RV_TASK_SEGMENT ? "demo_seg.safetensors" : "demo_det.safetensors";
+  char exe[4096], dirs[4][4200];
+  int nd = 0;
+  const char *env = getenv("RAVLT_DEMO_DIR");
+  if (env && env[0]) snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(dirs[nd++], sizeof dirs[0], "%s/../models", exe);
+    snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/ravlt", exe);
+  }
+  snprintf(dirs[nd++], sizeof dirs[0], "models");
+  for (int i = 0; i < nd; i++) {
+    snprintf(out, cap, "%s/%s", dirs[i], file);
+    if (is_file(out)) return 0;
+  }
+  out[0] = 0;
+  return -1;
+}
+
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]) {
   int n = rv_model_num_classes(m);
   *names = calloc((size_t)n, sizeof **names);
