@@ -11,6 +11,7 @@ PKGS=(
   libcjson-dev
   libzip-dev
   libcurl4-openssl-dev
+  libopenmpi-dev openmpi-bin
   clang libclang-rt-14-dev
   opencv-doc
   xvfb xauth
