@@ -265,8 +265,8 @@ static rv_status write_json(const char *path, const rv_rank_report *rep, const c
 static const int QCOL[RV_RANK_NQ][3] = {
     {214, 39, 40}, {31, 119, 180}, {120, 170, 220}, {255, 127, 14}, {44, 160, 44}, {148, 103, 189}};
 static const char *const QLABEL[RV_RANK_NQ] = {
-    "KV buffer, RALA", "KV buffer, plain linear", "output, plain linear attn",
-    "attn (softmax in 'v' blocks)", "output before gate", "output after gate (x o)"};
+    "KV buffer, RALA", "KV buffer, plain linear attn", "attn output, plain linear",
+    "attn output: RALA / softmax ('v')", "+ LePE: output before gate", "output after gate (x o)"};
 
 static rv_color qcol(int q) { return rv_rgb(QCOL[q][0], QCOL[q][1], QCOL[q][2]); }
 
@@ -375,7 +375,8 @@ static rv_status draw_chart(const char *path, const rv_rank_report *rep, int sel
     }
   const double tol_dd = rep->rtol > 0 ? rep->rtol : rv_rank_default_rtol(S->d, S->d);
   const double tol_dn = rep->rtol > 0 ? rep->rtol : rv_rank_default_rtol(S->d, S->h * S->w);
-  lo = fmin(lo, fmin(log10(tol_dd), log10(tol_dn)) - 0.3); /* the tolerance lines stay inside */
+  const int has_kv = S->kind == 'l'; /* d x d quantities only in RALA blocks */
+  lo = fmin(lo, fmin(has_kv ? log10(tol_dd) : 0.0, log10(tol_dn)) - 0.3); /* lines stay inside */
   int dec = (int)floor(lo);
   if (dec > -2) dec = -2;
   const int dstep = dec < -8 ? 2 : 1;
@@ -401,12 +402,14 @@ static rv_status draw_chart(const char *path, const rv_rank_report *rep, int sel
          R.y1 + 40, 0.45, ink);
   /* tolerance lines: the default for d x d and d x N, or the user's */
   {
-    const int y1 = SY(log10(tol_dd)), y2 = SY(log10(tol_dn));
-    dashed(&img, R.x0, y1, R.x1, y1, mid);
-    text_r(&img, rep->rtol > 0 ? "tol" : "tol d x d", R.x1 - 4, y1 - 4, 0.4, mid);
+    const int y1 = has_kv ? SY(log10(tol_dd)) : -1, y2 = SY(log10(tol_dn));
+    if (has_kv) {
+      dashed(&img, R.x0, y1, R.x1, y1, mid);
+      text_r(&img, rep->rtol > 0 ? "tol" : "tol d x d", R.x1 - 4, y1 - 4, 0.4, mid);
+    }
     if (y2 != y1) {
       dashed(&img, R.x0, y2, R.x1, y2, mid);
-      text_r(&img, "tol d x N", R.x1 - 4, y2 + 14, 0.4, mid);
+      text_r(&img, rep->rtol > 0 ? "tol" : "tol d x N", R.x1 - 4, y2 + 14, 0.4, mid);
     }
   }
   for (int q = 0; q < RV_RANK_NQ; q++) {
@@ -547,9 +550,11 @@ int rv_cmd_rank(int argc, char **argv) {
     rc = rv_cli_fail(ctx, CMD, rv_error(ctx, RV_ERR_MODEL, "%s: the backbone has no blocks", weights));
     goto done;
   }
+  char tol_text[32];
+  snprintf(tol_text, sizeof tol_text, "%g", tol);
   printf("%s on %s: input %dx%d, %d blocks; rank = #{s_i > tol * s_max}, tol = %s\n",
          base_name(weights), base_name(image), x.h, x.w, rep.nblocks,
-         tol > 0 ? "--tol" : "max(m, n) * eps(float32)");
+         tol > 0 ? tol_text : "max(m, n) * eps(float32)");
   print_table(&rep);
   const double chk = rv_rank_report_check(&rep);
   printf("check: recomputed attention outputs vs the backbone's: max |diff| / max(1, scale) = %.2e\n", chk);
@@ -564,9 +569,10 @@ int rv_cmd_rank(int argc, char **argv) {
     goto done;
   }
   if (plot) {
-    char title[512];
+    char title[512], tols[32];
+    snprintf(tols, sizeof tols, "%g", tol);
     snprintf(title, sizeof title, "ravlt rank: %s on %s (input %dx%d, tol %s)", base_name(weights),
-             base_name(image), x.h, x.w, tol > 0 ? "--tol" : "max(m,n) eps_f32");
+             base_name(image), x.h, x.w, tol > 0 ? tols : "max(m,n) eps_f32");
     if ((st = draw_chart(plot, &rep, sel, title, ctx)) != RV_OK) {
       rc = rv_cli_fail(ctx, CMD, st);
       goto done;
