@@ -471,6 +471,22 @@ static void test_zoo_table(void **state) {
   assert_string_equal(out, want);
 }
 
+/* A mirror can be a local folder (file:// URL, what libcurl reads). */
+static void test_file_url_mirror(void **state) {
+  fixture *f = *state;
+  char url[1200], out[4096];
+  snprintf(url, sizeof url, "file://%s", fixture_path(CKPT));
+  assert_int_equal(rv_checkpoint_fetch(out, sizeof out, url, f->dir, "fpn_b_1x.pth", NULL, f->ctx), RV_OK);
+  char p[600];
+  snprintf(p, sizeof p, "%s/fpn_b_1x.pth", f->dir);
+  assert_same_file(p, f->ckpt, f->len);
+  assert_true(fsize(out) > 0);
+  snprintf(url, sizeof url, "file://%s/nope.pth", f->dir);
+  assert_int_equal(rv_checkpoint_fetch(out, sizeof out, url, f->dir, "nope.pth", NULL, f->ctx), RV_ERR_NOTFOUND);
+  assert_non_null(strstr(rv_ctx_errmsg(f->ctx), "put it at"));
+  assert_int_equal(f->srv.requests, 0);
+}
+
 static int run_cmd(const char *cmd, char *out, size_t cap) {
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
@@ -534,6 +550,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_corrupt_file_rejected, setup, teardown),
       cmocka_unit_test_setup_teardown(test_offline_and_http_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_zoo_table, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_file_url_mirror, setup, teardown),
       cmocka_unit_test_setup_teardown(test_cli_by_name, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
