@@ -405,11 +405,11 @@ static rv_status draw_chart(const char *path, const rv_rank_report *rep, int sel
     const int y1 = has_kv ? SY(log10(tol_dd)) : -1, y2 = SY(log10(tol_dn));
     if (has_kv) {
       dashed(&img, R.x0, y1, R.x1, y1, mid);
-      text_r(&img, rep->rtol > 0 ? "tol" : "tol d x d", R.x1 - 4, y1 - 4, 0.4, mid);
+      rv_draw_text(&img, rep->rtol > 0 ? "tol" : "tol d x d", R.x0 + 6, y1 - 4, 0.4, mid, 1, NULL);
     }
     if (y2 != y1) {
       dashed(&img, R.x0, y2, R.x1, y2, mid);
-      text_r(&img, rep->rtol > 0 ? "tol" : "tol d x N", R.x1 - 4, y2 + 14, 0.4, mid);
+      rv_draw_text(&img, rep->rtol > 0 ? "tol" : "tol d x N", R.x0 + 6, y2 + 14, 0.4, mid, 1, NULL);
     }
   }
   for (int q = 0; q < RV_RANK_NQ; q++) {
