@@ -4,6 +4,8 @@
 #include "apps/model_args.h"
 #include "backbone/ravlt.h"
 #include "core/ops.h"
+#include "models/model.h"
+#include "models/seg_post.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
@@ -19,6 +21,14 @@
 static const char *USAGE =
     "usage: ravlt bench MODEL [--size HxW] [--threads N] [--runs N] [--warmup N]\n"
     "                   [--random-weights] [--backbone] [--json]\n"
+    "       ravlt bench --weights CKPT [--name NAME] [--size HxW] [--threads N] [--runs N]\n"
+    "                   [--warmup N] [--json]\n"
+    "\n"
+    "--weights: a whole dense model (segmentor or detector, models/model.h) end to end on a\n"
+    "random BGR image of --size (default 512x2048 for segmentors, 800x1333 for detectors:\n"
+    "the official test scales), with the per-stage breakdown of the median run: preprocess,\n"
+    "backbone, then neck+head and post (resize + argmax) for segmentors, or neck, rpn, roi,\n"
+    "mask and post (the rest: box/mask post-processing) for detectors.\n"
     "\n"
     "Times the RAVLT forward pass on a random input: warm-up runs, then N timed runs;\n"
     "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
@@ -90,9 +100,201 @@ static int bench_sgemm(int n, int threads, int runs, int json) {
   return 0;
 }
 
+/* ---- whole dense models (--weights CKPT) ------------------------------------------------ */
+
+enum { ST_PRE, ST_BACKBONE, ST_NECK, ST_RPN, ST_ROI, ST_MASK, ST_HEAD, ST_POST, ST_N };
+static const char *const STAGE_NAMES[ST_N] = {"preprocess", "backbone", "neck", "rpn",
+                                              "roi", "mask", "head", "post"};
+
+/* Detector trace hook: the time of the last traced tensor of each head family; stage i ends
+ * at its last event (the events come in neck, rpn, roi, mask order). */
+typedef struct {
+  double last[ST_N];
+} det_clock;
+
+static void det_trace(void *user, const char *name, const float *data, const int *shape, int ndim) {
+  (void)data;
+  (void)shape;
+  (void)ndim;
+  det_clock *c = user;
+  int s = -1;
+  if (strncmp(name, "neck.", 5) == 0) s = ST_NECK;
+  else if (strncmp(name, "rpn.", 4) == 0 || strncmp(name, "retina.", 7) == 0) s = ST_RPN;
+  else if (strncmp(name, "roi.", 4) == 0) s = ST_ROI;
+  else if (strncmp(name, "mask.", 5) == 0) s = ST_MASK;
+  if (s >= 0) c->last[s] = rv_now();
+}
+
+/* One run of a whole model; st_ms[ST_N] receives the stage times (0 = not present). */
+static rv_status dense_run(rv_model *m, const rv_image *img, int32_t *labels, rv_arena *arena,
+                           double *st_ms, rv_ctx *ctx) {
+  for (int i = 0; i < ST_N; i++) st_ms[i] = 0;
+  rv_arena_mark mark = rv_arena_get_mark(arena);
+  rv_preprocess_params pre = rv_model_preprocess(m);
+  rv_tensor x, feats[RV_RAVLT_STAGES];
+  rv_img_meta meta;
+  rv_status st;
+  double t0 = rv_now();
+  if ((st = rv_preprocess(&x, &meta, img, &pre, arena, ctx)) != RV_OK) goto out;
+  double t1 = rv_now();
+  st_ms[ST_PRE] = (t1 - t0) * 1e3;
+  if (rv_model_task(m) == RV_TASK_SEGMENT) {
+    rv_seg_test_cfg *tc = rv_model_seg_test_cfg(m);
+    if (tc->mode != RV_SEG_MODE_WHOLE) { /* slide: windows interleave backbone and head */
+      rv_segmentor seg = {rv_model_seg_decoder(m), rv_seg_ravlt_backbone, (void *)rv_model_backbone(m), *tc};
+      st = rv_seg_simple_test(&seg, labels, x, img->h, img->w, arena, ctx);
+      st_ms[ST_HEAD] = (rv_now() - t1) * 1e3;
+      goto out;
+    }
+    const rv_seg_decoder *dec = rv_model_seg_decoder(m);
+    int nf = rv_seg_decoder_num_inputs(dec);
+    if ((st = rv_seg_ravlt_backbone((void *)rv_model_backbone(m), feats, nf, x, arena, ctx)) != RV_OK) goto out;
+    double t2 = rv_now();
+    rv_tensor logits;
+    if ((st = rv_seg_decoder_forward(dec, &logits, feats, nf, NULL, arena, ctx)) != RV_OK) goto out;
+    double t3 = rv_now();
+    if (rv_seg_resize2_argmax(labels, logits.data, logits.c, logits.h, logits.w, x.h, x.w, img->h,
+                              img->w, arena) != RV_OK) {
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory resizing the score planes");
+      goto out;
+    }
+    double t4 = rv_now();
+    st_ms[ST_BACKBONE] = (t2 - t1) * 1e3;
+    st_ms[ST_HEAD] = (t3 - t2) * 1e3;
+    st_ms[ST_POST] = (t4 - t3) * 1e3;
+  } else {
+    if ((st = rv_model_features(m, feats, x, arena, ctx)) != RV_OK) goto out;
+    double t2 = rv_now();
+    det_clock c = {{0}};
+    rv_det_trace tr = {det_trace, &c};
+    rv_detections det;
+    if ((st = rv_detector_forward(rv_model_detector(m), &det, feats, &meta, &tr, arena, ctx)) != RV_OK) goto out;
+    double t3 = rv_now();
+    st_ms[ST_BACKBONE] = (t2 - t1) * 1e3;
+    double prev = t2;
+    for (int s = ST_NECK; s <= ST_MASK; s++)
+      if (c.last[s] > 0) {
+        st_ms[s] = (c.last[s] - prev) * 1e3;
+        prev = c.last[s];
+      }
+    st_ms[ST_POST] = (t3 - prev) * 1e3;
+  }
+out:
+  rv_arena_release(arena, mark);
+  return st;
+}
+
+static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
+                       int threads, int runs, int warmup, int json) {
+  const char *cmd = "bench";
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_ctx_set_threads(ctx, threads);
+  int nthreads = threads;
+#ifdef _OPENMP
+  if (threads > 0) omp_set_num_threads(threads); /* the stages are called directly */
+  if (nthreads == 0) nthreads = omp_get_max_threads();
+#endif
+  int rc = 1;
+  rv_model *m = NULL;
+  rv_arena *arena = NULL;
+  rv_image img = {0};
+  int32_t *labels = NULL;
+  double *tot = NULL, *cpu = NULL, *stg = NULL;
+  rv_status st = rv_model_load(&m, path, name, ctx);
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  int seg = rv_model_task(m) == RV_TASK_SEGMENT;
+  if (!size_given) { h = seg ? 512 : 800; w = seg ? 2048 : 1333; }
+  if ((st = rv_image_alloc(&img, h, w, 3, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  uint64_t seed = 42;
+  for (size_t i = 0; i < (size_t)h * w * 3; i++) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    img.data[i] = (unsigned char)(seed >> 56);
+  }
+  labels = seg ? malloc(sizeof *labels * (size_t)h * w) : NULL;
+  tot = malloc(sizeof(double) * (size_t)runs);
+  cpu = malloc(sizeof(double) * (size_t)runs);
+  stg = malloc(sizeof(double) * (size_t)runs * ST_N);
+  arena = rv_arena_create(0);
+  if ((seg && !labels) || !tot || !cpu || !stg || !arena) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); goto done; }
+  for (int r = 0; r < warmup + runs; r++) {
+    double s_ms[ST_N];
+    double c0 = cpu_seconds(), t0 = rv_now();
+    st = dense_run(m, &img, labels, arena, s_ms, ctx);
+    double dt = rv_now() - t0;
+    if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+    if (r < warmup) continue;
+    tot[r - warmup] = dt * 1e3;
+    cpu[r - warmup] = (cpu_seconds() - c0) * 1e3;
+    memcpy(stg + (size_t)(r - warmup) * ST_N, s_ms, sizeof s_ms);
+  }
+  /* the median run (by total time) gives the breakdown */
+  int med_i = 0;
+  {
+    int *idx = malloc(sizeof(int) * (size_t)runs);
+    if (!idx) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); goto done; }
+    for (int i = 0; i < runs; i++) idx[i] = i;
+    for (int i = 1; i < runs; i++)
+      for (int j = i; j > 0 && tot[idx[j]] < tot[idx[j - 1]]; j--) { int t = idx[j]; idx[j] = idx[j - 1]; idx[j - 1] = t; }
+    med_i = idx[runs / 2];
+    free(idx);
+  }
+  double med = tot[med_i];
+  double cpu_med = cpu[med_i];
+  const double *bd = stg + (size_t)med_i * ST_N;
+  qsort(tot, (size_t)runs, sizeof *tot, cmp_double);
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  double rss_mb = ru.ru_maxrss / 1024.0;
+  if (json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "weights", path);
+    cJSON_AddStringToObject(o, "arch", rv_model_arch(m));
+    cJSON *sz = cJSON_AddArrayToObject(o, "input");
+    cJSON_AddItemToArray(sz, cJSON_CreateNumber(h));
+    cJSON_AddItemToArray(sz, cJSON_CreateNumber(w));
+    cJSON_AddNumberToObject(o, "threads", nthreads);
+    cJSON_AddNumberToObject(o, "runs", runs);
+    cJSON_AddNumberToObject(o, "median_ms", med);
+    cJSON_AddNumberToObject(o, "min_ms", tot[0]);
+    cJSON_AddNumberToObject(o, "max_ms", tot[runs - 1]);
+    cJSON_AddNumberToObject(o, "cpu_ms", cpu_med);
+    cJSON *so = cJSON_AddObjectToObject(o, "stages_ms");
+    for (int s = 0; s < ST_N; s++)
+      if (bd[s] > 0) cJSON_AddNumberToObject(so, STAGE_NAMES[s], bd[s]);
+    cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+    cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
+    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
+    char *t = cJSON_PrintUnformatted(o);
+    if (t) printf("%s\n", t);
+    free(t);
+    cJSON_Delete(o);
+  } else {
+    printf("%s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
+           "peak RSS %.0f MB (activations %.0f MB), OpenBLAS %s\n  stages (median run):",
+           rv_model_arch(m), h, w, nthreads, nthreads == 1 ? "" : "s", med, tot[0], tot[runs - 1],
+           runs, cpu_med, rss_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
+    for (int s = 0; s < ST_N; s++)
+      if (bd[s] > 0) printf(" %s %.1f", STAGE_NAMES[s], bd[s]);
+    printf(" ms\n");
+  }
+  rc = 0;
+done:
+  rv_model_free(m);
+  rv_arena_free(arena);
+  rv_image_free(&img);
+  free(labels);
+  free(tot);
+  free(cpu);
+  free(stg);
+  rv_ctx_free(ctx);
+  return rc;
+}
+
 int rv_cmd_bench(int argc, char **argv) {
   const char *cmd = "bench";
-  const char *model = NULL;
+  const char *model = NULL, *weights = NULL, *name = NULL;
+  int size_given = 0;
   int h = 224, w = 224, threads = rv_cli.threads, runs = 5, warmup = 1, random = 0, json = 0,
       backbone = 0;
   for (int i = 1; i < argc; i++) {
@@ -104,6 +306,13 @@ int rv_cmd_bench(int argc, char **argv) {
     else if (strcmp(a, "--size") == 0) {
       if (i + 1 >= argc || rv_parse_size(argv[++i], &h, &w) != 0)
         return rv_cli_usage_error(cmd, "--size needs HxW (e.g. 512x512)");
+      size_given = 1;
+    } else if (strcmp(a, "--weights") == 0) {
+      if (i + 1 >= argc) return rv_cli_usage_error(cmd, "--weights needs a checkpoint");
+      weights = argv[++i];
+    } else if (strcmp(a, "--name") == 0) {
+      if (i + 1 >= argc) return rv_cli_usage_error(cmd, "--name needs a model name (e.g. upernet-ravlt-s)");
+      name = argv[++i];
     } else if (strcmp(a, "--threads") == 0) {
       if (i + 1 >= argc || parse_count(argv[++i], 0, 4096, &threads) != 0)
         return rv_cli_usage_error(cmd, "--threads needs a count >= 0");
@@ -117,6 +326,13 @@ int rv_cmd_bench(int argc, char **argv) {
     else if (!model) model = a;
     else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", a);
   }
+  if (weights) {
+    if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
+    if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
+    rv_blas_init();
+    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json);
+  }
+  if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
   rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
   if (strcmp(model, "sgemm") == 0) return bench_sgemm(h, threads, runs, json);
