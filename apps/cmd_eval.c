@@ -19,6 +19,7 @@
 #include "apps/cli.h"
 #include "apps/eval_report.h"
 #include "apps/model_run.h"
+#include "apps/mpi_run.h"
 #include "apps/shard.h"
 #include "datasets/ade20k.h"
 #include "datasets/classes.h"
@@ -59,7 +60,9 @@ static const char *const COCO_USAGE =
     "                      R.segm.json: masks), atomically\n"
     "  --shard i/N         run only images k with k mod N == i (0 <= i < N) and write a part for\n"
     "                      `ravlt merge` (needs --out: R.json, R.segm.json, R.shard.json) instead of\n"
-    "                      evaluating\n";
+    "                      evaluating\n"
+    "  mpirun -np N ravlt eval coco ...   (a -DRAVLT_MPI=ON build) rank r runs images k with\n"
+    "                      k mod N == r, rank 0 gathers the detections and prints the one-run stats\n";
 
 static const char *const ADE_USAGE =
     "usage: ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016) [options]\n"
@@ -86,7 +89,9 @@ static const char *const ADE_USAGE =
     "  --out PART.json     write the int64 per-class areas and the image list (a part for\n"
     "                      `ravlt merge`), atomically\n"
     "  --shard i/N         run only images k with k mod N == i (0 <= i < N); needs --out, and\n"
-    "                      prints no table (merge the parts)\n";
+    "                      prints no table (merge the parts)\n"
+    "  mpirun -np N ravlt eval ade20k ... (a -DRAVLT_MPI=ON build) rank r runs images k with\n"
+    "                      k mod N == r, rank 0 sums the int64 areas and prints the one-run table\n";
 
 static const char *const EVAL_USAGE =
     "usage: ravlt eval coco ...     COCO box / mask AP from a results JSON or a detector\n"
@@ -241,33 +246,45 @@ static int cmd_coco_model(const coco_opts *o) {
   rv_det_json *dj = NULL;
   rv_part_image *imgs = NULL;
   size_t n_imgs = 0;
-  int rc = 0, threads = rv_cli.threads;
+  int rc = 0, threads = rv_cli.threads, masks = 0;
+  /* under mpirun (apps/mpi_run.h) every rank reaches the gather, failed or not */
+  const int mpi = rv_mpi_size() > 1;
   rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?)",
                   o->weights, rv_model_arch(m));
-  if (st != RV_OK) goto fail;
-  int masks = rv_detector_has_masks(rv_model_detector(m));
+  if (st != RV_OK) goto ran;
+  masks = rv_detector_has_masks(rv_model_detector(m));
   double t0 = rv_now();
-  if ((st = rv_coco_load(&gt, o->ann, masks, threads, ctx)) != RV_OK) goto fail;
+  if ((st = rv_coco_load(&gt, o->ann, masks, threads, ctx)) != RV_OK) goto ran;
   rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o->ann, gt->n_images,
          gt->n_cats, gt->n_anns, rv_now() - t0);
   if (gt->n_images == 0) {
     st = rv_error(ctx, RV_ERR_FORMAT, "%s: no images", o->ann);
-    goto fail;
+    goto ran;
   }
-  if (o->out && !(dj = rv_det_json_create(masks))) {
+  if (o->out && !mpi && !(dj = rv_det_json_create(masks))) {
     st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    goto fail;
+    goto ran;
   }
   if (!(imgs = calloc(gt->n_images, sizeof *imgs))) {
     st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    goto fail;
+    goto ran;
   }
-  if ((st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, dj, imgs, &n_imgs, ctx)) != RV_OK)
-    goto fail;
+  st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, dj, imgs, &n_imgs, ctx);
+ran:
+  if (mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
+    st = rv_mpi_agree(st, ctx);
+    if (st == RV_OK) st = rv_mpi_gather_coco(&box, masks ? &seg : NULL, gt, ctx);
+    if (st == RV_OK && rv_mpi_rank() != 0) goto done;
+  }
+  if (st != RV_OK) goto fail;
   char segm_out[4096];
-  if (o->out) {
+  if (o->out && mpi) {
+    rv_cli_sibling_path(segm_out, sizeof segm_out, o->out, ".segm.json");
+    if ((st = rv_coco_results_write(o->out, box.dets, box.n, 0, ctx)) != RV_OK) goto fail;
+    if (masks && (st = rv_coco_results_write(segm_out, seg.dets, seg.n, 1, ctx)) != RV_OK) goto fail;
+  } else if (o->out) {
     rv_cli_sibling_path(segm_out, sizeof segm_out, o->out, ".segm.json");
     if ((st = rv_det_json_write(dj, o->out, masks ? segm_out : NULL, ctx)) != RV_OK) goto fail;
   }
@@ -296,7 +313,7 @@ static int cmd_coco_model(const coco_opts *o) {
   }
   goto done;
 fail:
-  rc = rv_cli_fail(ctx, cmd, st);
+  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
 done:
   free(imgs);
   rv_det_json_free(dj);
@@ -360,10 +377,16 @@ static int cmd_coco(int argc, char **argv) {
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
+    if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 evaluates the whole set */
+      if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
+      o.shard.index = rv_mpi_rank();
+      o.shard.count = rv_mpi_size();
+    }
     return cmd_coco_model(&o);
   }
   if (o.shard_spec || o.out || o.images || o.model)
     return rv_cli_usage_error(cmd, "--images, --model, --out and --shard are for the model mode (--weights)");
+  if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   int threads = rv_cli.threads;
@@ -486,8 +509,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && o->pred_out) st = rv_cli_mkdirs(o->pred_out, ctx);
   if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
   if (st == RV_OK && !(done = calloc(list.n, sizeof *done))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  if (st != RV_OK) goto fail;
-  if (o->mode) {
+  if (st == RV_OK && o->mode) {
     rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);
     t->mode = !strcmp(o->mode, "slide") ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
     if (o->crop) t->crop_h = t->crop_w = o->crop;
@@ -497,7 +519,16 @@ static int cmd_ade20k_model(const ade_opts *o) {
       t->stride_h = t->stride_w = 341;
     }
   }
-  if ((st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, ctx)) != RV_OK) goto fail;
+  if (st == RV_OK) st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, ctx);
+  if (rv_mpi_size() > 1) { /* every rank gets here: rank 0 sums the int64 areas */
+    st = rv_mpi_agree(st, ctx);
+    if (st == RV_OK) st = rv_mpi_sum_areas(&acc, &n_done, ctx);
+    if (st == RV_OK && rv_mpi_rank() != 0) goto done;
+    if (st == RV_OK && n_done != list.n)
+      st = rv_error(ctx, RV_ERR_INTERNAL, "MPI: the ranks did %zu of %zu images", n_done, list.n);
+    for (size_t k = 0; st == RV_OK && k < list.n; k++) done[k] = list.names[k]; /* the one-run list */
+  }
+  if (st != RV_OK) goto fail;
   if (o->out) {
     rv_shard whole = {0, 1};
     if ((st = rv_part_write_ade(o->out, o->shard_spec ? &o->shard : &whole, list.n, done, n_done, &acc, ctx)) != RV_OK)
@@ -511,7 +542,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if ((st = rv_cli_ade_report(&acc, n_done, o->json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
-  rc = rv_cli_fail(ctx, cmd, st);
+  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
 done:
   free(done);
   rv_seg_areas_free(&acc);
@@ -569,8 +600,14 @@ static int cmd_ade20k(int argc, char **argv) {
       return rv_cli_usage_error(cmd, "--mode must be whole or slide, not '%s'", o.mode);
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
+    if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 reports the whole set */
+      if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
+      o.shard.index = rv_mpi_rank();
+      o.shard.count = rv_mpi_size();
+    }
     return cmd_ade20k_model(&o);
   }
+  if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --pred-dir needs no ranks");
   if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.model || o.crop || o.stride)
     return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --pred-out, --out and --shard are "
                                    "for the model mode (--weights)");

@@ -1,6 +1,7 @@
 /* `ravlt`: the command-line front end. Global options, then a subcommand. */
 #include "apps/cli.h"
 #include "apps/commands.h"
+#include "apps/mpi_run.h"
 #include "core/image.h"
 #include "core/ops.h"
 
@@ -64,7 +65,7 @@ int main(int argc, char **argv) {
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
     if (rv_cli_is_help(argv[i])) { usage(stdout); return 0; }
-    else if (strcmp(argv[i], "--version") == 0) { printf("ravlt 0.1.0\n"); return 0; }
+    else if (strcmp(argv[i], "--version") == 0) { printf("ravlt 0.1.0%s\n", rv_mpi_built() ? " (MPI)" : ""); return 0; }
     else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) rv_cli.quiet = 1;
     else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) rv_cli.verbose = 1;
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -75,6 +76,13 @@ int main(int argc, char **argv) {
     } else { fprintf(stderr, "ravlt: unknown option '%s' (see 'ravlt --help')\n", argv[i]); return 2; }
   }
   if (i >= argc) { usage(stderr); return 2; }
+  /* under mpirun/srun only (apps/mpi_run.h): MPI_Init, threads per rank */
+  if (rv_mpi_start(&argc, &argv)) return 2;
+  if (rv_mpi_size() > 1 && strcmp(argv[i], "eval") != 0) {
+    if (rv_mpi_rank() == 0) fprintf(stderr, "ravlt: only 'ravlt eval' runs across MPI ranks, not '%s'\n", argv[i]);
+    rv_mpi_end();
+    return 2;
+  }
   /* OpenCV's own process-wide settings: its backend warnings only with --verbose */
   rv_image_set_opencv_log_level(rv_cli.verbose ? 1 : 0);
   if (rv_cli.threads > 0) rv_image_set_opencv_threads(rv_cli.threads);
@@ -86,8 +94,11 @@ int main(int argc, char **argv) {
       fprintf(stderr, "ravlt: command '%s' is not part of this build\n", tab[k].name);
       return 2;
     }
-    return tab[k].fn(argc - i, argv + i);
+    int rc = tab[k].fn(argc - i, argv + i);
+    rv_mpi_end();
+    return rc;
   }
   fprintf(stderr, "ravlt: unknown command '%s' (see 'ravlt --help')\n", argv[i]);
+  rv_mpi_end();
   return 2;
 }
