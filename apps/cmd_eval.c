@@ -274,8 +274,13 @@ static int cmd_coco_model(const coco_opts *o) {
   st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, dj, imgs, &n_imgs, ctx);
 ran:
   if (mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
+    double tw = rv_now();
     st = rv_mpi_agree(st, ctx);
+    double tg = rv_now();
     if (st == RV_OK) st = rv_mpi_gather_coco(&box, masks ? &seg : NULL, gt, ctx);
+    if (st == RV_OK && rv_mpi_rank() == 0)
+      rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, gathered %zu detections in %.3f s",
+             rv_mpi_size(), tg - tw, box.n, rv_now() - tg);
     if (st == RV_OK && rv_mpi_rank() != 0) goto done;
   }
   if (st != RV_OK) goto fail;
@@ -521,8 +526,13 @@ static int cmd_ade20k_model(const ade_opts *o) {
   }
   if (st == RV_OK) st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, ctx);
   if (rv_mpi_size() > 1) { /* every rank gets here: rank 0 sums the int64 areas */
+    double tw = rv_now();
     st = rv_mpi_agree(st, ctx);
+    double tg = rv_now();
     if (st == RV_OK) st = rv_mpi_sum_areas(&acc, &n_done, ctx);
+    if (st == RV_OK && rv_mpi_rank() == 0)
+      rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, summed the areas in %.3f s",
+             rv_mpi_size(), tg - tw, rv_now() - tg);
     if (st == RV_OK && rv_mpi_rank() != 0) goto done;
     if (st == RV_OK && n_done != list.n)
       st = rv_error(ctx, RV_ERR_INTERNAL, "MPI: the ranks did %zu of %zu images", n_done, list.n);

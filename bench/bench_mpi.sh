@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# MPI benchmark: one process with T threads against `mpirun -np N` (threads per rank chosen by
+# ravlt: cores / ranks) on the same ADE20K-format set and segmentor. Prints images/s of both,
+# the time outside inference (mpirun start + MPI_Init/Finalize; rank 0's wait and reduction),
+# and checks the numbers are identical (--json outputs compared byte for byte).
+# Not a test: with the defaults (fixture Semantic FPN, the 3 test images repeated to 12) it
+# takes about a minute on 2 cores. Needs a -DRAVLT_MPI=ON build.
+#
+#   bash bench/bench_mpi.sh [BUILD_DIR=build-mpi] [--root ADEChallengeData2016] [--weights W]
+#                           [--threads 2] [--ranks 2] [--repeat 4]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=build-mpi
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then B=$1; shift; fi
+ROOT="" W=../shared/fixtures/e2e/semantic_fpn/checkpoint.pth THREADS=2 RANKS=2 REPEAT=4
+while [ $# -gt 0 ]; do
+  case $1 in
+    --root) ROOT=$2; shift 2 ;;
+    --weights) W=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --ranks) RANKS=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+BIN=$B/ravlt
+[ -x "$BIN" ] || { echo "build ravlt first: cmake -S . -B $B -DRAVLT_MPI=ON && cmake --build $B" >&2; exit 1; }
+"$BIN" --version | grep -q "(MPI)" || { echo "$BIN was built without MPI (-DRAVLT_MPI=ON)" >&2; exit 1; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+if [ -z "$ROOT" ]; then # the test set, repeated
+  ROOT=$T/ade
+  mkdir -p "$ROOT/images/validation" "$ROOT/annotations/validation"
+  for r in $(seq 1 "$REPEAT"); do
+    for f in tests/data/evalrun/ade/images/validation/*.jpg; do
+      n=$(basename "$f" .jpg)
+      cp "$f" "$ROOT/images/validation/${n}_$r.jpg"
+      cp "tests/data/evalrun/ade/annotations/validation/$n.png" "$ROOT/annotations/validation/${n}_$r.png"
+    done
+  done
+fi
+NIMG=$(ls "$ROOT/images/validation" | wc -l)
+MPI=(mpirun --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np "$RANKS")
+now() { date +%s.%N; }
+echo "set: $NIMG images ($ROOT), weights $W"
+
+t0=$(now)
+"$BIN" --quiet --threads "$THREADS" eval ade20k --root "$ROOT" --weights "$W" --json "$T/one.json" > /dev/null
+t1=$(now)
+"${MPI[@]}" "$BIN" eval ade20k --root "$ROOT" --weights "$W" --json "$T/mpi.json" > /dev/null 2> "$T/err"
+t2=$(now)
+"${MPI[@]}" "$BIN" eval ade20k --help > /dev/null 2>&1 # launch + MPI_Init + MPI_Finalize, no work
+t3=$(now)
+grep "MPI:" "$T/err" | sed 's/^/  rank 0: /'
+awk -v n="$NIMG" -v a="$t0" -v b="$t1" -v c="$t2" -v d="$t3" -v th="$THREADS" -v r="$RANKS" 'BEGIN {
+  printf "1 process x %d threads: %7.2f s  %6.3f images/s\n", th, b - a, n / (b - a);
+  printf "mpirun -np %d         : %7.2f s  %6.3f images/s (of which mpirun start + MPI init/finalize %.2f s)\n",
+         r, c - b, n / (c - b), d - c;
+}'
+if cmp -s "$T/one.json" "$T/mpi.json"; then echo "MPI numbers: identical to the single run"; else echo "MPI numbers DIFFER"; exit 1; fi
