@@ -449,7 +449,11 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
       // Network streams: bounded waits so a dead stream fails instead of hanging.
       std::vector<int> params;
       if (is_url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
-      if (!(is_url ? r->cap.open(source, cv::CAP_FFMPEG, params) : r->cap.open(source, cv::CAP_ANY))) {
+      // Files and URLs go to FFmpeg directly: probing every backend (GStreamer, libusb
+      // cameras...) is slow and leaks inside those plugins. A printf-style pattern
+      // ("frame_%04d.png") is an image sequence, which only CAP_ANY (CAP_IMAGES) opens.
+      int api = (is_url || !std::strchr(source, '%')) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+      if (!r->cap.open(source, api, params)) {
         delete r;
         return rv_error(ctx, is_url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
                         source, is_url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
