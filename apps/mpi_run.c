@@ -305,11 +305,11 @@ bad:
 
 /* Rank lists -> one list in the one-process order: sorted image k is rank k mod R's next
  * image; its detections are the run of that rank's list with its image id. */
-static rv_status interleave(rv_coco_results *dst, rv_coco_obj **lists, size_t *lens, int R, const rv_coco *gt,
+static rv_status interleave(rv_coco_results *dst, rv_coco_obj **lists, size_t *lens, size_t R, const rv_coco *gt,
                             rv_ctx *ctx) {
   size_t total = 0;
-  for (int r = 0; r < R; r++) total += lens[r];
-  size_t *cur = calloc((size_t)R, sizeof *cur);
+  for (size_t r = 0; r < R; r++) total += lens[r];
+  size_t *cur = calloc(R, sizeof *cur);
   rv_coco_obj *v = malloc(sizeof *v * (total ? total : 1));
   if (!cur || !v) {
     free(cur);
@@ -318,18 +318,18 @@ static rv_status interleave(rv_coco_results *dst, rv_coco_obj **lists, size_t *l
   }
   size_t n = 0;
   for (size_t k = 0; k < gt->n_images; k++) {
-    int r = (int)(k % (size_t)R);
+    size_t r = k % R;
     int64_t id = gt->images[gt->img_idx_sorted[k]].id;
     while (cur[r] < lens[r] && lists[r][cur[r]].image_id == id) v[n++] = lists[r][cur[r]++];
   }
-  for (int r = 0; r < R; r++)
+  for (size_t r = 0; r < R; r++)
     if (cur[r] != lens[r]) {
       /* the objects stay owned by lists (freed by the caller) */
       free(cur);
       free(v);
-      return rv_error(ctx, RV_ERR_INTERNAL, "MPI gather: rank %d sent detections out of image order", r);
+      return rv_error(ctx, RV_ERR_INTERNAL, "MPI gather: rank %zu sent detections out of image order", r);
     }
-  for (int r = 0; r < R; r++) lens[r] = 0; /* moved */
+  for (size_t r = 0; r < R; r++) lens[r] = 0; /* moved */
   free(cur);
   dst->dets = v;
   dst->n = n;
@@ -365,8 +365,8 @@ rv_status rv_mpi_gather_coco(rv_coco_results *box, rv_coco_results *seg, const r
     if (get_list(&lists[r], &lens[r], &p, end) || get_list(&lists[R + r], &lens[R + r], &p, end) || p != end)
       st = rv_error(ctx, RV_ERR_FORMAT, "MPI gather: rank %d sent %zu malformed bytes", r, offs[r + 1] - offs[r]);
   }
-  if (st == RV_OK) st = interleave(box, lists, lens, R, gt, ctx);
-  if (st == RV_OK && seg) st = interleave(seg, lists + R, lens + R, R, gt, ctx);
+  if (st == RV_OK) st = interleave(box, lists, lens, (size_t)R, gt, ctx);
+  if (st == RV_OK && seg) st = interleave(seg, lists + R, lens + R, (size_t)R, gt, ctx);
   for (int r = 0; lists && r < 2 * R; r++) {
     for (size_t i = 0; i < lens[r]; i++) rv_rle_free(&lists[r][i].segm);
     free(lists[r]);
