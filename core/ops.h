@@ -109,6 +109,25 @@ void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, 
                                   int ow, double scale_h, double scale_w);
 void rv_resize_bilinear_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                   int ow);
+/* One output coordinate of a bilinear resize (align_corners=False, PyTorch CPU
+ * upsample_bilinear2d with a float scale): src = max(scale * (dst + 0.5) - 0.5, 0),
+ * out = l0 * in[i0] + l1 * in[i1]. Shared by the resize kernels and fused resize passes. */
+typedef struct {
+  int i0, i1;
+  float l0, l1;
+} rv_lin_tap;
+static inline rv_lin_tap rv_bilinear_tap(float scale, int dst, int in) {
+  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
+  if (src < 0.0f) src = 0.0f;
+  rv_lin_tap t;
+  t.i0 = (int)src;
+  if (t.i0 > in - 1) t.i0 = in - 1;
+  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
+  t.l1 = src - (float)t.i0;
+  if (t.l1 > 1.0f) t.l1 = 1.0f;
+  t.l0 = 1.0f - t.l1;
+  return t;
+}
 /* Nearest, PyTorch 'nearest' semantics: src = min(floor(dst * in/out), in-1). */
 void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
 /* AdaptiveAvgPool2d: bin i covers [floor(i*in/out), ceil((i+1)*in/out)). */

@@ -18,24 +18,6 @@
 
 #define PAR_MIN 32768
 
-typedef struct {
-  int i0, i1;
-  float l0, l1;
-} lin_tap;
-
-static lin_tap linear_tap(float scale, int dst, int in) {
-  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
-  if (src < 0.0f) src = 0.0f;
-  lin_tap t;
-  t.i0 = (int)src;
-  if (t.i0 > in - 1) t.i0 = in - 1;
-  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
-  t.l1 = src - (float)t.i0;
-  if (t.l1 > 1.0f) t.l1 = 1.0f;
-  t.l0 = 1.0f - t.l1;
-  return t;
-}
-
 #define TAPS 2048 /* output columns per tap table / row buffer (stack) */
 #define RB 32      /* output rows per parallel work unit */
 
@@ -61,7 +43,7 @@ static void bilinear(float *y, const float *x, int planes, int ih, int iw, int o
   for (int c0 = 0; c0 < ow; c0 += TAPS) { /* column chunks; taps computed once per chunk */
     int cn = ow - c0 < TAPS ? ow - c0 : TAPS;
     for (int j = 0; j < cn; j++) {
-      lin_tap t = linear_tap(sw, c0 + j, iw);
+      rv_lin_tap t = rv_bilinear_tap(sw, c0 + j, iw);
       i0[j] = t.i0, i1[j] = t.i1, l0[j] = t.l0, l1[j] = t.l1;
     }
 #pragma omp parallel for schedule(static) if ((size_t)planes * oh * cn >= PAR_MIN)
@@ -72,7 +54,7 @@ static void bilinear(float *y, const float *x, int planes, int ih, int iw, int o
       int tag[2] = {-1, -1};
       const float *xp = x + (size_t)p * ih * iw;
       for (int oy = r0; oy < r1; oy++) {
-        lin_tap th = linear_tap(sh, oy, ih);
+        rv_lin_tap th = rv_bilinear_tap(sh, oy, ih);
         const float *h[2];
         int need[2] = {th.i0, th.i1};
         for (int q = 0; q < 2; q++) {

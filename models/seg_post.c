@@ -2,6 +2,8 @@
  * See seg_post.h. */
 #include "models/seg_post.h"
 
+#include "core/ops.h"
+
 #include <math.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -11,25 +13,7 @@
 /* Output rows per band: the horizontally resampled source rows of a band are kept in scratch. */
 #define BAND 16
 
-/* Bilinear tap, the formula of core/resize.c (PyTorch CPU upsample_bilinear2d, float scale). */
-typedef struct {
-  int i0, i1;
-  float l0, l1;
-} tap;
-
-static tap make_tap(float scale, int dst, int in) {
-  float src = (float)((double)scale * ((double)dst + 0.5) - 0.5);
-  if (src < 0.0f) src = 0.0f;
-  tap t;
-  t.i0 = (int)src;
-  if (t.i0 > in - 1) t.i0 = in - 1;
-  t.i1 = t.i0 + (t.i0 < in - 1 ? 1 : 0);
-  t.l1 = src - (float)t.i0;
-  if (t.l1 > 1.0f) t.l1 = 1.0f;
-  t.l0 = 1.0f - t.l1;
-  return t;
-}
-
+/* Taps: rv_bilinear_tap (core/ops.h), the same formula as the resize kernels. */
 /* One bilinear stage h x w -> oh x ow over C planes. Source row r of plane c is at
  * x + c * plane_stride + (r - row0) * w (the source may itself be a band of rows). */
 typedef struct {
@@ -38,7 +22,7 @@ typedef struct {
   int row0;
   int C, h, w, oh, ow;
   float sh;
-  tap *tw;       /* [ow] column taps */
+  rv_lin_tap *tw;       /* [ow] column taps */
   float *hbuf;   /* [C][max_rows][ow]: l0w * x[r][i0w] + l1w * x[r][i1w] for a band's rows */
   int max_rows;
   int hlo;       /* first source row held in hbuf */
@@ -46,8 +30,8 @@ typedef struct {
 } stage;
 
 static void stage_rows(const stage *s, int y0, int y1, int *lo, int *hi) {
-  *lo = make_tap(s->sh, y0, s->h).i0;
-  *hi = make_tap(s->sh, y1 - 1, s->h).i1; /* source positions grow with the output row */
+  *lo = rv_bilinear_tap(s->sh, y0, s->h).i0;
+  *hi = rv_bilinear_tap(s->sh, y1 - 1, s->h).i1; /* source positions grow with the output row */
 }
 
 /* Taps and the size of hbuf for bands of `band` output rows, or for max_rows given. */
@@ -65,10 +49,10 @@ static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int m
   const float sw = (float)w / (float)ow;
   size_t nbuf;
   if (rv_mul_size((size_t)C * (size_t)(s->hid ? 1 : max_rows), (size_t)ow, &nbuf)) return RV_ERR_NOMEM;
-  s->tw = rv_arena_alloc(a, (size_t)ow * sizeof(tap));
+  s->tw = rv_arena_alloc(a, (size_t)ow * sizeof(rv_lin_tap));
   s->hbuf = rv_arena_floats(a, nbuf);
   if (!s->tw || !s->hbuf) return RV_ERR_NOMEM;
-  for (int ox = 0; ox < ow; ox++) s->tw[ox] = make_tap(sw, ox, w);
+  for (int ox = 0; ox < ow; ox++) s->tw[ox] = rv_bilinear_tap(sw, ox, w);
   return RV_OK;
 }
 
@@ -84,13 +68,13 @@ static void hpass(stage *s, int lo, int nr) {
     const int c = (int)(j / nr), rr = (int)(j % nr);
     const float *xr = s->x + (size_t)c * s->plane_stride + (size_t)(lo + rr - s->row0) * (size_t)s->w;
     float *hr = s->hbuf + ((size_t)c * s->max_rows + (size_t)rr) * (size_t)ow;
-    const tap *tw = s->tw;
+    const rv_lin_tap *tw = s->tw;
     for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
   }
 }
 
 /* The two horizontally resampled rows that output row oy blends, for plane c. */
-static inline void rows_for(const stage *s, int c, tap th, const float **h0, const float **h1) {
+static inline void rows_for(const stage *s, int c, rv_lin_tap th, const float **h0, const float **h1) {
   if (s->hid) {
     const float *base = s->x + (size_t)c * s->plane_stride;
     *h0 = base + (size_t)(th.i0 - s->row0) * (size_t)s->w;
@@ -109,7 +93,7 @@ static void blend_rows(const stage *s, float *y, size_t ystride, int y0, int y1)
 #pragma omp parallel for schedule(static) if (jobs * ow >= 16384)
   for (long j = 0; j < jobs; j++) {
     const int c = (int)(j / nb), oy = y0 + (int)(j % nb);
-    const tap th = make_tap(s->sh, oy, s->h);
+    const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
     const float *h0, *h1;
     rows_for(s, c, th, &h0, &h1);
     float *yr = y + (size_t)c * ystride + (size_t)(oy - y0) * (size_t)ow;
@@ -146,7 +130,7 @@ static rv_status chain_init(chain *ch, const float *x, int C, int h, int w, int 
     stage_rows(&probe, y0, y0 + BAND < oh ? y0 + BAND : oh, &lo, &hi);
     if (hi - lo + 1 > max2) max2 = hi - lo + 1;
     if (ch->two) {
-      int lo1 = make_tap(s1h, lo, h).i0, hi1 = make_tap(s1h, hi, h).i1;
+      int lo1 = rv_bilinear_tap(s1h, lo, h).i0, hi1 = rv_bilinear_tap(s1h, hi, h).i1;
       if (hi1 - lo1 + 1 > max1) max1 = hi1 - lo1 + 1;
     }
   }
@@ -225,7 +209,7 @@ rv_status rv_seg_resize2_argmax(int32_t *labels, const float *x, int num_classes
     chain_band(&ch, y0, y1);
 #pragma omp parallel for schedule(static) if ((long)(y1 - y0) * ow * num_classes >= 16384)
     for (int oy = y0; oy < y1; oy++) {
-      const tap th = make_tap(s->sh, oy, s->h);
+      const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
       float *b = best + (size_t)(oy - y0) * (size_t)ow;
       int32_t *lab = labels + (size_t)oy * (size_t)ow;
       const float *h0, *h1;
@@ -273,7 +257,7 @@ rv_status rv_seg_resize2_softmax_add(float *acc, const float *x, int num_classes
     chain_band(&ch, y0, y1);
 #pragma omp parallel for schedule(static) if ((long)(y1 - y0) * ow * num_classes >= 16384)
     for (int oy = y0; oy < y1; oy++) {
-      const tap th = make_tap(s->sh, oy, s->h);
+      const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
       float *e = tbuf + (size_t)thread_id() * per_thread;
       float *mx = e + (size_t)num_classes * ow, *sum = mx + ow;
       for (int c = 0; c < num_classes; c++) {
