@@ -8,22 +8,11 @@
 #include "core/image.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define SAMPLES "/usr/share/doc/opencv-doc/examples/data"
 
 static char tmpdir[256];
-
-static int run(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int rc = system(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
 
 static int setup(void **state) {
   (void)state;
@@ -33,21 +22,8 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  run("rm -rf '%s'", tmpdir);
+  test_run("rm -rf '%s'", tmpdir);
   return 0;
-}
-
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
 }
 
 static void test_check_fixture_e2e(void **state) {
@@ -63,7 +39,7 @@ static void test_check_fixture_e2e(void **state) {
     if (!path_exists(cfg)) continue;
     printf("e2e fixture %s\n", e->d_name);
     fflush(stdout);
-    assert_int_equal(run("%s --quiet check-fixture '%s/%s' > '%s/check.log' 2>&1 || { cat '%s/check.log'; exit 1; }", RV_BIN,
+    assert_int_equal(test_run("%s --quiet check-fixture '%s/%s' > '%s/check.log' 2>&1 || { cat '%s/check.log'; exit 1; }", RV_BIN,
                          fixture_path("e2e"), e->d_name, tmpdir, tmpdir),
                      0);
     n++;
@@ -77,7 +53,7 @@ static void test_segment_photographs(void **state) {
   const char *imgs[] = {"home.jpg", "baboon.jpg", "fruits.jpg"};
   char out[512];
   snprintf(out, sizeof out, "%s/seg", tmpdir);
-  assert_int_equal(run("%s --quiet segment --weights '%s' --out-dir '%s' --format both " SAMPLES "/%s " SAMPLES "/%s " SAMPLES "/%s",
+  assert_int_equal(test_run("%s --quiet segment --weights '%s' --out-dir '%s' --format both " SAMPLES "/%s " SAMPLES "/%s " SAMPLES "/%s",
                        RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), out, imgs[0], imgs[1], imgs[2]),
                    0);
   rv_ctx *ctx = rv_ctx_create();
@@ -110,16 +86,16 @@ static void test_segment_photographs(void **state) {
 static void test_segment_converted_same(void **state) {
   (void)state;
   const char *ck = fixture_path("e2e/upernet/checkpoint.pth");
-  assert_int_equal(run("%s --quiet convert '%s' '%s/u.safetensors'", RV_BIN, ck, tmpdir), 0);
-  assert_int_equal(run("%s --quiet segment --weights '%s' --out-dir '%s/a' --format png " SAMPLES "/home.jpg", RV_BIN, ck, tmpdir), 0);
-  assert_int_equal(run("%s --quiet segment --weights '%s/u.safetensors' --out-dir '%s/b' --format png " SAMPLES "/home.jpg", RV_BIN,
+  assert_int_equal(test_run("%s --quiet convert '%s' '%s/u.safetensors'", RV_BIN, ck, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet segment --weights '%s' --out-dir '%s/a' --format png " SAMPLES "/home.jpg", RV_BIN, ck, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet segment --weights '%s/u.safetensors' --out-dir '%s/b' --format png " SAMPLES "/home.jpg", RV_BIN,
                        tmpdir, tmpdir),
                    0);
-  assert_int_equal(run("cmp -s '%s/a/home.png' '%s/b/home.png'", tmpdir, tmpdir), 0);
+  assert_int_equal(test_run("cmp -s '%s/a/home.png' '%s/b/home.png'", tmpdir, tmpdir), 0);
 }
 
 static void check_results_schema(const char *path, int with_segm, int expect_n) {
-  char *txt = slurp(path);
+  char *txt = test_read_text(path);
   assert_non_null(txt);
   cJSON *a = cJSON_Parse(txt);
   free(txt);
@@ -147,7 +123,7 @@ static void test_detect_photographs(void **state) {
   (void)state;
   char out[512];
   snprintf(out, sizeof out, "%s/det", tmpdir);
-  assert_int_equal(run("%s --quiet detect --weights '%s' --out-dir '%s' --score-thr 0.05 --json '%s/r.json' " SAMPLES "/home.jpg " SAMPLES
+  assert_int_equal(test_run("%s --quiet detect --weights '%s' --out-dir '%s' --score-thr 0.05 --json '%s/r.json' " SAMPLES "/home.jpg " SAMPLES
                        "/HappyFish.jpg",
                        RV_BIN, fixture_path("e2e/mask_rcnn/checkpoint.pth"), out, out),
                    0);
@@ -164,11 +140,11 @@ static void test_detect_photographs(void **state) {
   rv_image_free(&img);
   rv_ctx_free(ctx);
   /* the e2e photograph: as many entries as mmdet wrote, RetinaNet has no masks */
-  assert_int_equal(run("%s --quiet detect --weights '%s' --no-draw --json '%s/retina.json' '%s'", RV_BIN,
+  assert_int_equal(test_run("%s --quiet detect --weights '%s' --no-draw --json '%s/retina.json' '%s'", RV_BIN,
                        fixture_path("e2e/retinanet/checkpoint.pth"), out, fixture_path("e2e/retinanet/image.jpg")),
                    0);
   snprintf(p, sizeof p, "%s/retina.json", out);
-  char *ref = slurp(fixture_path("e2e/retinanet/results.bbox.json"));
+  char *ref = test_read_text(fixture_path("e2e/retinanet/results.bbox.json"));
   assert_non_null(ref);
   cJSON *r = cJSON_Parse(ref);
   free(ref);
@@ -185,27 +161,27 @@ static void test_bad_inputs(void **state) {
   char log[512];
   snprintf(log, sizeof log, "%s/err.log", tmpdir);
   /* missing image */
-  assert_int_equal(run("%s segment --weights '%s' --out-dir '%s/x' /nonexistent/a.jpg 2> '%s'", RV_BIN, seg, tmpdir, log), 1);
+  assert_int_equal(test_run("%s segment --weights '%s' --out-dir '%s/x' /nonexistent/a.jpg 2> '%s'", RV_BIN, seg, tmpdir, log), 1);
   /* unreadable (not an image) */
-  assert_int_equal(run("%s segment --weights '%s' --out-dir '%s/x' '%s' 2> '%s'", RV_BIN, seg, tmpdir,
+  assert_int_equal(test_run("%s segment --weights '%s' --out-dir '%s/x' '%s' 2> '%s'", RV_BIN, seg, tmpdir,
                        fixture_path("e2e/upernet/config.json"), log),
                    1);
   /* detector given to segment, segmentor given to detect */
-  assert_int_equal(run("%s segment --weights '%s' --out-dir '%s/x' " SAMPLES "/home.jpg 2> '%s'", RV_BIN, det, tmpdir, log), 1);
-  char *msg = slurp(log);
+  assert_int_equal(test_run("%s segment --weights '%s' --out-dir '%s/x' " SAMPLES "/home.jpg 2> '%s'", RV_BIN, det, tmpdir, log), 1);
+  char *msg = test_read_text(log);
   assert_non_null(msg);
   assert_non_null(strstr(msg, "not a segmentor"));
   free(msg);
-  assert_int_equal(run("%s detect --weights '%s' --out-dir '%s/x' " SAMPLES "/home.jpg 2> '%s'", RV_BIN, seg, tmpdir, log), 1);
+  assert_int_equal(test_run("%s detect --weights '%s' --out-dir '%s/x' " SAMPLES "/home.jpg 2> '%s'", RV_BIN, seg, tmpdir, log), 1);
   /* a backbone-only checkpoint is not a dense-prediction model */
-  assert_int_equal(run("%s segment --weights '%s' " SAMPLES "/home.jpg 2> '%s'", RV_BIN,
+  assert_int_equal(test_run("%s segment --weights '%s' " SAMPLES "/home.jpg 2> '%s'", RV_BIN,
                        fixture_path("backbone/tiny/checkpoint.pth"), log),
                    1);
   /* a truncated checkpoint */
-  assert_int_equal(run("head -c 30000 '%s' > '%s/trunc.pth' && %s segment --weights '%s/trunc.pth' " SAMPLES "/home.jpg 2> '%s'",
+  assert_int_equal(test_run("head -c 30000 '%s' > '%s/trunc.pth' && %s segment --weights '%s/trunc.pth' " SAMPLES "/home.jpg 2> '%s'",
                        seg, tmpdir, RV_BIN, tmpdir, log),
                    1);
-  msg = slurp(log);
+  msg = test_read_text(log);
   assert_non_null(msg);
   assert_non_null(strstr(msg, "trunc.pth"));
   int lines = 0;
@@ -213,25 +189,25 @@ static void test_bad_inputs(void **state) {
   assert_int_equal(lines, 1); /* one line naming the file and the problem */
   free(msg);
   /* usage errors */
-  assert_int_equal(run("%s segment " SAMPLES "/home.jpg 2> '%s'", RV_BIN, log), 2);
-  assert_int_equal(run("%s detect --weights '%s' --score-thr 7 " SAMPLES "/home.jpg 2> '%s'", RV_BIN, det, log), 2);
-  assert_int_equal(run("%s segment --help > '%s'", RV_BIN, log), 0);
+  assert_int_equal(test_run("%s segment " SAMPLES "/home.jpg 2> '%s'", RV_BIN, log), 2);
+  assert_int_equal(test_run("%s detect --weights '%s' --score-thr 7 " SAMPLES "/home.jpg 2> '%s'", RV_BIN, det, log), 2);
+  assert_int_equal(test_run("%s segment --help > '%s'", RV_BIN, log), 0);
 }
 
 /* `ravlt video --show` draws into a window: under a virtual X server it runs; without a
  * display it is a usage error, never a crash. */
 static void test_video_show(void **state) {
   (void)state;
-  assert_int_equal(run("env -u DISPLAY -u WAYLAND_DISPLAY %s video --weights '%s' --show " SAMPLES "/vtest.avi 2> '%s/show.log'", RV_BIN,
+  assert_int_equal(test_run("env -u DISPLAY -u WAYLAND_DISPLAY %s video --weights '%s' --show " SAMPLES "/vtest.avi 2> '%s/show.log'", RV_BIN,
                        fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir),
                    2);
-  assert_int_equal(run("xvfb-run -a %s --quiet video --weights '%s' --show --max-frames 2 --size 120x160 --json '%s/show.jsonl' " SAMPLES
+  assert_int_equal(test_run("xvfb-run -a %s --quiet video --weights '%s' --show --max-frames 2 --size 120x160 --json '%s/show.jsonl' " SAMPLES
                        "/vtest.avi > '%s/show.log' 2>&1",
                        RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir),
                    0);
   char p[512];
   snprintf(p, sizeof p, "%s/show.jsonl", tmpdir);
-  char *j = slurp(p);
+  char *j = test_read_text(p);
   assert_non_null(j);
   int lines = 0;
   for (const char *c = j; *c; c++) lines += *c == '\n';

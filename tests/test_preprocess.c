@@ -10,22 +10,6 @@
 
 #include <cjson/cJSON.h>
 
-static char *slurp_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 static int json_int_at(const cJSON *arr, int i) {
   const cJSON *v = cJSON_GetArrayItem(arr, i);
   assert_non_null(v);
@@ -77,7 +61,7 @@ static void check_e2e(const char *name) {
   snprintf(dir, sizeof dir, "%s", fixture_path("e2e"));
   rv_ctx *ctx = rv_ctx_create();
   snprintf(path, sizeof path, "%s/%s/config.json", dir, name);
-  char *txt = slurp_text(path);
+  char *txt = test_read_text(path);
   if (!txt) fail_msg("missing fixture %s", path);
   cJSON *cfg = cJSON_Parse(txt);
   assert_non_null(cfg);

@@ -9,19 +9,6 @@
 
 #include <dirent.h>
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
-}
-
 static void expect_equal_trees(const cJSON *got, const cJSON *want, const char *what) {
   /* same top-level names in the same order, and equal values */
   const cJSON *g = got->child, *w = want->child;
@@ -50,10 +37,10 @@ static void test_reference_configs(void **state) {
     if (l < 4 || strcmp(e->d_name + l - 3, ".py")) continue;
     char rel[512];
     snprintf(rel, sizeof rel, "pyconfig/%.300s", e->d_name);
-    char *txt = read_text(data_path(rel));
+    char *txt = test_read_text(data_path(rel));
     assert_non_null(txt);
     snprintf(rel, sizeof rel, "pyconfig/%.*s.json", (int)(l - 3), e->d_name);
-    char *js = read_text(data_path(rel));
+    char *js = test_read_text(data_path(rel));
     if (!js) fail_msg("%s has no reference %s", e->d_name, rel);
     cJSON *want = cJSON_Parse(js);
     assert_non_null(want);
@@ -90,7 +77,7 @@ static void test_fixture_configs(void **state) {
     if (e->d_name[0] == '.') continue;
     char rel[512];
     snprintf(rel, sizeof rel, "e2e/%.200s/train_config.py", e->d_name);
-    char *txt = read_text(fixture_path(rel));
+    char *txt = test_read_text(fixture_path(rel));
     if (!txt) continue;
     cJSON *a = NULL, *b = NULL;
     if (rv_pyconfig_parse(&a, txt, rel, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));

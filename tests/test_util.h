@@ -12,6 +12,7 @@
 #include <string.h>
 #include <math.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "core/ops.h"
 
 /* Every test runs with the OpenBLAS kernels the CPU supports, as the CLI does (rv_blas_init
@@ -58,6 +59,32 @@ static inline double max_abs(const float *a, size_t n) {
   double m = 0;
   for (size_t i = 0; i < n; i++) if (fabs(a[i]) > m) m = fabs(a[i]);
   return m;
+}
+
+/* Whole file as a NUL-terminated string (malloc'd), NULL if unreadable. */
+static inline char *test_read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* Run a shell command (printf-style); its exit status, or -1 if it did not exit. */
+static inline int test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int test_run(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  int rc = system(cmd);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 #endif

@@ -399,17 +399,6 @@ static void test_infer_and_sink_errors(void **state) {
 /* ---- CLI ------------------------------------------------------------------------------------ */
 static char tmpdir[256];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  int rc = system(cmd);
-  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 static int setup(void **state) {
   (void)state;
   snprintf(tmpdir, sizeof tmpdir, "/tmp/rv_video_XXXXXX");
@@ -418,7 +407,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  run("rm -rf '%s'", tmpdir);
+  test_run("rm -rf '%s'", tmpdir);
   return 0;
 }
 
@@ -481,7 +470,7 @@ static void check_seg_line(const cJSON *o, long i, void *u) {
 
 static void test_cli_segment_vtest(void **state) {
   (void)state;
-  int rc = run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --max-frames 8 --size 120x160 "
+  int rc = test_run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --max-frames 8 --size 120x160 "
                "--output %s/seg.mp4 --json %s/seg.jsonl",
                RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir);
   assert_int_equal(rc, 0);
@@ -495,7 +484,7 @@ static void test_cli_segment_vtest(void **state) {
   snprintf(p, sizeof p, "%s/seg.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_seg_line, wh), 8);
   /* no temporary files left */
-  assert_int_equal(run("ls %s | grep -q tmp", tmpdir), 1);
+  assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
 }
 
 static void check_det_line(const cJSON *o, long i, void *u) {
@@ -529,7 +518,7 @@ static void check_det_line(const cJSON *o, long i, void *u) {
 
 static void test_cli_detect_megamind_every(void **state) {
   (void)state;
-  int rc = run("'%s' --quiet video --weights '%s' " SAMPLES "/Megamind.avi --max-frames 9 --every 3 --size 240x320 "
+  int rc = test_run("'%s' --quiet video --weights '%s' " SAMPLES "/Megamind.avi --max-frames 9 --every 3 --size 240x320 "
                "--score-thr 0.05 --output %s/det.avi --json %s/det.jsonl",
                RV_BIN, fixture_path("e2e/mask_rcnn/checkpoint.pth"), tmpdir, tmpdir);
   assert_int_equal(rc, 0);
@@ -553,12 +542,12 @@ static void check_any_line(const cJSON *o, long i, void *u) {
 
 static void test_cli_truncated(void **state) {
   (void)state;
-  assert_int_equal(run("head -c 50000 " SAMPLES "/Megamind.avi > %s/trunc.avi", tmpdir), 0);
-  int rc = run("'%s' --quiet video --weights '%s' %s/trunc.avi --size 96x128 --output %s/tr.mp4 --json %s/tr.jsonl "
+  assert_int_equal(test_run("head -c 50000 " SAMPLES "/Megamind.avi > %s/trunc.avi", tmpdir), 0);
+  int rc = test_run("'%s' --quiet video --weights '%s' %s/trunc.avi --size 96x128 --output %s/tr.mp4 --json %s/tr.jsonl "
                "2> %s/tr.err",
                RV_BIN, fixture_path("e2e/retinanet/checkpoint.pth"), tmpdir, tmpdir, tmpdir, tmpdir);
   assert_int_equal(rc, 3); /* documented: the stream ended early, outputs finalised */
-  assert_int_equal(run("grep -q 'ended early' %s/tr.err", tmpdir), 0);
+  assert_int_equal(test_run("grep -q 'ended early' %s/tr.err", tmpdir), 0);
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/tr.mp4", tmpdir);
@@ -582,7 +571,7 @@ static void check_live_line(const cJSON *o, long i, void *u) {
  * output holds the frames that were processed. */
 static void test_cli_live_drop(void **state) {
   (void)state;
-  int rc = run("'%s' video --weights '%s' file://" SAMPLES "/vtest.avi --max-frames 40 --size 64x96 --drop --queue 2 "
+  int rc = test_run("'%s' video --weights '%s' file://" SAMPLES "/vtest.avi --max-frames 40 --size 64x96 --drop --queue 2 "
                "--output %s/drop.avi --json %s/drop.jsonl 2> %s/drop.err",
                RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir, tmpdir);
   assert_int_equal(rc, 0);
@@ -613,13 +602,13 @@ static void test_cli_live_drop(void **state) {
  * same frame count (every frame processed). */
 static void test_cli_sigint(void **state) {
   (void)state;
-  int rc = run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --size 64x96 --queue 2 --output %s/int.avi "
+  int rc = test_run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --size 64x96 --queue 2 --output %s/int.avi "
                "--json %s/int.jsonl 2> %s/int.err & pid=$!; "
                "for i in $(seq 1 600); do [ -n \"$(cat %s/int.jsonl.tmp* 2>/dev/null)\" ] && break; sleep 0.1; done; "
                "kill -INT $pid; wait $pid; exit $?",
                RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir, tmpdir, tmpdir);
   assert_int_equal(rc, 130);
-  assert_int_equal(run("grep -q interrupted %s/int.err", tmpdir), 0);
+  assert_int_equal(test_run("grep -q interrupted %s/int.err", tmpdir), 0);
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/int.avi", tmpdir);
@@ -628,24 +617,24 @@ static void test_cli_sigint(void **state) {
   int wh[2] = {768, 576};
   snprintf(p, sizeof p, "%s/int.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_seg_line, wh), n);
-  assert_int_equal(run("ls %s | grep -q tmp", tmpdir), 1);
+  assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
 }
 
 static void test_cli_bad_inputs(void **state) {
   (void)state;
   const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
-  assert_int_equal(run("'%s' video --help > /dev/null", RV_BIN), 0);
-  assert_int_equal(run("'%s' video " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN), 2);
-  assert_int_equal(run("'%s' video --weights '%s' 2> /dev/null", RV_BIN, seg), 2);
-  assert_int_equal(run("'%s' video --weights '%s' --every 0 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
-  assert_int_equal(run("'%s' video --weights '%s' --size 0x5 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
-  assert_int_equal(run("'%s' video --weights '%s' --show " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
-  assert_int_equal(run("'%s' video --weights '%s' %s/missing.avi 2> %s/err", RV_BIN, seg, tmpdir, tmpdir), 1);
-  assert_int_equal(run("test $(wc -l < %s/err) -eq 1", tmpdir), 0); /* one-line error */
+  assert_int_equal(test_run("'%s' video --help > /dev/null", RV_BIN), 0);
+  assert_int_equal(test_run("'%s' video " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN), 2);
+  assert_int_equal(test_run("'%s' video --weights '%s' 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(test_run("'%s' video --weights '%s' --every 0 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(test_run("'%s' video --weights '%s' --size 0x5 " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(test_run("'%s' video --weights '%s' --show " SAMPLES "/vtest.avi 2> /dev/null", RV_BIN, seg), 2);
+  assert_int_equal(test_run("'%s' video --weights '%s' %s/missing.avi 2> %s/err", RV_BIN, seg, tmpdir, tmpdir), 1);
+  assert_int_equal(test_run("test $(wc -l < %s/err) -eq 1", tmpdir), 0); /* one-line error */
   /* not a video */
-  assert_int_equal(run("'%s' video --weights '%s' '%s' 2> /dev/null", RV_BIN, seg, seg), 1);
+  assert_int_equal(test_run("'%s' video --weights '%s' '%s' 2> /dev/null", RV_BIN, seg, seg), 1);
   /* unwritable output: error, nothing left behind */
-  assert_int_equal(run("'%s' video --weights '%s' --max-frames 1 --output %s/no/such/dir/o.mp4 " SAMPLES
+  assert_int_equal(test_run("'%s' video --weights '%s' --max-frames 1 --output %s/no/such/dir/o.mp4 " SAMPLES
                        "/vtest.avi 2> /dev/null",
                        RV_BIN, seg, tmpdir),
                    1);
