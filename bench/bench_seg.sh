@@ -34,7 +34,10 @@ if [ -z "${OPENBLAS_CORETYPE+x}" ]; then
   elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
 fi
 export OMP_NUM_THREADS=$THREADS
-echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# libgomp's default busy-waiting makes 2 threads on a shared 2-core machine several times
+# slower than 1 (see bench/RESULTS.md); passive waiting unless the caller chose, for both.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY, load $(cut -d' ' -f1-3 /proc/loadavg)"
 num() { echo "$1" | grep -o "\"$2\": *[0-9.e+-]*" | sed "s/.*: *//"; }
 printf "%-10s %-9s %9s %8s %8s %8s %7s | %9s %8s %8s %8s %7s | %7s\n" model size ravlt_ms backbone head post RSS_MB \
   torch_ms backbone head post RSS_MB speedup
