@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
 done
 [ -f "$B/libravlt.a" ] || { echo "build the library first: cmake -S . -B $B && cmake --build $B" >&2; exit 1; }
 gcc -std=c11 -O2 -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/bench_det.c \
-  "$B/libravlt.a" $(pkg-config --libs opencv4 libcjson libzip) \
+  "$B/libravlt.a" $(pkg-config --libs opencv4 libcjson libzip libcurl) -llapacke \
   -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lstdc++ -lm -o "$B/bench_det"
 if [ -z "${OPENBLAS_CORETYPE+x}" ]; then
   if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
