@@ -4,6 +4,7 @@
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "core/fs.h"
 #include "apps/shard.h"
 #include "datasets/det_json.h"
 
@@ -72,7 +73,7 @@ int rv_cmd_detect(int argc, char **argv) {
   if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", weights, rv_model_arch(m));
-  if (st == RV_OK && draw) st = rv_cli_mkdirs(out_dir, ctx);
+  if (st == RV_OK && draw) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && json) {

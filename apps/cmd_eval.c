@@ -19,6 +19,7 @@
 #include "apps/cli.h"
 #include "apps/eval_report.h"
 #include "apps/model_run.h"
+#include "core/fs.h"
 #include "apps/mpi_run.h"
 #include "apps/shard.h"
 #include "datasets/ade20k.h"
@@ -511,7 +512,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && rv_model_num_classes(m) != RV_ADE20K_CLASSES)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes, ADE20K has %d", o->weights, rv_model_num_classes(m),
                   RV_ADE20K_CLASSES);
-  if (st == RV_OK && o->pred_out) st = rv_cli_mkdirs(o->pred_out, ctx);
+  if (st == RV_OK && o->pred_out) st = rv_mkdirs(o->pred_out, ctx);
   if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
   if (st == RV_OK && !(done = calloc(list.n, sizeof *done))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && o->mode) {

@@ -3,6 +3,7 @@
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "core/fs.h"
 #include "apps/shard.h"
 
 #include <stdio.h>
@@ -81,7 +82,7 @@ int rv_cmd_segment(int argc, char **argv) {
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", weights, rv_model_arch(m));
   if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit an 8-bit label PNG", weights, rv_model_num_classes(m));
-  if (st == RV_OK) st = rv_cli_mkdirs(out_dir, ctx);
+  if (st == RV_OK) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st != RV_OK) { rc = rv_cli_fail(ctx, "segment", st); goto out; }

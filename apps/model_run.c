@@ -136,20 +136,3 @@ void rv_cli_out_name(char *out, size_t n, const char *dir, const char *path, con
   snprintf(out, n, "%s/%.*s%s", dir, len, base, suffix);
 }
 
-rv_status rv_cli_mkdirs(const char *dir, rv_ctx *ctx) {
-  char buf[4096];
-  snprintf(buf, sizeof buf, "%s", dir);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == 0) {
-      char c = *p;
-      *p = 0;
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return rv_error(ctx, RV_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "%s: not a folder", dir);
-  return RV_OK;
-}

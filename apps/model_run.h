@@ -22,7 +22,5 @@ int rv_cli_demo_weights(char *out, size_t cap, rv_task task);
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
 /* out = dir + "/" + basename(path) without extension + suffix. */
 void rv_cli_out_name(char *out, size_t n, const char *dir, const char *path, const char *suffix);
-/* mkdir -p; RV_ERR_IO naming the folder. */
-rv_status rv_cli_mkdirs(const char *dir, rv_ctx *ctx);
 
 #endif

@@ -2,6 +2,7 @@
  * conversion of downloaded checkpoints (core/download.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/download.h"
+#include "core/fs.h"
 
 #include "core/weights.h"
 
@@ -12,26 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* mkdir -p */
-static rv_status mkdirs(const char *dir, rv_ctx *ctx) {
-  char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf)
-    return rv_error(ctx, RV_ERR_ARG, "cache folder path too long: %s", dir);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == 0) {
-      char c = *p;
-      *p = 0;
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return rv_error(ctx, RV_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  struct stat sb;
-  if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "%s: not a folder", dir);
-  return RV_OK;
-}
-
 rv_status rv_cache_dir(char *out, size_t cap, rv_ctx *ctx) {
   RV_ASSERT(out && cap > 0);
   const char *xdg = getenv("XDG_CACHE_HOME");
@@ -41,7 +22,7 @@ rv_status rv_cache_dir(char *out, size_t cap, rv_ctx *ctx) {
   else if (home && home[0]) n = snprintf(out, cap, "%s/.cache/ravlt", home);
   else return rv_error(ctx, RV_ERR_ARG, "no cache folder: neither XDG_CACHE_HOME nor HOME is set");
   if (n < 0 || (size_t)n >= cap) return rv_error(ctx, RV_ERR_ARG, "cache folder path too long");
-  return mkdirs(out, ctx);
+  return rv_mkdirs(out, ctx);
 }
 
 static int64_t file_size(const char *path) {
@@ -212,7 +193,7 @@ rv_status rv_checkpoint_fetch(char *out, size_t cap, const char *url, const char
   if (n1 < 0 || (size_t)n1 >= cap || n2 < 0 || (size_t)n2 >= sizeof src)
     return rv_error(ctx, RV_ERR_ARG, "%s: path too long", dir);
   if (!is_st && file_size(out) > 0) return RV_OK; /* converted before */
-  RV_TRY(mkdirs(dir, ctx));
+  RV_TRY(rv_mkdirs(dir, ctx));
   if (file_size(src) <= 0) RV_TRY(rv_download(url, src, opts, ctx));
   rv_weights *w = NULL;
   rv_status st = rv_weights_open(&w, src, ctx);

@@ -9,6 +9,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/synth.h"
+#include "core/fs.h"
 
 #include "datasets/ade20k.h"
 #include "eval/rle.h"
@@ -529,22 +530,6 @@ done:
 }
 
 /* ---- writing ---- */
-static rv_status mkdirs(const char *dir, rv_ctx *ctx) {
-  char buf[4096];
-  if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return rv_error(ctx, RV_ERR_ARG, "path too long: %s", dir);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == 0) {
-      char c = *p;
-      *p = 0;
-      if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return rv_error(ctx, RV_ERR_IO, "%s: cannot create folder: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  return RV_OK;
-}
-
 static rv_status list_photos(rv_name_list *out, const char *dir, rv_ctx *ctx) {
   rv_name_list a = {0}, b = {0};
   RV_TRY(rv_list_files(&a, dir, ".jpg", ctx));
@@ -658,8 +643,8 @@ rv_status rv_synth_write(const char *out_dir, const rv_synth_opts *o, rv_ctx *ct
     snprintf(img_dir, sizeof img_dir, "%s/images", out_dir);
     snprintf(ann_dir, sizeof ann_dir, "%s/annotations", out_dir);
   }
-  rv_status st = mkdirs(img_dir, ctx);
-  if (st == RV_OK) st = mkdirs(ann_dir, ctx);
+  rv_status st = rv_mkdirs(img_dir, ctx);
+  if (st == RV_OK) st = rv_mkdirs(ann_dir, ctx);
   cJSON *root = NULL, *images = NULL, *anns = NULL;
   if (o->task == RV_SYNTH_DET) {
     root = cJSON_CreateObject();
