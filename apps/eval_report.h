@@ -7,6 +7,7 @@
 #ifndef RV_APPS_EVAL_REPORT_H
 #define RV_APPS_EVAL_REPORT_H
 
+#include "core/fs.h" /* rv_out_file */
 #include "datasets/coco.h"
 #include "eval/segmetrics.h"
 
@@ -33,16 +34,6 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char
 /* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended. */
 void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix);
 
-/* Output file written to PATH.tmp.<pid>, renamed into place by rv_out_close (removed on
- * error, also by rv_out_abort). */
-typedef struct {
-  FILE *f;
-  char *tmp;
-  const char *path;
-} rv_out_file;
-rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
-rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
-void rv_out_abort(rv_out_file *o);
 /* A double as JSON: %.17g, null for NaN / inf. */
 void rv_json_num(FILE *f, double v);
 /* A string as a JSON literal with escapes. */

@@ -1,11 +1,18 @@
 /* Small file-system helpers shared by the library and the CLI.
  *
  *   if (rv_mkdirs("out/masks", ctx) != RV_OK) ...rv_ctx_errmsg(ctx)...;   // mkdir -p
+ *
+ *   rv_out_file o;                                   // never a half-written file:
+ *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes stats.json.tmp.<pid>
+ *   fprintf(o.f, ...);
+ *   return rv_out_close(&o, ctx);                    // checks errors, renames into place
  */
 #ifndef RV_CORE_FS_H
 #define RV_CORE_FS_H
 
 #include "core/rv.h"
+
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -14,6 +21,17 @@ extern "C" {
 /* Create dir and its missing parents (mode 0777 & umask). RV_ERR_ARG if the path is too
  * long, RV_ERR_IO naming the folder if one cannot be created or dir is not a folder. */
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx);
+
+/* Output file written to PATH.tmp.<pid>, renamed into place by rv_out_close (removed on a
+ * write error, and by rv_out_abort). */
+typedef struct {
+  FILE *f;
+  char *tmp;
+  const char *path;
+} rv_out_file;
+rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
+rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
+void rv_out_abort(rv_out_file *o);
 
 #ifdef __cplusplus
 }

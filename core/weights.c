@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/weights.h"
 #include "core/pth.h"
+#include "core/fs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -370,30 +371,22 @@ rv_status rv_safetensors_write(const char *path, const rv_weights *w, rv_ctx *ct
   size_t hlen = strlen(hdr);
   size_t padded = (hlen + 7) & ~(size_t)7; /* align the data section to 8 bytes */
 
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  if (!tmp) { free(hdr); return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path); }
-  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    free(hdr); free(tmp);
+  rv_out_file o;
+  rv_status st = rv_out_open(&o, path, ctx);
+  if (st != RV_OK) {
+    free(hdr);
     return st;
   }
   unsigned char lenb[8];
   for (int i = 0; i < 8; i++) lenb[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-  int ok = fwrite(lenb, 1, 8, f) == 8 && fwrite(hdr, 1, hlen, f) == hlen;
-  for (size_t i = hlen; ok && i < padded; i++) ok = fputc(' ', f) != EOF;
+  int ok = fwrite(lenb, 1, 8, o.f) == 8 && fwrite(hdr, 1, hlen, o.f) == hlen;
+  for (size_t i = hlen; ok && i < padded; i++) ok = fputc(' ', o.f) != EOF;
   for (int i = 0; ok && i < w->count; i++)
-    if (w->t[i].nbytes) ok = fwrite(w->t[i].data, 1, w->t[i].nbytes, f) == w->t[i].nbytes;
+    if (w->t[i].nbytes) ok = fwrite(w->t[i].data, 1, w->t[i].nbytes, o.f) == w->t[i].nbytes;
   free(hdr);
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return st;
+  if (!ok) {
+    rv_out_abort(&o);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed: %s", path, strerror(errno));
   }
-  free(tmp);
-  return RV_OK;
+  return rv_out_close(&o, ctx);
 }

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/det_json.h"
 
+#include "core/fs.h"
 #include "eval/rle.h"
 
 #include <errno.h>
@@ -134,26 +135,13 @@ rv_status rv_det_json_add(rv_det_json *r, int64_t image_id, const rv_detections 
 }
 
 static rv_status write_atomic(const char *path, const strbuf *b, rv_ctx *ctx) {
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 32);
-  if (!tmp) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  snprintf(tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    free(tmp);
-    return st;
+  rv_out_file o;
+  RV_TRY(rv_out_open(&o, path, ctx));
+  if (fputc('[', o.f) == EOF || (b->len && fwrite(b->data, 1, b->len, o.f) != b->len) || fputc(']', o.f) == EOF) {
+    rv_out_abort(&o);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed: %s", path, strerror(errno));
   }
-  int ok = fputc('[', f) != EOF && (b->len == 0 || fwrite(b->data, 1, b->len, f) == b->len) && fputc(']', f) != EOF;
-  if (fclose(f) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: write failed: %s", path, strerror(errno));
-    unlink(tmp);
-    free(tmp);
-    return st;
-  }
-  free(tmp);
-  return RV_OK;
+  return rv_out_close(&o, ctx);
 }
 
 rv_status rv_det_json_write(const rv_det_json *r, const char *bbox_path, const char *segm_path,
