@@ -84,41 +84,34 @@ static void read_pipeline(const cJSON *cfg, rv_preprocess_params *p) {
   const cJSON *pipe = get(get(get(cfg, "data"), "test"), "pipeline");
   if (!cJSON_IsArray(pipe)) pipe = get(cfg, "test_pipeline");
   if (!cJSON_IsArray(pipe)) return;
-  int found_pad = 0;
+  int saw_transforms = 0, pad = 0;
   const cJSON *step;
   cJSON_ArrayForEach(step, pipe) {
     const char *type = cJSON_GetStringValue(get(step, "type"));
     if (!type) continue;
-    const cJSON *list = step;
-    const cJSON *inner = get(step, "transforms");
-    if (strcmp(type, "MultiScaleFlipAug") == 0 || strcmp(type, "Resize") == 0) {
-      const cJSON *sc = get(step, "img_scale");
-      if (cJSON_IsArray(sc) && cJSON_GetArraySize(sc) == 2 && cJSON_IsNumber(cJSON_GetArrayItem(sc, 0))) {
-        p->scale_w = cJSON_GetArrayItem(sc, 0)->valueint;
-        p->scale_h = cJSON_GetArrayItem(sc, 1)->valueint;
-      }
+    const cJSON *sc = get(step, "img_scale");
+    if ((strcmp(type, "MultiScaleFlipAug") == 0 || strcmp(type, "Resize") == 0) && cJSON_GetArraySize(sc) == 2 &&
+        cJSON_IsNumber(cJSON_GetArrayItem(sc, 0))) {
+      p->scale_w = cJSON_GetArrayItem(sc, 0)->valueint;
+      p->scale_h = cJSON_GetArrayItem(sc, 1)->valueint;
     }
-    const cJSON *t;
-    if (cJSON_IsArray(inner)) list = inner;
-    else continue;
-    cJSON_ArrayForEach(t, list) {
+    const cJSON *inner = get(step, "transforms"), *t;
+    if (!cJSON_IsArray(inner)) continue;
+    saw_transforms = 1;
+    cJSON_ArrayForEach(t, inner) {
       const char *tt = cJSON_GetStringValue(get(t, "type"));
       double v;
-      if (tt && strcmp(tt, "Pad") == 0 && get_num(t, "size_divisor", &v)) {
-        p->size_divisor = (int)v;
-        found_pad = 1;
-      }
+      if (tt && strcmp(tt, "Pad") == 0 && get_num(t, "size_divisor", &v)) pad = (int)v;
     }
-    if (!found_pad) p->size_divisor = 0;
   }
+  /* a test pipeline that lists its transforms and has no Pad (mmseg's ADE20K) pads nothing */
+  if (pad) p->size_divisor = pad;
+  else if (saw_transforms) p->size_divisor = 0;
 }
 
 static rv_status backbone_from_meta(rv_ravlt_config *bc, const cJSON *bb, rv_ctx *ctx) {
   /* the GLTA arguments have the names rv_ravlt_config_from_json reads */
-  cJSON *copy = cJSON_Duplicate(bb, 1);
-  if (!copy) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  char *txt = cJSON_PrintUnformatted(copy);
-  cJSON_Delete(copy);
+  char *txt = cJSON_PrintUnformatted(bb);
   if (!txt) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   rv_status st = rv_ravlt_config_from_json(bc, txt, ctx);
   free(txt);
