@@ -36,6 +36,7 @@ it afterwards on a fresh seed:
 import argparse
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -175,6 +176,7 @@ def main():
                     "--seed", str(a.seed + 1000)], check=True)
     x, y = load_raw(tr)
     xv, yv = load_raw(va)
+    shutil.rmtree(tmp)  # the data is in memory now
     model = build(dims, depths, heads, a.neck, a.channels, nc)
     nparams = sum(p.numel() for p in model.parameters())
     print("model: dims %s depths %s heads %s, neck %d, head %d: %.2f M params" %
