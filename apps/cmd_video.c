@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 static const char *USAGE =
-    "usage: ravlt video --weights W [options] INPUT\n"
+    "usage: ravlt video [--weights W] [options] INPUT\n"
     "\n"
     "Semantic segmentation or detection (chosen from the checkpoint) on every frame of a\n"
     "video. INPUT is a video file, a camera index (0, 1, ...) or a stream URL (rtsp://,\n"
@@ -25,7 +25,8 @@ static const char *USAGE =
     "drawing/encoding run concurrently (bounded queues, frames kept in order); inference\n"
     "uses all cores but one (or --threads).\n"
     "\n"
-    "  --weights W       checkpoint (.pth or .safetensors)\n"
+    "  --weights W       checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+    "                    (default): the built-in demo segmentation model (synthetic shapes)\n"
     "  --model NAME      architecture when the checkpoint has no config\n"
     "  --output OUT      overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)\n"
     "  --show            display the overlay in a window (needs a display; q or Esc stops)\n"
@@ -380,7 +381,6 @@ int rv_cmd_video(int argc, char **argv) {
     else input = a;
   }
   int sh = 0, sw = 0;
-  if (!weights) return rv_cli_usage_error("video", "--weights is required");
   if (!input) return rv_cli_usage_error("video", "no INPUT video, camera index or URL");
   if (show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
     return rv_cli_usage_error("video", "--show needs a display (DISPLAY is not set); use --output");
@@ -402,7 +402,10 @@ int rv_cmd_video(int argc, char **argv) {
   rv_video_info info = {0};
   if (st == RV_OK) info = rv_video_get_info(vr);
   int live = info.is_camera || strstr(input, "://") != NULL;
+  int demo = !weights;
+  if (demo) weights = RV_CLI_DEMO;
   if (st == RV_OK) st = rv_cli_load_model(&A.m, weights, name, ctx);
+  if (st == RV_OK && demo) rv_cli_demo_notice("video", A.m);
   if (st == RV_OK) {
     A.task = rv_model_task(A.m);
     A.n_classes = rv_model_num_classes(A.m);
