@@ -24,8 +24,11 @@
  * segment. OpenMP over channels for the transforms; the a^2 GEMMs go through rv_gemm_f32
  * (BLAS threads) outside every parallel region.
  * Workspace (scratch arena, released on return): U (a^2 cout cin floats: (a/3)^2 times the
- * weights), V + M for T tiles (T from BLOCK_BUDGET, at least MIN_TILES), and small per-thread
- * row buffers; independent of the image size. A 64 MB block took ~10% less CPU time than
+ * weights; above U_BUDGET the output channels are processed in chunks, each redoing the input
+ * transform: 3 chunks for UperNet's 2048->512 bottleneck with m = 4, ~17% more CPU time there
+ * than one 151 MB U, and 100 MB less memory), V + M for T tiles (T
+ * from BLOCK_BUDGET, at least MIN_TILES), and small per-thread row buffers: at most ~128 MB
+ * plus MIN_TILES blocks for very wide convs, independent of the image size. A 64 MB block took ~10% less CPU time than
  * 32 MB on the 2048->512 UperNet bottleneck (wider GEMMs re-pack U less often). */
 #include "core/ops.h"
 #include "core/vmath.h"
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #define BLOCK_BUDGET ((size_t)16 << 20) /* floats of V + M per block (64 MB) */
+#define U_BUDGET ((size_t)16 << 20)     /* floats of transformed weights at a time (64 MB) */
 #define MIN_TILES 64                   /* at least this many tiles per block (GEMM width) */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
@@ -185,21 +189,20 @@ static void input_transform_channel(float *v, size_t ld, const float *x, const w
   }
 }
 
-/* y tiles of channel co for tiles [t0, t0 + nt) from M[k][co][t - t0], + bias, act;
- * buf: (a m + m m) SEG floats. */
-static void output_transform_channel(float *y, const float *mm, size_t ld, const wino_geom *g,
+/* y tiles of channel co for tiles [t0, t0 + nt) from mrow[k*ks + t - t0] (channel co's row
+ * of M, positions k ks apart), + bias, act; buf: (a m + m m) SEG floats. */
+static void output_transform_channel(float *y, const float *mrow, size_t ks, const wino_geom *g,
                                      int co, float bias, rv_act act, size_t t0, int nt,
                                      float *buf) {
   int m = g->m, a = g->a;
   float *hor = buf, *out = buf + (size_t)a * m * SEG;
-  size_t ks = (size_t)g->cout * ld;
   for (int done = 0; done < nt;) {
     int ni, ty, tx;
     tile_pos(g, t0 + (size_t)done, &ni, &ty, &tx);
     int seg = g->tw - tx;
     if (seg > nt - done) seg = nt - done;
     if (seg > SEG) seg = SEG;
-    const float *mp = mm + (size_t)co * ld + (size_t)done;
+    const float *mp = mrow + (size_t)done;
     for (int i = 0; i < a; i++) /* along rows: hor[i][q][t] */
       at_1d(m, hor + (size_t)i * m * SEG, SEG, mp + (size_t)i * a * ks, ks, seg);
     for (int q = 0; q < m; q++) /* along columns: out[p][q][t] */
@@ -235,7 +238,11 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
   if (n == 0) return RV_OK;
   g.th = (g.oh + m - 1) / m, g.tw = (g.ow + m - 1) / m;
   size_t a2 = (size_t)g.a * g.a, total = (size_t)n * g.th * g.tw;
-  size_t nt = BLOCK_BUDGET / (a2 * ((size_t)cin + cout));
+  /* output channels in chunks of cc so that U stays within U_BUDGET (the input transform
+   * is redone per chunk) */
+  int chunks = (int)((a2 * cout * cin + U_BUDGET - 1) / U_BUDGET);
+  int cc = (cout + chunks - 1) / chunks;
+  size_t nt = BLOCK_BUDGET / (a2 * ((size_t)cin + cc));
   if (nt < MIN_TILES) nt = MIN_TILES;
   if (nt > total) nt = total;
   int nth = omp_get_max_threads();
@@ -243,30 +250,34 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
   if ((size_t)(g.a * m + m * m) * SEG > per_thread) per_thread = (size_t)(g.a * m + m * m) * SEG;
 
   rv_arena_mark mark = rv_arena_get_mark(scratch);
-  float *u = rv_arena_floats(scratch, a2 * cout * cin);
+  float *u = rv_arena_floats(scratch, a2 * cc * cin);
   float *v = rv_arena_floats(scratch, a2 * cin * nt);
-  float *mm = rv_arena_floats(scratch, a2 * cout * nt);
+  float *mm = rv_arena_floats(scratch, a2 * cc * nt);
   float *tb = rv_arena_floats(scratch, per_thread * nth);
   if (!u || !v || !mm || !tb) {
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
-  weight_transform(u, w, cout, cin, m);
-  for (size_t t0 = 0; t0 < total; t0 += nt) {
-    int cnt = (int)(total - t0 < nt ? total - t0 : nt);
-    size_t work = (size_t)cnt * cin * a2;
+  for (int co0 = 0; co0 < cout; co0 += cc) {
+    int nc = cout - co0 < cc ? cout - co0 : cc;
+    weight_transform(u, w + (size_t)co0 * cin * 9, nc, cin, m);
+    for (size_t t0 = 0; t0 < total; t0 += nt) {
+      int cnt = (int)(total - t0 < nt ? total - t0 : nt);
+      size_t work = (size_t)cnt * cin * a2;
 #pragma omp parallel for schedule(static) if (work >= 65536)
-    for (int c = 0; c < cin; c++)
-      input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt,
-                              tb + per_thread * (size_t)omp_get_thread_num());
-    for (size_t k = 0; k < a2; k++)
-      rv_gemm_f32(0, 0, cout, cnt, cin, 1.0f, u + k * cout * cin, cin, v + k * cin * cnt, cnt,
-                  0.0f, mm + k * cout * cnt, cnt);
-    work = (size_t)cnt * cout * a2;
+      for (int c = 0; c < cin; c++)
+        input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt,
+                                tb + per_thread * (size_t)omp_get_thread_num());
+      for (size_t k = 0; k < a2; k++)
+        rv_gemm_f32(0, 0, nc, cnt, cin, 1.0f, u + k * nc * cin, cin, v + k * cin * cnt, cnt, 0.0f,
+                    mm + k * nc * cnt, cnt);
+      work = (size_t)cnt * nc * a2;
 #pragma omp parallel for schedule(static) if (work >= 65536)
-    for (int co = 0; co < cout; co++)
-      output_transform_channel(y, mm, (size_t)cnt, &g, co, b ? b[co] : 0.0f, p.act, t0, cnt,
-                               tb + per_thread * (size_t)omp_get_thread_num());
+      for (int j = 0; j < nc; j++)
+        output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j,
+                                 b ? b[co0 + j] : 0.0f, p.act, t0, cnt,
+                                 tb + per_thread * (size_t)omp_get_thread_num());
+    }
   }
   rv_arena_release(scratch, mark);
   return RV_OK;

@@ -115,6 +115,10 @@ static void test_winograd_channels(void **state) {
   wino_case(ar, 4, 200, 48, 7, 7, 40, 1, 1, 1, RV_ACT_RELU);
   wino_case(ar, 2, 200, 48, 7, 7, 40, 1, 1, 1, RV_ACT_RELU);
   wino_case(ar, 4, 37, 20, 14, 14, 24, 1, 1, 0, RV_ACT_GELU);
+  /* transformed weights over U_BUDGET (36 * 300 * 2048 floats > 16M): two chunks of 150 output
+   * channels, each redoing the input transform */
+  wino_case(ar, 4, 2, 2048, 5, 6, 300, 1, 1, 1, RV_ACT_RELU);
+  wino_case(ar, 2, 1, 2048, 5, 6, 520, 1, 1, 1, RV_ACT_NONE);
   rv_arena_free(ar);
 }
 
