@@ -110,18 +110,24 @@ static void bench_conv3x3_algos(rv_arena *ar, const char *name, int n, int cin, 
 
 /* `bench_ops wino [reps]`: the 3x3 convs of the necks and heads (GMAC/s nominal) */
 static void bench_wino(rv_arena *ar) {
-  bench_conv3x3_algos(ar, "upernet bottleneck 2048->512 16x512", 1, 2048, 16, 512, 512);
-  bench_conv3x3_algos(ar, "upernet fpn 512->512 32x128", 1, 512, 32, 128, 512);
-  bench_conv3x3_algos(ar, "upernet fpn 512->512 16x64", 1, 512, 16, 64, 512);
-  bench_conv3x3_algos(ar, "fpn/rpn 256->256 100x168", 1, 256, 100, 168, 256);
-  bench_conv3x3_algos(ar, "fpn/rpn 256->256 50x84", 1, 256, 50, 84, 256);
-  bench_conv3x3_algos(ar, "fpn/rpn 256->256 25x42", 1, 256, 25, 42, 256);
-  bench_conv3x3_algos(ar, "fpn/rpn 256->256 13x21", 1, 256, 13, 21, 256);
-  bench_conv3x3_algos(ar, "roi 256->256 14x14 n=100", 100, 256, 14, 14, 256);
-  bench_conv3x3_algos(ar, "roi 256->256 7x7 n=500", 500, 256, 7, 7, 256);
-  bench_conv3x3_algos(ar, "fpn-t 128->128 64x128", 1, 128, 64, 128, 128);
-  bench_conv3x3_algos(ar, "small 64->64 64x64", 1, 64, 64, 64, 64);
-  bench_conv3x3_algos(ar, "small 32->32 64x64", 1, 32, 64, 64, 32);
+  static const struct {
+    const char *name;
+    int n, cin, h, w, cout;
+  } shapes[] = {{"upernet bottleneck 2048->512 16x512", 1, 2048, 16, 512, 512},
+                {"upernet fpn 512->512 32x128", 1, 512, 32, 128, 512},
+                {"upernet fpn 512->512 16x64", 1, 512, 16, 64, 512},
+                {"fpn/rpn 256->256 100x168", 1, 256, 100, 168, 256},
+                {"fpn/rpn 256->256 50x84", 1, 256, 50, 84, 256},
+                {"fpn/rpn 256->256 25x42", 1, 256, 25, 42, 256},
+                {"fpn/rpn 256->256 13x21", 1, 256, 13, 21, 256},
+                {"roi 256->256 14x14 n=100", 100, 256, 14, 14, 256},
+                {"roi 256->256 7x7 n=500", 500, 256, 7, 7, 256},
+                {"fpn-t 128->128 64x128", 1, 128, 64, 128, 128},
+                {"small 64->64 64x64", 1, 64, 64, 64, 64},
+                {"small 32->32 64x64", 1, 32, 64, 64, 32}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    bench_conv3x3_algos(ar, shapes[i].name, shapes[i].n, shapes[i].cin, shapes[i].h, shapes[i].w,
+                        shapes[i].cout);
 }
 
 int main(int argc, char **argv) {

@@ -111,14 +111,17 @@ static void test_winograd_channels(void **state) {
     for (int i = 0; i < 6; i++)
       wino_case(ar, algo, 1 + i % 2, chans[i][0], 7 + i, 9 + 2 * i, chans[i][1], 1, 1, i % 3 != 2,
                 (rv_act)(i % 5));
-  /* 7x7 RoI features, n = 200: 800 (m = 4) / 3200 (m = 2) tiles over several blocks */
-  wino_case(ar, 4, 200, 48, 7, 7, 40, 1, 1, 1, RV_ACT_RELU);
-  wino_case(ar, 2, 200, 48, 7, 7, 40, 1, 1, 1, RV_ACT_RELU);
-  wino_case(ar, 4, 37, 20, 14, 14, 24, 1, 1, 0, RV_ACT_GELU);
-  /* transformed weights over U_BUDGET (36 * 300 * 2048 floats > 16M): two chunks of 150 output
-   * channels, each redoing the input transform */
-  wino_case(ar, 4, 2, 2048, 5, 6, 300, 1, 1, 1, RV_ACT_RELU);
-  wino_case(ar, 2, 1, 2048, 5, 6, 520, 1, 1, 1, RV_ACT_NONE);
+  /* m, n, cin, h = w, cout, bias, act */
+  static const int more[][7] = {
+      /* 7x7 RoI features, n = 200: 800 (m = 4) / 3200 (m = 2) tiles over several blocks */
+      {4, 200, 48, 7, 40, 1, RV_ACT_RELU}, {2, 200, 48, 7, 40, 1, RV_ACT_RELU},
+      {4, 37, 20, 14, 24, 0, RV_ACT_GELU},
+      /* transformed weights over U_BUDGET (36 * 300 * 2048 floats > 16M): two chunks of output
+       * channels, each redoing the input transform */
+      {4, 2, 2048, 5, 300, 1, RV_ACT_RELU}, {2, 1, 2048, 6, 520, 1, RV_ACT_NONE}};
+  for (int i = 0; i < 5; i++)
+    wino_case(ar, more[i][0], more[i][1], more[i][2], more[i][3], more[i][3], more[i][4], 1, 1,
+              more[i][5], (rv_act)more[i][6]);
   rv_arena_free(ar);
 }
 
