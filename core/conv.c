@@ -211,8 +211,9 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
  * time, speed-up over im2col (F(2x2) / F(4x4)), 2026-12-01:
  *   256->256 13x21 (P 273) 1.17 / 0.65; 25x42 (1050) 1.60 / 1.30; 50x84 (4200) 1.85 / 2.11;
  *   100x168 2.0 / 2.85; 512->512 16x64 (1024) 1.74 / 1.60; 32x128 2.06 / 2.61;
- *   2048->512 16x512 2.13 / 3.04; 64->64 and 32->32 64x64 (4096) 1.7-2.1 / 1.9-2.6;
- *   RoI batches 256->256 14x14 n=100 1.64 / 2.19, 7x7 n=500 1.32 / 1.90.
+ *   2048->512 16x512 2.13 / 3.04 (2.65 with U in 64 MB chunks); 64->64 and 32->32 64x64
+ *   (4096) 1.7-2.1 / 1.9-2.6; RoI batches 256->256 14x14 n=100 1.64 / 2.19, 7x7 n=500
+ *   1.32 / 1.90 (1.37 / 1.34 in a second run: the machine was loaded, bench/RESULTS.md).
  * Hence F(2x2) from P >= 256, im2col below and for fewer than 32 input or output channels
  * (not measured there); with `fast`, F(4x4) from P >= 2048. F(4x4) is opt-in: its float32
  * error (~5-10x im2col's) reordered two near-tied RPN proposals of the Mask R-CNN fixture
