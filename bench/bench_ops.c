@@ -4,6 +4,7 @@
  *       build-ops/libravlt.a -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lm \
  *       -o build-ops/bench_ops
  *   OMP_NUM_THREADS=2 build-ops/bench_ops [reps] [-c]   (-c: CPU time instead of wall time)
+ *   OMP_NUM_THREADS=2 build-ops/bench_ops wino [reps]   (3x3 convs: im2col vs Winograd)
  * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/ops.h"
@@ -86,15 +87,65 @@ static void bench_dw(const char *name, int c, int h, int w, int k, int s) {
   rv_free(x), rv_free(wt), rv_free(b), rv_free(y);
 }
 
+/* 3x3 stride-1 pad-1 conv through each path of rv_conv2d_f32 (im2col, Winograd F(2x2) and
+ * F(4x4), and the automatic choice); GMAC/s counts the nominal 9 cin cout oh ow MACs. */
+static void bench_conv3x3_algos(rv_arena *ar, const char *name, int n, int cin, int h, int w,
+                                int cout) {
+  float *x = buf((size_t)n * cin * h * w), *wt = buf((size_t)cout * cin * 9);
+  float *b = buf((size_t)cout), *y = buf((size_t)n * cout * h * w);
+  double gmac = 9.0 * n * cout * h * w * (double)cin * 1e-9, t[4];
+  static const rv_conv_algo algos[4] = {RV_CONV_IM2COL, RV_CONV_WINOGRAD2, RV_CONV_WINOGRAD4,
+                                        RV_CONV_AUTO};
+  for (int i = 0; i < 4; i++) {
+    rv_conv_params p = rv_conv_default_params(3, 1, 1);
+    p.act = RV_ACT_RELU;
+    p.algo = algos[i];
+    TIME(rv_conv2d_f32(y, x, wt, b, n, cin, h, w, cout, p, ar), t[i]);
+  }
+  printf("%-30s %6.2f GMAC | im2col %8.1f ms %5.1f | F2 %8.1f ms %5.1f %4.2fx | F4 %8.1f ms "
+         "%5.1f %4.2fx | auto %4.2fx\n", name, gmac, t[0] * 1e3, gmac / t[0], t[1] * 1e3,
+         gmac / t[1], t[0] / t[1], t[2] * 1e3, gmac / t[2], t[0] / t[2], t[0] / t[3]);
+  rv_free(x), rv_free(wt), rv_free(b), rv_free(y);
+}
+
+/* `bench_ops wino [reps]`: the 3x3 convs of the necks and heads (GMAC/s nominal) */
+static void bench_wino(rv_arena *ar) {
+  static const struct {
+    const char *name;
+    int n, cin, h, w, cout;
+  } shapes[] = {{"upernet bottleneck 2048->512 16x512", 1, 2048, 16, 512, 512},
+                {"upernet fpn 512->512 32x128", 1, 512, 32, 128, 512},
+                {"upernet fpn 512->512 16x64", 1, 512, 16, 64, 512},
+                {"fpn/rpn 256->256 100x168", 1, 256, 100, 168, 256},
+                {"fpn/rpn 256->256 50x84", 1, 256, 50, 84, 256},
+                {"fpn/rpn 256->256 25x42", 1, 256, 25, 42, 256},
+                {"fpn/rpn 256->256 13x21", 1, 256, 13, 21, 256},
+                {"roi 256->256 14x14 n=100", 100, 256, 14, 14, 256},
+                {"roi 256->256 7x7 n=500", 500, 256, 7, 7, 256},
+                {"fpn-t 128->128 64x128", 1, 128, 64, 128, 128},
+                {"small 64->64 64x64", 1, 64, 64, 64, 64},
+                {"small 32->32 64x64", 1, 32, 64, 64, 32}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    bench_conv3x3_algos(ar, shapes[i].name, shapes[i].n, shapes[i].cin, shapes[i].h, shapes[i].w,
+                        shapes[i].cout);
+}
+
 int main(int argc, char **argv) {
+  int wino = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-c")) use_cpu = 1;
+    else if (!strcmp(argv[i], "wino")) wino = 1;
     else reps = atoi(argv[i]);
   }
   if (reps < 1) reps = 1;
   const char *core = rv_blas_init();
   printf("OpenBLAS core: %s, OpenMP threads: %d\n", core, omp_get_max_threads());
   rv_arena *ar = rv_arena_create(0);
+  if (wino) {
+    bench_wino(ar);
+    rv_arena_free(ar);
+    return 0;
+  }
   double t;
   {
     int m = 2048;

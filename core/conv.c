@@ -4,6 +4,8 @@
  *                   x[n, g*cin/G + ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw])
  *
  * Fast path, per image and group (G groups, cig = cin/G, cog = cout/G, K = cig*kh*kw):
+ *  - 3x3, stride 1, no dilation, one group, enough pixels and channels: Winograd
+ *    (core/winograd.c), by winograd_rule below and p.algo;
  *  - 1x1, stride 1, no padding: one GEMM  Y[cog x oh*ow] = W[cog x cig] * X[cig x h*wd];
  *  - depthwise (G == cin == cout, square odd kernel, equal strides/pads, no dilation):
  *    rv_dwconv2d_f32;
@@ -35,6 +37,7 @@ rv_conv_params rv_conv_default_params(int k, int stride, int pad) {
   p.dh = p.dw = 1;
   p.groups = 1;
   p.act = RV_ACT_NONE;
+  p.algo = RV_CONV_AUTO;
   return p;
 }
 
@@ -202,6 +205,28 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
   return RV_OK;
 }
 
+/* Which path a 3x3 stride-1 undilated ungrouped conv takes under RV_CONV_AUTO(_FAST), by
+ * the output pixels of the call P = n oh ow (the weight transform, (m+2)^2 cout cin floats
+ * written per call, has to be amortised over the tiles). `bench_ops wino`, 1 thread, CPU
+ * time, speed-up over im2col (F(2x2) / F(4x4)), 2026-12-01:
+ *   256->256 13x21 (P 273) 1.17 / 0.65; 25x42 (1050) 1.60 / 1.30; 50x84 (4200) 1.85 / 2.11;
+ *   100x168 2.0 / 2.85; 512->512 16x64 (1024) 1.74 / 1.60; 32x128 2.06 / 2.61;
+ *   2048->512 16x512 2.13 / 3.04 (2.65 with U in 64 MB chunks); 64->64 and 32->32 64x64
+ *   (4096) 1.7-2.1 / 1.9-2.6; RoI batches 256->256 14x14 n=100 1.64 / 2.19, 7x7 n=500
+ *   1.32 / 1.90 (1.37 / 1.34 in a second run: the machine was loaded, bench/RESULTS.md).
+ * Hence F(2x2) from P >= 256, im2col below and for fewer than 32 input or output channels
+ * (not measured there); with `fast`, F(4x4) from P >= 2048. F(4x4) is opt-in: its float32
+ * error (~5-10x im2col's) reordered two near-tied RPN proposals of the Mask R-CNN fixture
+ * and took a Cascade stage-2 score past the fixtures' 1e-4 when used in the FPN neck and RPN,
+ * while F(2x2) kept every detector fixture at its im2col errors or below. RV_CONV_AUTO_FAST
+ * is used by the UperNet and Semantic FPN heads and the RoI conv stacks (bbox / mask heads;
+ * Cascade fixture final scores 2.5e-5 from the reference with it, 3.1e-5 before Winograd). */
+static rv_conv_algo winograd_rule(int n, int cin, int cout, int oh, int ow, int fast) {
+  size_t px = (size_t)n * oh * ow;
+  if (cin < 32 || cout < 32 || px < 256) return RV_CONV_IM2COL;
+  return fast && px >= 2048 ? RV_CONV_WINOGRAD4 : RV_CONV_WINOGRAD2;
+}
+
 rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
                         int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch) {
   check_params(&p, cin, cout);
@@ -216,6 +241,16 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
     rv_dwconv2d_f32(y, x, w, b, NULL, n, cin, h, wd, p.kh, p.sh, p.ph);
     rv_bias_act_f32(y, NULL, n, cout, ohw, p.act);
     return RV_OK;
+  }
+
+  if (p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
+      p.groups == 1) {
+    rv_conv_algo a = p.algo;
+    if (a == RV_CONV_AUTO || a == RV_CONV_AUTO_FAST)
+      a = winograd_rule(n, cin, cout, oh, ow, a == RV_CONV_AUTO_FAST);
+    if (a == RV_CONV_WINOGRAD2 || a == RV_CONV_WINOGRAD4)
+      return rv_conv2d_winograd_f32(y, x, w, b, n, cin, h, wd, cout, p,
+                                    a == RV_CONV_WINOGRAD4 ? 4 : 2, scratch);
   }
 
   int G = p.groups, cig = cin / G, cog = cout / G;

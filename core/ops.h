@@ -34,6 +34,17 @@ void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alph
                        int ldc);
 
 /* ---- convolution ----------------------------------------------------------------------- */
+/* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the
+ * others force a path (Winograd applies only to 3x3 stride-1 undilated ungrouped convs,
+ * other convs take AUTO's path). */
+typedef enum {
+  RV_CONV_AUTO = 0,  /* im2col or F(2x2, 3x3): errors within ~2x of im2col's */
+  RV_CONV_AUTO_FAST, /* also F(4x4, 3x3) where faster: errors ~5-10x im2col's (dense heads) */
+  RV_CONV_IM2COL,    /* im2col / direct GEMM / depthwise kernel */
+  RV_CONV_WINOGRAD2, /* F(2x2, 3x3) */
+  RV_CONV_WINOGRAD4  /* F(4x4, 3x3) */
+} rv_conv_algo;
+
 typedef struct {
   int kh, kw;     /* kernel */
   int sh, sw;     /* stride */
@@ -41,6 +52,7 @@ typedef struct {
   int dh, dw;     /* dilation */
   int groups;
   rv_act act;     /* applied after the bias */
+  rv_conv_algo algo; /* RV_CONV_AUTO from rv_conv_default_params */
 } rv_conv_params;
 
 rv_conv_params rv_conv_default_params(int k, int stride, int pad); /* square, groups 1 */
@@ -53,6 +65,16 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
                         int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch);
 void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *b, int n,
                          int cin, int h, int wd, int cout, rv_conv_params p);
+
+/* The same convolution for 3x3 kernels, stride 1, dilation 1, groups 1 (any padding) by
+ * Winograd F(m x m, 3 x 3), m = 2 or 4 (core/winograd.c): (m+2)^2 GEMMs on transformed
+ * weights and input tiles, 2.25x (m = 2) or 4x (m = 4) fewer multiplies, larger float32
+ * rounding error than im2col (see the file's comment). Workspace from scratch:
+ * (m+2)^2 * cout * cin floats plus a bounded block of tiles; RV_ERR_NOMEM if short.
+ * rv_conv2d_f32 calls it where it is faster (rule in core/conv.c). */
+rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const float *b,
+                                 int n, int cin, int h, int wd, int cout, rv_conv_params p, int m,
+                                 rv_arena *scratch);
 
 /* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
  * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias

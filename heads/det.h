@@ -131,8 +131,8 @@ void rv_det_layer_free(rv_det_layer *l);
 rv_status rv_det_layer_conv(float *y, const rv_det_layer *l, const float *x, int n, int h,
                             int w, rv_act act, rv_arena *scratch);
 /* Stack of nl 3x3 pad-1 conv + ReLU layers over n rois of s x s: x [n, cin, s, s] ->
- * y [n, cout, s, s] (y must not alias x). Rois are processed in chunks, each layer as one
- * im2col + GEMM over all rois of the chunk. RV_ERR_NOMEM if the scratch arena is short. */
+ * y [n, cout, s, s] (y must not alias x). Each layer is one rv_conv2d_f32 over all rois
+ * (RV_CONV_AUTO_FAST: Winograd where it wins). RV_ERR_NOMEM if the scratch arena is short. */
 rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
                                  int n, int s, rv_arena *scratch);
 /* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */

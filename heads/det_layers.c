@@ -125,87 +125,39 @@ void rv_det_layer_linear(float *y, const rv_det_layer *l, const float *x, int n,
 
 /* ---- batched RoI conv stack ------------------------------------------------------------- */
 
-/* im2col of a 3x3 pad-1 conv over m rois stored channel-major: x [cin][m][s][s] ->
- * col [cin*9][m*s*s] */
-static void im2col_rois(float *col, const float *x, int cin, int m, int s) {
-  const size_t ss = (size_t)s * s, cols = (size_t)m * ss;
-#pragma omp parallel for schedule(static)
-  for (int row = 0; row < cin * 9; row++) {
-    int ci = row / 9, ky = row % 9 / 3 - 1, kx = row % 3 - 1;
-    float *o = col + (size_t)row * cols;
-    for (int r = 0; r < m; r++) {
-      const float *xp = x + ((size_t)ci * m + r) * ss;
-      for (int oy = 0; oy < s; oy++) {
-        int iy = oy + ky;
-        float *orow = o + (size_t)r * ss + (size_t)oy * s;
-        if (iy < 0 || iy >= s) {
-          memset(orow, 0, (size_t)s * sizeof(float));
-          continue;
-        }
-        const float *xr = xp + (size_t)iy * s;
-        /* columns ox with 0 <= ox + kx < s form one contiguous run */
-        int lo = kx < 0 ? -kx : 0, hi = kx > 0 ? s - kx : s;
-        for (int ox = 0; ox < lo; ox++) orow[ox] = 0.0f;
-        memcpy(orow + lo, xr + lo + kx, (size_t)(hi - lo) * sizeof(float));
-        for (int ox = hi; ox < s; ox++) orow[ox] = 0.0f;
-      }
-    }
-  }
-}
-
-#define ROI_COL_BUDGET ((size_t)4 << 20)
-
+/* Each layer is one rv_conv2d_f32 over all n rois in NCHW, so its algorithm rule applies
+ * to the whole batch (Winograd F(4x4) for 256 channels on 7x7 / 14x14 rois, with the weight
+ * transform done once per layer). Layers ping-pong between a scratch buffer and y, so the
+ * last one lands in y; a second scratch buffer stands in for y when a middle layer is wider
+ * than the last. */
 rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
                                  int n, int s, rv_arena *scratch) {
   if (n <= 0) return RV_OK;
   const size_t ss = (size_t)s * s;
-  int maxc = layers[0].cin, maxk = 0;
+  int maxc = 0, wide = 0;
   for (int i = 0; i < nl; i++) {
     RV_ASSERT(layers[i].k == 3 && (i == 0 || layers[i].cin == layers[i - 1].cout));
     if (layers[i].cout > maxc) maxc = layers[i].cout;
-    if (layers[i].cin * 9 > maxk) maxk = layers[i].cin * 9;
+    if (layers[i].cout > layers[nl - 1].cout) wide = 1;
   }
-  const int cin0 = layers[0].cin, cout = layers[nl - 1].cout;
-  int m = (int)(ROI_COL_BUDGET / ((size_t)maxk * ss));
-  if (m < 1) m = 1;
-  if (m > n) m = n;
   rv_arena_mark mk = rv_arena_get_mark(scratch);
-  float *col = rv_arena_floats(scratch, (size_t)maxk * m * ss);
-  float *a = rv_arena_floats(scratch, (size_t)maxc * m * ss);
-  float *b = rv_arena_floats(scratch, (size_t)maxc * m * ss);
-  if (!col || !a || !b) {
+  float *a = nl > 1 ? rv_arena_floats(scratch, (size_t)n * maxc * ss) : NULL;
+  float *b = nl > 2 && wide ? rv_arena_floats(scratch, (size_t)n * maxc * ss) : y;
+  if ((nl > 1 && !a) || !b) {
     rv_arena_release(scratch, mk);
     return RV_ERR_NOMEM;
   }
-  for (int r0 = 0; r0 < n; r0 += m) {
-    int mm = n - r0 < m ? n - r0 : m;
-    const size_t cols = (size_t)mm * ss;
-    /* NCHW chunk -> channel-major [C][mm][s][s] */
-    for (int r = 0; r < mm; r++)
-      for (int c = 0; c < cin0; c++)
-        memcpy(a + ((size_t)c * mm + r) * ss, x + (((size_t)(r0 + r)) * cin0 + c) * ss,
-               ss * sizeof(float));
-    float *cur = a, *nxt = b;
-    for (int i = 0; i < nl; i++) {
-      const rv_det_layer *l = &layers[i];
-      im2col_rois(col, cur, l->cin, mm, s);
-      for (int co = 0; co < l->cout; co++) {
-        float *o = nxt + (size_t)co * cols;
-        for (size_t q = 0; q < cols; q++) o[q] = l->b[co];
-      }
-      rv_gemm_f32(0, 0, l->cout, (int)cols, l->cin * 9, 1.0f, l->w, l->cin * 9, col, (int)cols,
-                  1.0f, nxt, (int)cols);
-      rv_relu_f32(nxt, (size_t)l->cout * cols);
-      float *t = cur;
-      cur = nxt;
-      nxt = t;
-    }
-    /* back to NCHW */
-    for (int r = 0; r < mm; r++)
-      for (int c = 0; c < cout; c++)
-        memcpy(y + (((size_t)(r0 + r)) * cout + c) * ss, cur + ((size_t)c * mm + r) * ss,
-               ss * sizeof(float));
+  rv_conv_params p = rv_conv_default_params(3, 1, 1);
+  p.act = RV_ACT_RELU;
+  p.algo = RV_CONV_AUTO_FAST; /* fixture errors with F(4x4) here: core/conv.c */
+  const float *cur = x;
+  rv_status st = RV_OK;
+  for (int i = 0; i < nl && st == RV_OK; i++) {
+    const rv_det_layer *l = &layers[i];
+    float *out = i == nl - 1 ? y : (nl - 1 - i) % 2 ? a : b;
+    st = rv_conv2d_f32(out, cur, l->w, l->b, n, l->cin, s, s, l->cout, p, scratch);
+    cur = out;
   }
   rv_arena_release(scratch, mk);
-  return RV_OK;
+  return st;
 }

@@ -126,6 +126,7 @@ rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_
     return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
   rv_conv_params p = rv_conv_default_params(m->k, m->stride, m->pad);
   p.act = m->act;
+  p.algo = m->algo;
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
   for (int i = 0; i < x.n; i++) {
     rv_status st = rv_conv2d_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item, m->w,

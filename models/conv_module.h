@@ -29,6 +29,7 @@ typedef struct {
   rv_act act;   /* applied after bias (ReLU for ConvModule with an act_cfg) */
   float *w;     /* [cout, cin, k, k], BN folded */
   float *b;     /* [cout] (zeros when the checkpoint has no bias and no BN) */
+  rv_conv_algo algo; /* RV_CONV_AUTO after load; a model may set RV_CONV_AUTO_FAST */
 } rv_convmod;
 
 /* Load the module at `prefix`. cin / cout / k: expected values, or -1 to accept the

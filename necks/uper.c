@@ -86,6 +86,7 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
     c->in_channels[i] = u->lateral[i].cin;
     snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, i);
     st = rv_convmod_load(&u->fpn[i], w, name, c->channels, c->channels, 3, 1, RV_ACT_RELU, ctx);
+    u->fpn[i].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see core/conv.c */
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, last);
@@ -97,6 +98,7 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
     snprintf(name, sizeof name, "%sfpn_bottleneck", prefix);
     st = rv_convmod_load(&u->fpn_bottleneck, w, name, c->num_ins * c->channels, c->channels, 3, 1,
                          RV_ACT_RELU, ctx);
+    u->fpn_bottleneck.algo = RV_CONV_AUTO_FAST;
   }
   if (st != RV_OK) {
     rv_uper_free(u);

@@ -307,8 +307,9 @@ static rv_det_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
   return l;
 }
 
-/* The batched RoI conv stack (chunked im2col + one GEMM per layer, channel-major inside)
- * equals per-roi naive convolutions + ReLU, across chunk boundaries and channel changes. */
+/* The batched RoI conv stack (one rv_conv2d_f32 per layer over all rois: Winograd F(4x4) on
+ * these 64/80/48-channel 14x14 layers) equals per-roi naive convolutions + ReLU, across
+ * channel changes (a middle layer wider than the last). */
 static void test_conv_stack_rois(void **state) {
   (void)state;
   const int n = 50, s = 14, c0 = 64;

@@ -1,0 +1,284 @@
+/* Winograd F(m x m, 3 x 3) convolution, stride 1, dilation 1, groups 1, any zero padding:
+ *
+ *   y[n,co,oy,ox] = act(b[co] + sum_{ci,ky,kx} w[co,ci,ky,kx] * x[n,ci,oy - ph + ky, ox - pw + kx])
+ *
+ * The output is cut into m x m tiles (partial tiles at the right/bottom edges are computed
+ * whole and clipped); tile t reads the a x a input patch (a = m + 2) at (ty*m - ph, tx*m - pw),
+ * zero outside the image. With the transforms of the Toom-Cook construction (points 0, +-1,
+ * +-2 and infinity for m = 4; 0, +-1, infinity for m = 2):
+ *
+ *   U = G g G^T            [a x a] per (co, ci)        (weights, once per call, in double)
+ *   V = B^T d B            [a x a] per (ci, tile)      (input patches)
+ *   M[k] = U[k] V[k]       for each of the a^2 positions k: [cout x cin] x [cin x tiles] GEMM
+ *   y_tile = A^T M A       [m x m] per (co, tile), then + b[co] and act
+ *
+ * so a tile costs a^2 multiplies per (co, ci) instead of 9 m^2: 2.25x fewer for m = 2,
+ * 4x fewer for m = 4 (nominally; the clipped parts of edge tiles are wasted work).
+ * Rounding: the transforms have entries up to 8 (A^T, m = 4) and 1/24 (G), so the float32
+ * error is larger than a direct conv's: tests/test_winograd.c states the measured bounds.
+ *
+ * Layout: U [a^2][cout][cin], V [a^2][cin][T], M [a^2][cout][T] for a block of T tiles
+ * numbered over (image, tile row, tile column), so many small images (RoI heads) share one
+ * block. Transforms are separable: 1-D passes over rows of tiles, contiguous in the tile
+ * index (vectorisable); the input's 1-D pass along image rows runs over the whole row
+ * segment. OpenMP over channels for the transforms; the a^2 GEMMs go through rv_gemm_f32
+ * (BLAS threads) outside every parallel region.
+ * Workspace (scratch arena, released on return): U (a^2 cout cin floats: (a/3)^2 times the
+ * weights; above U_BUDGET the output channels are processed in chunks, each redoing the input
+ * transform: 3 chunks for UperNet's 2048->512 bottleneck with m = 4, ~17% more CPU time there
+ * than one 151 MB U, and 100 MB less memory), V + M for T tiles (T
+ * from BLOCK_BUDGET, at least MIN_TILES), and small per-thread row buffers: at most ~128 MB
+ * plus MIN_TILES blocks for very wide convs, independent of the image size. A 64 MB block took ~10% less CPU time than
+ * 32 MB on the 2048->512 UperNet bottleneck (wider GEMMs re-pack U less often). */
+#include "core/ops.h"
+#include "core/vmath.h"
+
+#include <omp.h>
+#include <string.h>
+
+#define BLOCK_BUDGET ((size_t)16 << 20) /* floats of V + M per block (64 MB) */
+#define U_BUDGET ((size_t)16 << 20)     /* floats of transformed weights at a time (64 MB) */
+#define MIN_TILES 64                   /* at least this many tiles per block (GEMM width) */
+#define SEG 64                         /* tiles per transform segment (per-thread buffers) */
+
+/* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
+
+RV_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
+                            int step, int n) {
+  if (m == 4) {
+    for (int t = 0; t < n; t++) {
+      const float *p = d + (size_t)t * step;
+      float d0 = p[0], d1 = p[ds], d2 = p[2 * ds], d3 = p[3 * ds], d4 = p[4 * ds], d5 = p[5 * ds];
+      o[t] = 4.0f * d0 - 5.0f * d2 + d4;
+      o[os + t] = d3 + d4 - 4.0f * (d1 + d2);
+      o[2 * os + t] = d4 - d3 + 4.0f * (d1 - d2);
+      o[3 * os + t] = d4 - d2 + 2.0f * (d3 - d1);
+      o[4 * os + t] = d4 - d2 + 2.0f * (d1 - d3);
+      o[5 * os + t] = 4.0f * d1 - 5.0f * d3 + d5;
+    }
+  } else {
+    for (int t = 0; t < n; t++) {
+      const float *p = d + (size_t)t * step;
+      float d0 = p[0], d1 = p[ds], d2 = p[2 * ds], d3 = p[3 * ds];
+      o[t] = d0 - d2;
+      o[os + t] = d1 + d2;
+      o[2 * os + t] = d2 - d1;
+      o[3 * os + t] = d1 - d3;
+    }
+  }
+}
+
+RV_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
+                            int n) {
+  if (m == 4) {
+    for (int t = 0; t < n; t++) {
+      float d0 = d[t], d1 = d[ds + t], d2 = d[2 * ds + t], d3 = d[3 * ds + t],
+            d4 = d[4 * ds + t], d5 = d[5 * ds + t];
+      float s12 = d1 + d2, m12 = d1 - d2, s34 = d3 + d4, m34 = d3 - d4;
+      o[t] = d0 + s12 + s34;
+      o[os + t] = m12 + 2.0f * m34;
+      o[2 * os + t] = s12 + 4.0f * s34;
+      o[3 * os + t] = m12 + 8.0f * m34 + d5;
+    }
+  } else {
+    for (int t = 0; t < n; t++) {
+      float d0 = d[t], d1 = d[ds + t], d2 = d[2 * ds + t], d3 = d[3 * ds + t];
+      o[t] = d0 + d1 + d2;
+      o[os + t] = d1 - d2 - d3;
+    }
+  }
+}
+
+/* u[k*us] (k < a) = G g for the 3 taps g[0], g[gs], g[2 gs], in double */
+static inline __attribute__((always_inline)) void g_1d(int m, double *u, int us, const double *g, int gs) {
+  double g0 = g[0], g1 = g[gs], g2 = g[2 * gs];
+  if (m == 4) {
+    u[0] = 0.25 * g0;
+    u[us] = (g0 + g1 + g2) * (-1.0 / 6.0);
+    u[2 * us] = (g0 - g1 + g2) * (-1.0 / 6.0);
+    u[3 * us] = g0 * (1.0 / 24.0) + g1 * (1.0 / 12.0) + g2 * (1.0 / 6.0);
+    u[4 * us] = g0 * (1.0 / 24.0) - g1 * (1.0 / 12.0) + g2 * (1.0 / 6.0);
+    u[5 * us] = g2;
+  } else {
+    u[0] = g0;
+    u[us] = 0.5 * (g0 + g1 + g2);
+    u[2 * us] = 0.5 * (g0 - g1 + g2);
+    u[3 * us] = g2;
+  }
+}
+
+/* U[k][co][ci] = (G w[co,ci] G^T)[k / a][k % a] for ci in [0, cin) of one co, computed in
+ * double and rounded once; staged per 64 ci so that the a^2 output streams (a power-of-two
+ * apart when cout cin is) are written as runs, not one float each */
+static inline __attribute__((always_inline)) void g_tile(int m, float *st, int ss,
+                                                        const float *w) {
+  int a = m + 2;
+  double g[9], tmp[6 * 3], uu[6 * 6];
+  for (int i = 0; i < 9; i++) g[i] = w[i];
+  for (int c = 0; c < 3; c++) g_1d(m, tmp + c, 3, g + c, 3);          /* columns: tmp[a x 3] */
+  for (int r = 0; r < a; r++) g_1d(m, uu + r * a, 1, tmp + r * 3, 1); /* rows */
+  for (int k = 0; k < a * a; k++) st[k * ss] = (float)uu[k];
+}
+
+RV_CLONES static void weight_transform_row(float *u, size_t plane, const float *w, int cin, int m) {
+  int a = m + 2;
+  float stage[36 * 64];
+  for (int c0 = 0; c0 < cin; c0 += 64) {
+    int nc = cin - c0 < 64 ? cin - c0 : 64;
+    const float *wc = w + (size_t)c0 * 9;
+    if (m == 4) /* literal m: the tile code unrolls and the loop over j vectorises */
+      for (int j = 0; j < nc; j++) g_tile(4, stage + j, 64, wc + (size_t)j * 9);
+    else
+      for (int j = 0; j < nc; j++) g_tile(2, stage + j, 64, wc + (size_t)j * 9);
+    for (int k = 0; k < a * a; k++)
+      memcpy(u + (size_t)k * plane + c0, stage + k * 64, sizeof(float) * (size_t)nc);
+  }
+}
+
+static void weight_transform(float *u, const float *w, int cout, int cin, int m) {
+  size_t plane = (size_t)cout * cin;
+#pragma omp parallel for schedule(static) if (plane >= 4096)
+  for (int co = 0; co < cout; co++)
+    weight_transform_row(u + (size_t)co * cin, plane, w + (size_t)co * cin * 9, cin, m);
+}
+
+typedef struct {
+  int m, a, ph, pw, h, wd, oh, ow, th, tw; /* tile grid th x tw per image */
+  int cin, cout;
+} wino_geom;
+
+/* Tile t -> image, tile row, tile column. */
+static void tile_pos(const wino_geom *g, size_t t, int *ni, int *ty, int *tx) {
+  size_t per = (size_t)g->th * g->tw;
+  *ni = (int)(t / per);
+  *ty = (int)(t % per / (size_t)g->tw);
+  *tx = (int)(t % (size_t)g->tw);
+}
+
+/* V[k][c][t - t0] for tiles [t0, t0 + nt) of channel c; buf: 2 a (SEG m + 2) floats. */
+static void input_transform_channel(float *v, size_t ld, const float *x, const wino_geom *g,
+                                    int c, size_t t0, int nt, float *buf) {
+  int m = g->m, a = g->a, L = SEG * m + 2;
+  float *rows = buf, *col = buf + (size_t)a * L;
+  for (int done = 0; done < nt;) {
+    int ni, ty, tx;
+    tile_pos(g, t0 + (size_t)done, &ni, &ty, &tx);
+    int seg = g->tw - tx; /* tiles left in this tile row */
+    if (seg > nt - done) seg = nt - done;
+    if (seg > SEG) seg = SEG;
+    int len = seg * m + 2, iy0 = ty * m - g->ph, ix0 = tx * m - g->pw;
+    const float *xp = x + ((size_t)ni * g->cin + c) * g->h * g->wd;
+    int lo = ix0 < 0 ? -ix0 : 0, hi = g->wd - ix0 < len ? g->wd - ix0 : len;
+    for (int r = 0; r < a; r++) {
+      float *d = rows + (size_t)r * L;
+      int iy = iy0 + r;
+      if (iy < 0 || iy >= g->h || lo >= hi) {
+        memset(d, 0, sizeof(float) * len);
+        continue;
+      }
+      for (int i = 0; i < lo; i++) d[i] = 0.0f;
+      memcpy(d + lo, xp + (size_t)iy * g->wd + ix0 + lo, sizeof(float) * (size_t)(hi - lo));
+      for (int i = hi; i < len; i++) d[i] = 0.0f;
+    }
+    bt_1d(m, col, L, rows, L, 1, len); /* along columns: a rows -> a transformed rows */
+    float *vo = v + (size_t)c * ld + (size_t)done;
+    size_t ks = (size_t)g->cin * ld; /* between positions k */
+    for (int i = 0; i < a; i++)      /* along rows: positions k = i*a + j */
+      bt_1d(m, vo + (size_t)i * a * ks, ks, col + (size_t)i * L, 1, m, seg);
+    done += seg;
+  }
+}
+
+/* y tiles of channel co for tiles [t0, t0 + nt) from mrow[k*ks + t - t0] (channel co's row
+ * of M, positions k ks apart), + bias, act; buf: (a m + m m) SEG floats. */
+static void output_transform_channel(float *y, const float *mrow, size_t ks, const wino_geom *g,
+                                     int co, float bias, rv_act act, size_t t0, int nt,
+                                     float *buf) {
+  int m = g->m, a = g->a;
+  float *hor = buf, *out = buf + (size_t)a * m * SEG;
+  for (int done = 0; done < nt;) {
+    int ni, ty, tx;
+    tile_pos(g, t0 + (size_t)done, &ni, &ty, &tx);
+    int seg = g->tw - tx;
+    if (seg > nt - done) seg = nt - done;
+    if (seg > SEG) seg = SEG;
+    const float *mp = mrow + (size_t)done;
+    for (int i = 0; i < a; i++) /* along rows: hor[i][q][t] */
+      at_1d(m, hor + (size_t)i * m * SEG, SEG, mp + (size_t)i * a * ks, ks, seg);
+    for (int q = 0; q < m; q++) /* along columns: out[p][q][t] */
+      at_1d(m, out + (size_t)q * SEG, (size_t)m * SEG, hor + (size_t)q * SEG, (size_t)m * SEG, seg);
+    int oy0 = ty * m, ox0 = tx * m;
+    int rows = g->oh - oy0 < m ? g->oh - oy0 : m;
+    int cols = g->ow - ox0 < seg * m ? g->ow - ox0 : seg * m;
+    float *yp = y + ((size_t)ni * g->cout + co) * g->oh * g->ow + (size_t)oy0 * g->ow + ox0;
+    for (int p = 0; p < rows; p++) {
+      float *yr = yp + (size_t)p * g->ow;
+      for (int q = 0; q < m; q++) {
+        const float *op = out + (size_t)(p * m + q) * SEG;
+        for (int t = 0; t * m + q < cols; t++) yr[t * m + q] = op[t] + bias;
+      }
+      rv_act_serial_f32(yr, (size_t)cols, act);
+    }
+    done += seg;
+  }
+}
+
+rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const float *b,
+                                 int n, int cin, int h, int wd, int cout, rv_conv_params p, int m,
+                                 rv_arena *scratch) {
+  RV_ASSERT(p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1);
+  RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0 && (m == 2 || m == 4));
+  RV_ASSERT(n >= 0 && cin > 0 && cout > 0 && scratch != NULL);
+  wino_geom g;
+  g.m = m, g.a = m + 2, g.ph = p.ph, g.pw = p.pw, g.h = h, g.wd = wd;
+  g.oh = rv_conv_out_size(h, 3, 1, p.ph, 1);
+  g.ow = rv_conv_out_size(wd, 3, 1, p.pw, 1);
+  g.cin = cin, g.cout = cout;
+  if (g.oh <= 0 || g.ow <= 0) return RV_ERR_SHAPE;
+  if (n == 0) return RV_OK;
+  g.th = (g.oh + m - 1) / m, g.tw = (g.ow + m - 1) / m;
+  size_t a2 = (size_t)g.a * g.a, total = (size_t)n * g.th * g.tw;
+  /* output channels in chunks of cc so that U stays within U_BUDGET (the input transform
+   * is redone per chunk) */
+  int chunks = (int)((a2 * cout * cin + U_BUDGET - 1) / U_BUDGET);
+  int cc = (cout + chunks - 1) / chunks;
+  size_t nt = BLOCK_BUDGET / (a2 * ((size_t)cin + cc));
+  if (nt < MIN_TILES) nt = MIN_TILES;
+  if (nt > total) nt = total;
+  int nth = omp_get_max_threads();
+  size_t per_thread = (size_t)2 * g.a * (SEG * m + 2);
+  if ((size_t)(g.a * m + m * m) * SEG > per_thread) per_thread = (size_t)(g.a * m + m * m) * SEG;
+
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  float *u = rv_arena_floats(scratch, a2 * cc * cin);
+  float *v = rv_arena_floats(scratch, a2 * cin * nt);
+  float *mm = rv_arena_floats(scratch, a2 * cc * nt);
+  float *tb = rv_arena_floats(scratch, per_thread * nth);
+  if (!u || !v || !mm || !tb) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+  for (int co0 = 0; co0 < cout; co0 += cc) {
+    int nc = cout - co0 < cc ? cout - co0 : cc;
+    weight_transform(u, w + (size_t)co0 * cin * 9, nc, cin, m);
+    for (size_t t0 = 0; t0 < total; t0 += nt) {
+      int cnt = (int)(total - t0 < nt ? total - t0 : nt);
+      size_t work = (size_t)cnt * cin * a2;
+#pragma omp parallel for schedule(static) if (work >= 65536)
+      for (int c = 0; c < cin; c++)
+        input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt,
+                                tb + per_thread * (size_t)omp_get_thread_num());
+      for (size_t k = 0; k < a2; k++)
+        rv_gemm_f32(0, 0, nc, cnt, cin, 1.0f, u + k * nc * cin, cin, v + k * cin * cnt, cnt, 0.0f,
+                    mm + k * nc * cnt, cnt);
+      work = (size_t)cnt * nc * a2;
+#pragma omp parallel for schedule(static) if (work >= 65536)
+      for (int j = 0; j < nc; j++)
+        output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j,
+                                 b ? b[co0 + j] : 0.0f, p.act, t0, cnt,
+                                 tb + per_thread * (size_t)omp_get_thread_num());
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
