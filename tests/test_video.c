@@ -6,7 +6,8 @@
  * CLI tests on Debian opencv-doc videos with the e2e fixture checkpoints: a segmentor on
  * vtest.avi and a detector on Megamind.avi (--every, --json, --size), output frame counts
  * read back with OpenCV, JSON lines parsed with cJSON, a truncated file (exit 3, output
- * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments. */
+ * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments; frame
+ * ranges (first_index), rv_video_seek against a sequential decode. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
@@ -180,6 +181,36 @@ static void test_order_every(void **state) {
   assert_int_equal(k.finish_status, RV_OK);
   assert_true(st.latency_mean_s > 0 && st.latency_p95_s > 0 && st.fps > 0 && st.wall_s > 0);
   check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+/* A range of a split file: indices start at first_index and --every counts from there, so
+ * a range starting off the every-grid has no result until its first processed frame. */
+static void test_first_index(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 20);
+  s.next = 7; /* the source is positioned at frame 7, as rv_video_seek does */
+  rv_vp_config c = syn_config(&s, &k);
+  c.every = 3;
+  c.first_index = 7;
+  c.max_frames = 10;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 10);
+  assert_int_equal(st.processed, 3); /* 9, 12, 15 */
+  assert_int_equal(k.nseen, 10);
+  for (long i = 0; i < 10; i++) {
+    long f = 7 + i;
+    assert_int_equal(k.seen[i], f); /* the pixels carry the source position: mismatch counts */
+    assert_int_equal(k.proc[i], f % 3 == 0);
+    assert_int_equal(k.res[i], f < 9 ? -1 : f - f % 3);
+  }
+  check_common(&k);
+  c.first_index = -1;
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_ARG);
   rv_ctx_free(ctx);
 }
 
@@ -620,6 +651,81 @@ static void test_cli_sigint(void **state) {
   assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
 }
 
+static uint64_t fnv(const rv_image *f) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < (size_t)f->h * f->w * f->c; i++) h = (h ^ f->data[i]) * 1099511628211ULL;
+  return h;
+}
+
+/* rv_video_seek, both ways, against a sequential decode: the 3 frames read after seeking to
+ * frame s are frames s, s+1, s+2 (pixel hashes), for a sweep of s on an AVI MPEG-4 file, an
+ * AVI of another frame rate and an MP4 H.264 file written here. */
+static void check_seek(const char *path, long n) {
+  rv_ctx *ctx = rv_ctx_create();
+  rv_video_reader *r;
+  rv_image f = {0};
+  int got = 0;
+  uint64_t *seq = calloc((size_t)n, sizeof *seq);
+  assert_non_null(seq);
+  assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+  for (long i = 0; i < n; i++) {
+    assert_int_equal(rv_video_read(r, &f, &got, ctx), RV_OK);
+    assert_int_equal(got, 1);
+    seq[i] = fnv(&f);
+  }
+  assert_int_equal(rv_video_seek(r, 5, 0, ctx), RV_ERR_ARG); /* after reading */
+  rv_video_close(r);
+  static const long starts[] = {0, 1, 2, 3, 5, 11, 12, 13, 24, 31, 37, 38};
+  for (int exact = 0; exact < 2; exact++)
+    for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+      long s = starts[k] % (n - 3);
+      assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+      assert_int_equal(rv_video_seek(r, s, exact, ctx), RV_OK);
+      for (long i = s; i < s + 3; i++) {
+        assert_int_equal(rv_video_read(r, &f, &got, ctx), RV_OK);
+        assert_int_equal(got, 1);
+        if (fnv(&f) != seq[i]) fail_msg("%s: seek (exact %d) to %ld: frame %ld differs", path, exact, s, i);
+      }
+      assert_int_equal(rv_video_frames_read(r), s + 3);
+      rv_video_close(r);
+    }
+  assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+  assert_int_equal(rv_video_seek(r, rv_video_get_info(r).frame_count + 5, 0, ctx), RV_ERR_FORMAT);
+  rv_video_close(r);
+  rv_image_free(&f);
+  free(seq);
+  rv_ctx_free(ctx);
+}
+
+static void test_seek(void **state) {
+  (void)state;
+  check_seek(SAMPLES "/vtest.avi", 48);
+  check_seek(SAMPLES "/Megamind.avi", 48);
+  char p[512];
+  snprintf(p, sizeof p, "%s/seek.mp4", tmpdir);
+  rv_ctx *ctx = rv_ctx_create();
+  rv_video_reader *r;
+  rv_video_writer *w;
+  rv_image f = {0};
+  int got = 0;
+  assert_int_equal(rv_video_open(&r, SAMPLES "/vtest.avi", ctx), RV_OK);
+  assert_int_equal(rv_video_writer_open(&w, p, 10, 768, 576, NULL, ctx), RV_OK);
+  for (int i = 0; i < 60 && rv_video_read(r, &f, &got, ctx) == RV_OK && got; i++)
+    assert_int_equal(rv_video_write(w, &f, ctx), RV_OK);
+  assert_int_equal(rv_video_writer_close(w, ctx), RV_OK);
+  rv_video_close(r);
+  rv_image_free(&f);
+  check_seek(p, 48);
+  /* exact positioning past the end of a file that announces more frames than it has */
+  assert_int_equal(test_run("head -c 200000 " SAMPLES "/Megamind.avi > %s/short.avi", tmpdir), 0);
+  snprintf(p, sizeof p, "%s/short.avi", tmpdir);
+  assert_int_equal(rv_video_open(&r, p, ctx), RV_OK);
+  assert_int_equal(rv_video_seek(r, 200, 1, ctx), RV_ERR_FORMAT);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "short.avi"));
+  rv_video_close(r);
+  rv_ctx_free(ctx);
+}
+
 static void test_cli_bad_inputs(void **state) {
   (void)state;
   const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
@@ -643,6 +749,7 @@ static void test_cli_bad_inputs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_every),
+      cmocka_unit_test(test_first_index),
       cmocka_unit_test(test_max_frames),
       cmocka_unit_test(test_file_never_drops),
       cmocka_unit_test(test_live_drops),
@@ -657,6 +764,7 @@ int main(void) {
       cmocka_unit_test(test_cli_truncated),
       cmocka_unit_test(test_cli_live_drop),
       cmocka_unit_test(test_cli_sigint),
+      cmocka_unit_test(test_seek),
       cmocka_unit_test(test_cli_bad_inputs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
