@@ -7,7 +7,8 @@
  * vtest.avi and a detector on Megamind.avi (--every, --json, --size), output frame counts
  * read back with OpenCV, JSON lines parsed with cJSON, a truncated file (exit 3, output
  * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments; frame
- * ranges (first_index), rv_video_seek against a sequential decode. */
+ * ranges (first_index), rv_video_seek against a sequential decode, several inputs with
+ * --out-dir. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
@@ -726,6 +727,52 @@ static void test_seek(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* Several inputs (one process): sorted, each into DIR/STEM.jsonl and DIR/STEM.EXT, the same
+ * JSON lines as a run on that file alone; a failing input leaves its outputs unwritten and
+ * the others complete (exit 1); naming conflicts and missing --out-dir are usage errors. */
+static void test_cli_several_inputs(void **state) {
+  (void)state;
+  const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
+  const char *args = "--max-frames 3 --size 64x96";
+  assert_int_equal(test_run("'%s' --quiet --threads 1 video --weights '%s' %s " SAMPLES "/vtest.avi " SAMPLES
+                            "/Megamind.avi --out-dir %s/many/sub --out-ext avi",
+                            RV_BIN, seg, args, tmpdir),
+                   0);
+  assert_int_equal(test_run("'%s' --quiet --threads 1 video --weights '%s' %s " SAMPLES "/Megamind.avi --json %s/mm.jsonl",
+                            RV_BIN, seg, args, tmpdir),
+                   0);
+  assert_int_equal(test_run("cmp -s %s/mm.jsonl %s/many/sub/Megamind.jsonl", tmpdir, tmpdir), 0);
+  char p[512];
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/many/sub/vtest.avi", tmpdir);
+  assert_int_equal(count_frames(p, &w, &h), 3);
+  assert_int_equal(w, 768);
+  snprintf(p, sizeof p, "%s/many/sub/Megamind.avi", tmpdir);
+  assert_int_equal(count_frames(p, &w, &h), 3);
+  assert_int_equal(w, 720);
+  assert_int_equal(test_run("test $(ls %s/many/sub | wc -l) -eq 4", tmpdir), 0);
+  /* a missing input: reported, exit 1, the other input's outputs written (JSON only here) */
+  assert_int_equal(test_run("'%s' --quiet video --weights '%s' %s %s/gone.avi " SAMPLES "/vtest.avi --out-dir %s/part "
+                            "--out-ext none 2> %s/part.err",
+                            RV_BIN, seg, args, tmpdir, tmpdir, tmpdir),
+                   1);
+  assert_int_equal(test_run("grep -q 'gone.avi: no such file' %s/part.err && test $(ls %s/part) = vtest.jsonl", tmpdir, tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi " SAMPLES "/Megamind.avi 2> %s/u.err", RV_BIN,
+                            seg, tmpdir),
+                   2);
+  assert_int_equal(test_run("grep -q 'give --out-dir' %s/u.err", tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi %s/x/vtest.mp4 --out-dir %s/d 2> %s/u.err",
+                            RV_BIN, seg, tmpdir, tmpdir, tmpdir),
+                   2);
+  assert_int_equal(test_run("grep -q 'would both write' %s/u.err", tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi --out-dir %s/d --json %s/j 2> /dev/null", RV_BIN,
+                            seg, tmpdir, tmpdir),
+                   2);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi --out-dir %s/d --out-ext gif 2> /dev/null",
+                            RV_BIN, seg, tmpdir),
+                   2);
+}
+
 static void test_cli_bad_inputs(void **state) {
   (void)state;
   const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
@@ -765,6 +812,7 @@ int main(void) {
       cmocka_unit_test(test_cli_live_drop),
       cmocka_unit_test(test_cli_sigint),
       cmocka_unit_test(test_seek),
+      cmocka_unit_test(test_cli_several_inputs),
       cmocka_unit_test(test_cli_bad_inputs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
