@@ -124,6 +124,7 @@ struct rv_video_app {
   rv_video_job *job;
   rv_video_reader *vr;
   rv_video_writer *vw;
+  int vw_owned; /* vw is ours to close (else the job's writer) */
   const char *out_path;
   FILE *json;
   int json_owned; /* json is our temporary file (else the job's stream) */
@@ -322,6 +323,7 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
   rv_status st = RV_OK;
   double t0 = rv_now();
   if (a->show) rv_image_close_windows(); /* GUI calls stay on the encode thread */
+  if (a->vw && !a->vw_owned) a->vw = NULL; /* the caller's writer stays open */
   if (a->vw) {
     snprintf(a->fourcc, sizeof a->fourcc, "%s", rv_video_writer_fourcc(a->vw));
     if (a->frames_out > 0) {
@@ -466,7 +468,10 @@ static rv_status open_job(app *A, rv_video_job *j, rv_ctx *ctx) {
   j->info = rv_video_get_info(A->vr);
   if (j->first > 0 || j->count > 0) RV_TRY(rv_video_seek(A->vr, j->first, A->o.no_seek, ctx));
   double fps = j->info.fps > 0 && j->info.fps <= 1000 ? j->info.fps : 25.0;
-  if (j->output) {
+  if (j->writer) {
+    A->vw = j->writer;
+  } else if (j->output) {
+    A->vw_owned = 1;
     if (!(j->info.fps > 0 && j->info.fps <= 1000))
       rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", j->input, j->output);
     RV_TRY(rv_video_writer_open(&A->vw, j->output, fps, j->info.width, j->info.height, j->fourcc, ctx));
@@ -512,6 +517,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   A->job = j;
   A->vr = NULL;
   A->vw = NULL;
+  A->vw_owned = 0;
   A->json = NULL;
   A->json_owned = A->out_finalised = A->json_finalised = 0;
   A->frames_out = A->json_lines = 0;
@@ -525,7 +531,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   int live = info.is_camera || strstr(input, "://") != NULL;
   double out_fps = info.fps > 0 && info.fps <= 1000 ? info.fps : 25.0;
   if (st != RV_OK) goto out;
-  if (!j->output && !j->json && !j->json_stream) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
+  if (!j->output && !j->writer && !j->json && !j->json_stream) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
   if (o->drop && !live) rv_log(ctx, RV_LOG_INFO, "--drop applies to cameras and streams only: a file never drops frames");
 
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -584,7 +590,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
            s->read_s, s->infer_s, s->wait_in_s, s->wait_out_s, s->sink_s);
   }
 out:
-  if (A->vw) rv_video_writer_discard(A->vw);
+  if (A->vw && A->vw_owned) rv_video_writer_discard(A->vw);
   A->vw = NULL;
   if (A->json && A->json_owned) {
     fclose(A->json);

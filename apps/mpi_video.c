@@ -8,11 +8,12 @@
  * the overlays of the frames in between are the ones a single run draws). Rank r positions
  * its reader at its first frame (rv_video_seek: the keyframe before it, then decoded
  * forward; --no-seek decodes from frame 0), runs the pipeline with global frame indices and
- * writes its overlay frames losslessly (FFV1) to OUTPUT.part<r>of<N>.mkv beside OUTPUT and its
- * JSON lines to memory. Rank 0 gathers the JSON lines and the seam hashes (each rank's first
- * frame must be the frame after the previous rank's range: a seek that is not frame-exact
- * fails the run), then re-encodes the parts in rank order into OUTPUT (one lossy encode, as
- * in a single run) and writes JSON; both through temporary files renamed at the end. The
+ * writes its overlay frames losslessly (HuffYUV) to OUTPUT.part<r>of<N>.mkv beside OUTPUT and
+ * its JSON lines to memory; rank 0 encodes its own frames into OUTPUT's temporary file as it
+ * goes. Rank 0 gathers the JSON lines and the seam hashes (each rank's first frame must be
+ * the frame after the previous rank's range: a seek that is not frame-exact fails the run),
+ * then appends the other parts in rank order (one lossy encode, as in a single run) and
+ * writes JSON; both through temporary files renamed at the end. The
  * parts need a folder every rank sees (the output's). Any failure: reported by rank and
  * input, every rank exits 1, no final output, parts removed. */
 #define _POSIX_C_SOURCE 200809L
@@ -154,34 +155,30 @@ static void part_name(char *dst, size_t cap, const char *output, int r, int R) {
   snprintf(dst, cap, "%s.part%dof%d.mkv", output, r, R);
 }
 
-/* Rank 0: the seams, then the parts re-encoded into output and the JSON lines into json. */
-static rv_status assemble(const rank_rec *recs, int R, const char *input, const rv_video_info *info, const char *output,
+/* Rank 0: the seams, then the other ranks' parts appended to vw (which holds rank 0's
+ * frames; closed or discarded here) and the JSON lines written to json. */
+static rv_status assemble(const rank_rec *recs, int R, const char *input, rv_video_writer *vw, const char *output,
                           const char *json, const char *lines, size_t n_lines, rv_ctx *ctx) {
-  for (int r = 1; r < R; r++) {
+  rv_status st = RV_OK;
+  for (int r = 1; r < R && st == RV_OK; r++) {
     if (!recs[r].have_first) continue; /* an empty range */
     if (!recs[r - 1].have_next || recs[r - 1].next_hash != recs[r].first_hash)
-      return rv_error(ctx, RV_ERR_FORMAT,
-                      "%s: frame %lld, where rank %d starts, differs from the frame after rank %d's range: seeking is "
-                      "not frame-exact on this file (rerun with --no-seek)",
-                      input, (long long)recs[r].first, r, r - 1);
+      st = rv_error(ctx, RV_ERR_FORMAT,
+                    "%s: frame %lld, where rank %d starts, differs from the frame after rank %d's range: seeking is "
+                    "not frame-exact on this file (rerun with --no-seek)",
+                    input, (long long)recs[r].first, r, r - 1);
   }
   rv_out_file jo = {0};
   int have_jo = 0;
-  if (json) {
-    RV_TRY(rv_out_open(&jo, json, ctx));
-    have_jo = 1;
-    if (n_lines && fwrite(lines, 1, n_lines, jo.f) != n_lines) {
-      rv_out_abort(&jo);
-      return rv_error(ctx, RV_ERR_IO, "%s: write failed", json);
-    }
+  if (st == RV_OK && json) {
+    st = rv_out_open(&jo, json, ctx);
+    have_jo = st == RV_OK;
+    if (have_jo && n_lines && fwrite(lines, 1, n_lines, jo.f) != n_lines) st = rv_error(ctx, RV_ERR_IO, "%s: write failed", json);
   }
-  rv_status st = RV_OK;
-  if (output) {
-    rv_video_writer *vw = NULL;
-    double fps = info->fps > 0 && info->fps <= 1000 ? info->fps : 25.0;
-    st = rv_video_writer_open(&vw, output, fps, info->width, info->height, NULL, ctx);
+  int wrote_video = 0;
+  if (vw) {
     rv_image f = {0};
-    for (int r = 0; st == RV_OK && r < R; r++) {
+    for (int r = 1; st == RV_OK && r < R; r++) {
       if (!recs[r].written) continue;
       char part[4200];
       part_name(part, sizeof part, output, r, R);
@@ -200,11 +197,12 @@ static rv_status assemble(const rank_rec *recs, int R, const char *input, const 
     rv_image_free(&f);
     if (st == RV_OK) st = rv_video_writer_close(vw, ctx);
     else rv_video_writer_discard(vw);
+    wrote_video = st == RV_OK;
   }
   if (have_jo) {
     if (st == RV_OK) st = rv_out_close(&jo, ctx);
     else rv_out_abort(&jo);
-    if (st != RV_OK && output) remove(output); /* both or neither */
+    if (st != RV_OK && wrote_video) remove(output); /* both or neither */
   }
   return st;
 }
@@ -221,6 +219,7 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   size_t n_lines = 0;
   FILE *mem = NULL;
   rv_video_reader *vr = NULL;
+  rv_video_writer *final = NULL; /* rank 0: output, its own frames first */
   rv_status st = rv_video_open(&vr, input, ctx); /* its length, on every rank */
   if (st == RV_OK) j.info = rv_video_get_info(vr);
   rv_video_close(vr);
@@ -238,13 +237,20 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
               to_end ? "" : ", --max-frames", R, o->every, o->no_seek ? "decoded from frame 0 (--no-seek)" : "by seeking");
   }
   int empty = st == RV_OK && j.count == 0 && !(me == R - 1 && to_end);
+  if (st == RV_OK && output && me == 0) {
+    double fps = j.info.fps > 0 && j.info.fps <= 1000 ? j.info.fps : 25.0;
+    if (fps != j.info.fps) rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
+    st = rv_video_writer_open(&final, output, fps, j.info.width, j.info.height, NULL, ctx);
+  }
   if (st == RV_OK && !empty) {
     j.input = input;
     j.quiet = 1;
-    if (output) {
+    if (final) {
+      j.writer = final;
+    } else if (output) {
       part_name(part, sizeof part, output, me, R);
       j.output = part;
-      j.fourcc = "FFV1"; /* lossless: the final encode is the only lossy one */
+      j.fourcc = "HFYU"; /* lossless (HuffYUV, BGR): the final encode is the only lossy one */
     }
     if (json && !(mem = open_memstream(&lines, &n_lines))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
     j.json_stream = mem;
@@ -271,9 +277,11 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   st = rv_mpi_agree(st != RV_OK ? st : g, ctx);
   double t_gather = rv_now();
   if (st == RV_OK) { /* rank 0's verdict on the seams and the final files, for every rank */
-    if (me == 0) st = assemble(recs, R, input, &j.info, output, json, all, json ? offs[R] : 0, ctx);
+    if (me == 0) st = assemble(recs, R, input, final, output, json, all, json ? offs[R] : 0, ctx);
+    final = NULL;
     st = rv_mpi_agree(st, ctx);
   }
+  rv_video_writer_discard(final); /* a failure before assembling */
   if (part[0]) remove(part);  /* rank 0 has read them (or failed) */
   if (me == 0 && recs && st == RV_OK && !rv_cli.quiet) {
     char extra[256];

@@ -31,7 +31,8 @@ void rv_video_app_free(rv_video_app *a);
 
 typedef struct {
   const char *input;
-  const char *output, *fourcc; /* overlay video (NULL: none), codec (NULL: by extension) */
+  const char *output, *fourcc; /* overlay video (NULL: none), codec (NULL: by extension) ... */
+  rv_video_writer *writer;     /* ... or frames appended to this open writer (not closed) */
   const char *json;            /* JSON lines file, temp + rename (NULL: none) ... */
   FILE *json_stream;           /* ... or JSON lines appended to this stream (not closed) */
   long first, count;           /* frames first .. first + count - 1 of a file (count 0: to
