@@ -242,6 +242,12 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
     if (fps != j.info.fps) rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
     st = rv_video_writer_open(&final, output, fps, j.info.width, j.info.height, NULL, ctx);
   }
+  /* an unreadable input or output is known before any frame is processed */
+  st = rv_mpi_agree(st, ctx);
+  if (st != RV_OK) {
+    rv_video_writer_discard(final);
+    return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  }
   if (st == RV_OK && !empty) {
     j.input = input;
     j.quiet = 1;
@@ -272,7 +278,10 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   char *all = NULL;
   size_t *offs = NULL;
   rv_status g = gather_recs(&recs, &mine, ctx);
-  if (g == RV_OK && json) g = rv_mpi_gather_bytes(&all, &offs, st == RV_OK ? lines : NULL, st == RV_OK ? n_lines : 0, ctx);
+  if (json) { /* every rank calls it, whatever happened before */
+    rv_status gj = rv_mpi_gather_bytes(&all, &offs, st == RV_OK ? lines : NULL, st == RV_OK ? n_lines : 0, ctx);
+    if (g == RV_OK) g = gj;
+  }
   free(lines);
   st = rv_mpi_agree(st != RV_OK ? st : g, ctx);
   double t_gather = rv_now();
