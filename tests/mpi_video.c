@@ -16,6 +16,7 @@
 #include "test_util.h"
 
 #include "core/image.h"
+#include "video_test_util.h"
 
 #include <unistd.h>
 
@@ -41,31 +42,9 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Frames of a video and its size as OpenCV reads it back (-1: unreadable). */
-static long frames_of(const char *path, int *w, int *h) {
-  rv_ctx *ctx = rv_ctx_create();
-  rv_video_reader *r;
-  long n = -1;
-  if (rv_video_open(&r, path, ctx) == RV_OK) {
-    rv_video_info info = rv_video_get_info(r);
-    *w = info.width;
-    *h = info.height;
-    rv_image f = {0};
-    int got = 0;
-    rv_status st;
-    n = 0;
-    while ((st = rv_video_read(r, &f, &got, ctx)) == RV_OK && got) n++;
-    if (st != RV_OK) n = -1;
-    rv_image_free(&f);
-    rv_video_close(r);
-  }
-  rv_ctx_free(ctx);
-  return n;
-}
-
 static void expect_video(const char *path, long n, int w, int h) {
   int vw = 0, vh = 0;
-  assert_int_equal(frames_of(path, &vw, &vh), n);
+  assert_int_equal(test_video_frames(path, &vw, &vh), n);
   assert_int_equal(vw, w);
   assert_int_equal(vh, h);
 }

@@ -13,6 +13,7 @@
 #include "test_util.h"
 
 #include "core/image.h"
+#include "video_test_util.h"
 #include "eval/rle.h"
 #include "models/video_pipeline.h"
 #include <cjson/cJSON.h>
@@ -443,28 +444,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Frames of a video as OpenCV reads it back (-1 if it does not open or breaks). */
-static long count_frames(const char *path, int *w, int *h) {
-  rv_ctx *ctx = rv_ctx_create();
-  rv_video_reader *r;
-  long n = -1;
-  if (rv_video_open(&r, path, ctx) == RV_OK) {
-    rv_video_info info = rv_video_get_info(r);
-    *w = info.width;
-    *h = info.height;
-    rv_image f = {0};
-    int got = 0;
-    n = 0;
-    rv_status st;
-    while ((st = rv_video_read(r, &f, &got, ctx)) == RV_OK && got) n++;
-    if (st != RV_OK) n = -1;
-    rv_image_free(&f);
-    rv_video_close(r);
-  }
-  rv_ctx_free(ctx);
-  return n;
-}
-
 /* Parse JSON lines; returns the count, each line's object passed to check(). */
 static long json_lines(const char *path, void (*check)(const cJSON *o, long i, void *u), void *u) {
   FILE *f = fopen(path, "r");
@@ -509,7 +488,7 @@ static void test_cli_segment_vtest(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/seg.mp4", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 8);
+  assert_int_equal(test_video_frames(p, &w, &h), 8);
   assert_int_equal(w, 768);
   assert_int_equal(h, 576);
   int wh[2] = {768, 576};
@@ -557,7 +536,7 @@ static void test_cli_detect_megamind_every(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/det.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 9); /* every frame written, 3 inferred */
+  assert_int_equal(test_video_frames(p, &w, &h), 9); /* every frame written, 3 inferred */
   assert_int_equal(w, 720);
   assert_int_equal(h, 528);
   long ndet = 0;
@@ -583,7 +562,7 @@ static void test_cli_truncated(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/tr.mp4", tmpdir);
-  long n = count_frames(p, &w, &h);
+  long n = test_video_frames(p, &w, &h);
   assert_true(n > 0);
   snprintf(p, sizeof p, "%s/tr.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_any_line, NULL), n);
@@ -624,7 +603,7 @@ static void test_cli_live_drop(void **state) {
   assert_int_equal(proc, wr);
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/drop.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), wr);
+  assert_int_equal(test_video_frames(p, &w, &h), wr);
   double last_t = 0;
   snprintf(p, sizeof p, "%s/drop.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_live_line, &last_t), wr);
@@ -644,7 +623,7 @@ static void test_cli_sigint(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/int.avi", tmpdir);
-  long n = count_frames(p, &w, &h);
+  long n = test_video_frames(p, &w, &h);
   assert_true(n > 0 && n < 795);
   int wh[2] = {768, 576};
   snprintf(p, sizeof p, "%s/int.jsonl", tmpdir);
@@ -745,10 +724,10 @@ static void test_cli_several_inputs(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/many/sub/vtest.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 3);
+  assert_int_equal(test_video_frames(p, &w, &h), 3);
   assert_int_equal(w, 768);
   snprintf(p, sizeof p, "%s/many/sub/Megamind.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 3);
+  assert_int_equal(test_video_frames(p, &w, &h), 3);
   assert_int_equal(w, 720);
   assert_int_equal(test_run("test $(ls %s/many/sub | wc -l) -eq 4", tmpdir), 0);
   /* a missing input: reported, exit 1, the other input's outputs written (JSON only here) */
