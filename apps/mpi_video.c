@@ -160,13 +160,14 @@ static void part_name(char *dst, size_t cap, const char *output, int r, int R) {
 static rv_status assemble(const rank_rec *recs, int R, const char *input, rv_video_writer *vw, const char *output,
                           const char *json, const char *lines, size_t n_lines, rv_ctx *ctx) {
   rv_status st = RV_OK;
-  for (int r = 1; r < R && st == RV_OK; r++) {
-    if (!recs[r].have_first) continue; /* an empty range */
-    if (!recs[r - 1].have_next || recs[r - 1].next_hash != recs[r].first_hash)
+  for (int r = 0, prev = -1; r < R && st == RV_OK; r++) {
+    if (!recs[r].have_first) continue; /* an empty range (more ranks than --every steps) */
+    if (prev >= 0 && (!recs[prev].have_next || recs[prev].next_hash != recs[r].first_hash))
       st = rv_error(ctx, RV_ERR_FORMAT,
                     "%s: frame %lld, where rank %d starts, differs from the frame after rank %d's range: seeking is "
                     "not frame-exact on this file (rerun with --no-seek)",
-                    input, (long long)recs[r].first, r, r - 1);
+                    input, (long long)recs[r].first, r, prev);
+    prev = r;
   }
   rv_out_file jo = {0};
   int have_jo = 0;

@@ -120,6 +120,19 @@ static void test_split_segmentor(void **state) {
   snprintf(p, sizeof p, "%s/s/n.mp4", tmp);
   expect_video(p, 24, 768, 576);
   assert_int_equal(test_run("test \"$(ls %s/s | tr '\\n' ' ')\" = 'm.avi m.jsonl n.jsonl n.mp4 one.avi one.jsonl '", tmp), 0);
+  /* fewer --every steps than ranks: rank 0's range is empty, rank 1 runs frames 0..5 */
+  assert_int_equal(test_run("'%s' --quiet --threads 1 video --weights '%s' --max-frames 6 --size 64x96 --every 8 " SAMPLES
+                            "/vtest.avi --output %s/s/e1.avi --json %s/s/e1.jsonl",
+                            RV_BIN, seg, tmp, tmp),
+                   0);
+  assert_int_equal(test_run(MPI " -np 2 '%s' --quiet video --weights '%s' --max-frames 6 --size 64x96 --every 8 " SAMPLES
+                            "/vtest.avi --output %s/s/e2.avi --json %s/s/e2.jsonl",
+                            RV_BIN, seg, tmp, tmp),
+                   0);
+  assert_int_equal(test_run("cmp -s %s/s/e1.jsonl %s/s/e2.jsonl && cmp -s %s/s/e1.avi %s/s/e2.avi", tmp, tmp, tmp, tmp), 0);
+  snprintf(p, sizeof p, "%s/s/e2.jsonl", tmp);
+  assert_int_equal(lines_of(p), 1);
+  assert_int_equal(test_run("rm %s/s/e1.* %s/s/e2.*", tmp, tmp), 0);
   /* mpirun -np 1 is a plain run */
   assert_int_equal(test_run(RV_MPIEXEC " --allow-run-as-root -np 1 '%s' --quiet --threads 1 video --weights '%s' %s " SAMPLES
                             "/vtest.avi --json %s/s/one1.jsonl",
