@@ -13,9 +13,9 @@
  * goes. Rank 0 gathers the JSON lines and the seam hashes (each rank's first frame must be
  * the frame after the previous rank's range: a seek that is not frame-exact fails the run),
  * then appends the other parts in rank order (one lossy encode, as in a single run) and
- * writes JSON; both through temporary files renamed at the end. The
- * parts need a folder every rank sees (the output's). Any failure: reported by rank and
- * input, every rank exits 1, no final output, parts removed. */
+ * writes JSON; both through temporary files renamed at the end. The parts need a folder
+ * every rank sees (the output's). Any failure: reported by rank and input, every rank exits
+ * 1, no final output, parts removed. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/mpi_run.h"
@@ -108,6 +108,7 @@ static int whole_files(rv_video_app *A, const rv_video_opts *o, char **inputs, i
   double t0 = rv_now();
   rank_rec mine = {0};
   rv_status st = RV_OK;
+  char first_err[1024] = "";
   if (me == 0 && !rv_cli.quiet)
     fprintf(stderr, "ravlt video: MPI: %d inputs over %d ranks (sorted, input k on rank k mod %d), outputs in %s\n", n, R,
             R, o->out_dir);
@@ -125,9 +126,14 @@ static int whole_files(rv_video_app *A, const rv_video_opts *o, char **inputs, i
     if (s == RV_OK && me == 0 && !rv_cli.quiet)
       fprintf(stderr, "ravlt video: %s: %ld frame(s) -> %s%s%s\n", inputs[k], j.stats.written, video[0] ? video : "",
               video[0] ? " and " : "", json);
-    if (st == RV_OK) st = s; /* the first failure; the rank's other files still run */
-    else if (s != RV_OK) rv_log(ctx, RV_LOG_ERROR, "%s", rv_ctx_errmsg(ctx));
+    if (s != RV_OK && st == RV_OK) { /* the first failure is reported; the rank's other files still run */
+      st = s;
+      snprintf(first_err, sizeof first_err, "%s", rv_ctx_errmsg(ctx));
+    } else if (s != RV_OK) {
+      rv_log(ctx, RV_LOG_ERROR, "%s", rv_ctx_errmsg(ctx));
+    }
   }
+  if (st != RV_OK) rv_error(ctx, st, "%s", first_err);
   double t_done = rv_now();
   rank_rec *recs = NULL;
   rv_status g = gather_recs(&recs, &mine, ctx);
