@@ -54,7 +54,11 @@ int rv_cmd_detect(int argc, char **argv) {
     else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("detect", "unknown or incomplete option '%s'", a); }
     else inputs[ninputs++] = argv[i];
   }
-  if (!weights) { free(inputs); return rv_cli_usage_error("detect", "--weights is required"); }
+  if (!weights) {
+    free(inputs);
+    return rv_cli_usage_error("detect", "--weights is required: there is no built-in detection demo model (only "
+                                        "'ravlt segment' has one); 'ravlt models' lists the official checkpoints");
+  }
   if (!ninputs) { free(inputs); return rv_cli_usage_error("detect", "no input images"); }
   if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
   if (thr < 0 || thr > 1) { free(inputs); return rv_cli_usage_error("detect", "--score-thr must be in 0..1"); }

@@ -83,7 +83,9 @@ static const char *const ADE_USAGE =
     "  --json OUT          write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
     "model mode (run a segmentor over ROOT/images/validation/*.jpg, sorted by name; the\n"
     "annotation of <name>.jpg is ROOT/annotations/validation/<name>.png):\n"
-    "  --weights W         segmentor checkpoint; --model NAME if it has no config\n"
+    "  --weights W         segmentor checkpoint; --model NAME if it has no config; 'demo': the\n"
+    "                      built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
+    "                      over the model's classes (150 for ADE20K checkpoints)\n"
     "  --aug-test          multi-scale (0.5..1.75) + flip test-time augmentation\n"
     "  --mode whole|slide  inference mode (default: the checkpoint's test_cfg); --crop N, --stride N\n"
     "  --pred-out DIR      also write label PNGs (annotation convention) into DIR\n"
@@ -509,11 +511,16 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor (eval coco?)", o->weights,
                   rv_model_arch(m));
+  /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):
+   * the metrics run over the model's classes, annotations 1..C. */
+  if (st == RV_OK && rv_model_num_classes(m) > 254)
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit 8-bit ADE20K-style annotations", o->weights,
+                  rv_model_num_classes(m));
   if (st == RV_OK && rv_model_num_classes(m) != RV_ADE20K_CLASSES)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes, ADE20K has %d", o->weights, rv_model_num_classes(m),
-                  RV_ADE20K_CLASSES);
+    rv_log(ctx, RV_LOG_INFO, "%s: %d classes (not ADE20K's %d): metrics over those", o->weights,
+           rv_model_num_classes(m), RV_ADE20K_CLASSES);
   if (st == RV_OK && o->pred_out) st = rv_mkdirs(o->pred_out, ctx);
-  if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
+  if (st == RV_OK) st = rv_seg_areas_init(&acc, rv_model_num_classes(m), ctx);
   if (st == RV_OK && !(done = calloc(list.n, sizeof *done))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && o->mode) {
     rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);

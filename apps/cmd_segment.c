@@ -11,13 +11,16 @@
 #include <string.h>
 
 static const char *USAGE =
-    "usage: ravlt segment --weights W [options] IMAGE|DIR|GLOB...\n"
+    "usage: ravlt segment [--weights W] [options] IMAGE|DIR|GLOB...\n"
     "\n"
     "Semantic segmentation with a RAVLT Semantic FPN or UperNet checkpoint (mmseg .pth or\n"
     "its safetensors conversion). The test pipeline is mmseg's: keep-ratio resize to\n"
     "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n"
     "\n"
-    "  --weights W        checkpoint (.pth or .safetensors)\n"
+    "  --weights W        checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+    "                     (default): the built-in demo model, 6 classes of synthetic shapes\n"
+    "                     ('ravlt synth'; background, circle, triangle, square, hexagon,\n"
+    "                     ellipse), not a model of real photographs\n"
     "  --model NAME       architecture when the checkpoint has no config (e.g. upernet-ravlt-s)\n"
     "  --out-dir D        output folder (default: seg-out)\n"
     "  --format F         png (label map), overlay, or both (default both)\n"
@@ -61,7 +64,6 @@ int rv_cmd_segment(int argc, char **argv) {
   }
   int want_png = !strcmp(format, "png") || !strcmp(format, "both");
   int want_overlay = !strcmp(format, "overlay") || !strcmp(format, "both");
-  if (!weights) { free(inputs); return rv_cli_usage_error("segment", "--weights is required"); }
   if (!ninputs) { free(inputs); return rv_cli_usage_error("segment", "no input images"); }
   if (!want_png && !want_overlay) { free(inputs); return rv_cli_usage_error("segment", "--format must be png, overlay or both"); }
   if (opacity < 0 || opacity > 1) { free(inputs); return rv_cli_usage_error("segment", "--opacity must be in 0..1"); }
@@ -77,7 +79,10 @@ int rv_cmd_segment(int argc, char **argv) {
   unsigned char (*palette)[3] = NULL;
   int rc = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  int demo = !weights;
+  if (demo) weights = RV_CLI_DEMO;
   if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK && demo) rv_cli_demo_notice("segment", m);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", weights, rv_model_arch(m));
   if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)

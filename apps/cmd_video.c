@@ -1,4 +1,4 @@
-/* `ravlt video --weights W INPUT...`: segmentation or detection on video files, a camera or
+/* `ravlt video [--weights W] INPUT...`: segmentation or detection on video files, a camera or
  * a network stream, through the three-stage pipeline of models/video_pipeline.h. This file
  * supplies the stages: inference with the model (calling thread), drawing + encoding +
  * JSON lines (encode thread); it owns the SIGINT flag and prints progress and summary. The
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 static const char *USAGE =
-    "usage: ravlt video --weights W [options] INPUT [INPUT...]\n"
+    "usage: ravlt video [--weights W] [options] INPUT [INPUT...]\n"
     "\n"
     "Semantic segmentation or detection (chosen from the checkpoint) on every frame of a\n"
     "video. INPUT is a video file, a camera index (0, 1, ...) or a stream URL (rtsp://,\n"
@@ -30,7 +30,8 @@ static const char *USAGE =
     "drawing/encoding run concurrently (bounded queues, frames kept in order); inference\n"
     "uses all cores but one (or --threads).\n"
     "\n"
-    "  --weights W       checkpoint (.pth or .safetensors)\n"
+    "  --weights W       checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+    "                    (default): the built-in demo segmentation model (synthetic shapes)\n"
     "  --model NAME      architecture when the checkpoint has no config\n"
     "  --output OUT      overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)\n"
     "  --out-dir DIR     (needed with several INPUTs) per input DIR/NAME.jsonl and DIR/NAME.EXT\n"
@@ -424,6 +425,7 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
   A->o = *o;
   A->show = o->show;
   rv_status st = rv_cli_load_model(&A->m, o->weights, o->model, ctx);
+  if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
   if (st == RV_OK) {
     A->task = rv_model_task(A->m);
     A->n_classes = rv_model_num_classes(A->m);
@@ -685,7 +687,6 @@ int rv_cmd_video(int argc, char **argv) {
     else inputs[n_in++] = argv[i];
   }
   int sh = 0, sw = 0;
-  if (!o.weights) USAGE_ERR("--weights is required");
   if (!n_in) USAGE_ERR("no INPUT video, camera index or URL");
   if (rv_mpi_size() > 1) {
     for (int i = 0; i < n_in; i++) {
@@ -719,6 +720,8 @@ int rv_cmd_video(int argc, char **argv) {
     }
   }
 #undef USAGE_ERR
+  o.demo = !o.weights; /* the demo model built into the binary */
+  if (o.demo) o.weights = RV_CLI_DEMO;
 
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { free(inputs); return 1; }

@@ -75,41 +75,22 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
 }
 
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
-  char path[4096];
-  const char *zoo_model = NULL;
-  RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
-  const rv_zoo_entry *e = zoo_model ? rv_zoo_find(weights) : NULL;
-  if (e && e->task == RV_ZOO_CLASSIFY)
-    return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
-                    weights, weights);
-  RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
+  if (!strcmp(weights, RV_CLI_DEMO) && !is_file(weights)) {
+    RV_TRY(rv_cli_load_demo(m, ctx));
+  } else {
+    char path[4096];
+    const char *zoo_model = NULL;
+    RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
+    const rv_zoo_entry *e = zoo_model ? rv_zoo_find(weights) : NULL;
+    if (e && e->task == RV_ZOO_CLASSIFY)
+      return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
+                      weights, weights);
+    RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
+  }
   rv_log(ctx, RV_LOG_DEBUG, "model: %s %s, %d classes (architecture from %s)", rv_model_arch(*m),
          rv_model_task(*m) == RV_TASK_SEGMENT ? "segmentor" : "detector", rv_model_num_classes(*m),
          rv_model_source(*m));
   return RV_OK;
-}
-
-int rv_cli_demo_weights(char *out, size_t cap, rv_task task) {
-  const char *file = task == RV_TASK_SEGMENT ? "demo_seg.safetensors" : "demo_det.safetensors";
-  char exe[4096], dirs[4][4200];
-  int nd = 0;
-  const char *env = getenv("RAVLT_DEMO_DIR");
-  if (env && env[0]) snprintf(dirs[nd++], sizeof dirs[0], "%s", env);
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    snprintf(dirs[nd++], sizeof dirs[0], "%s/../models", exe);
-    snprintf(dirs[nd++], sizeof dirs[0], "%s/../share/ravlt", exe);
-  }
-  snprintf(dirs[nd++], sizeof dirs[0], "models");
-  for (int i = 0; i < nd; i++) {
-    snprintf(out, cap, "%s/%s", dirs[i], file);
-    if (is_file(out)) return 0;
-  }
-  out[0] = 0;
-  return -1;
 }
 
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]) {

@@ -13,11 +13,14 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
                                  rv_ctx *ctx);
 /* Load (weights: a file or a zoo name) with a log line "model: ... (architecture from ...)"; errors in ctx. */
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx);
-/* The offline demo model (tools/train_demo.py; models/demo_seg.safetensors, demo_det for
- * detection) used when no --weights is given: looked up in $RAVLT_DEMO_DIR, <binary>/../models
- * (a build folder inside the source tree), <binary>/../share/ravlt, ./models. 0 and the path
- * in out if found, else -1. */
-int rv_cli_demo_weights(char *out, size_t cap, rv_task task);
+/* The offline demo segmentation model (tools/train_demo.py, models/demo_seg.safetensors),
+ * embedded in the binary (apps/demo_model.c): --weights RV_CLI_DEMO, and what `segment` and
+ * `video` use without --weights. rv_cli_load_model loads it for that name unless a file of
+ * that name exists. There is no detection demo model. */
+#define RV_CLI_DEMO "demo"
+rv_status rv_cli_load_demo(rv_model **m, rv_ctx *ctx);
+/* The one-line notice on stderr (not with --quiet) of a command run without --weights. */
+void rv_cli_demo_notice(const char *cmd, const rv_model *m);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
 /* out = dir + "/" + basename(path) without extension + suffix. */

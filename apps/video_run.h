@@ -22,6 +22,7 @@ typedef struct {
   double thr, opacity, stall;
   long every, max_frames, threads, queue;
   int drop, show, no_seek;
+  int demo;                      /* no --weights: the built-in demo model (a notice says so) */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
 } rv_video_opts;
 

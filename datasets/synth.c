@@ -136,10 +136,22 @@ static void shape_bbox(const shape *sh, int w, int h, int *x0, int *y0, int *x1,
   *y1 = d > h - 1 ? h - 1 : (int)ceil(d);
 }
 
+/* Colour families: class c's hues lie within HUE_BAND of c * 6 / RV_SYNTH_SHAPES (HSV hue in
+ * [0, 6): circle red, triangle yellow-green, square green-cyan, hexagon blue, ellipse
+ * magenta-purple), saturated (s >= 0.55); the second colour of a pattern is a darker shade of
+ * the same family. Backgrounds stay below saturation BG_SAT. */
+#define HUE_BAND 0.3
+#define BG_SAT 0.3
+#define PHOTO_SAT 0.4 /* photographs' chroma scaled by this */
+
+static double class_hue(int cls, rng *r) {
+  return fmod(cls * 6.0 / RV_SYNTH_SHAPES + rrange(r, -HUE_BAND, HUE_BAND) + 6, 6);
+}
+
 static void paint_shape(shape *sh, rng *r) {
-  double hue = rrange(r, 0, 6);
-  hsv_bgr(hue, rrange(r, 0.45, 1), rrange(r, 0.45, 1), sh->c1);
-  hsv_bgr(fmod(hue + rrange(r, 1, 5), 6), rrange(r, 0.3, 1), rrange(r, 0.3, 1), sh->c2);
+  double v = rrange(r, 0.5, 1);
+  hsv_bgr(class_hue(sh->cls, r), rrange(r, 0.55, 1), v, sh->c1);
+  hsv_bgr(class_hue(sh->cls, r), rrange(r, 0.55, 1), v * rrange(r, 0.4, 0.75), sh->c2);
   sh->pattern = rint_(r, 0, 3);
   double ang = rrange(r, 0, PI);
   sh->dx = cos(ang);
@@ -176,8 +188,8 @@ static void bg_texture(rv_image *img, rng *r) {
   int kind = rint_(r, 0, 2);
   unsigned char a[3], b[3];
   double hue = rrange(r, 0, 6);
-  hsv_bgr(hue, rrange(r, 0, 0.5), rrange(r, 0.2, 0.9), a);
-  hsv_bgr(fmod(hue + rrange(r, 0.5, 3), 6), rrange(r, 0, 0.5), rrange(r, 0.2, 0.9), b);
+  hsv_bgr(hue, rrange(r, 0, BG_SAT), rrange(r, 0.2, 0.9), a);
+  hsv_bgr(fmod(hue + rrange(r, 0.5, 3), 6), rrange(r, 0, BG_SAT), rrange(r, 0.2, 0.9), b);
   if (kind == 0) { /* waves */
     double f1x = rrange(r, -0.15, 0.15), f1y = rrange(r, -0.15, 0.15), p1 = rrange(r, 0, 6.3);
     double f2x = rrange(r, -0.05, 0.05), f2y = rrange(r, -0.05, 0.05), p2 = rrange(r, 0, 6.3);
@@ -232,6 +244,11 @@ static int bg_photo(rv_image *img, const char *path, rng *r, rv_ctx *ctx) {
   for (int y = 0; y < ch; y++) memcpy(at(&crop, 0, y), at(&ph, ox, oy + y), (size_t)cw * 3);
   if (rv_image_resize(&res, &crop, img->w, img->h, RV_INTERP_LINEAR, ctx) != RV_OK) goto done;
   memcpy(img->data, res.data, (size_t)img->w * img->h * 3);
+  for (size_t i = 0; i < (size_t)img->w * img->h; i++) { /* towards grey: shapes' colours stay distinct */
+    unsigned char *p = img->data + 3 * i;
+    double grey = 0.114 * p[0] + 0.587 * p[1] + 0.299 * p[2];
+    for (int c = 0; c < 3; c++) p[c] = clamp_u8(grey + PHOTO_SAT * (p[c] - grey));
+  }
   ok = 1;
 done:
   rv_image_free(&ph);

@@ -1,7 +1,16 @@
 /* Synthetic dense-prediction datasets in the real on-disk formats: convex shapes of five
- * classes (circle, triangle, square, hexagon, ellipse) with random colours and textures,
- * overlapping each other (later shapes occlude earlier ones) on procedural textures or
- * photographs.
+ * classes (circle, triangle, square, hexagon, ellipse), overlapping each other (later shapes
+ * occlude earlier ones) on procedural textures or photographs.
+ *
+ * Each class has a colour family as well as a shape, so that a small model trained for
+ * minutes on one CPU core can learn the task (with random colours only geometry told the
+ * classes apart, and the demo model reached 38 mIoU): shapes of class c take HSV hues within
+ * +-0.3 of c * 6/5 (hue in [0, 6): circle red, triangle yellow-green, square green-cyan,
+ * hexagon blue, ellipse magenta), saturation 0.55..1, value 0.5..1; their pattern (flat,
+ * stripes, gradient, checks, random period and angle) mixes that colour with a darker shade
+ * of the same family, plus +-10 per-channel noise. Backgrounds stay unsaturated: textures
+ * (waves, checkerboards, value noise) at saturation <= 0.3, photographs with their chroma
+ * scaled by 0.4 towards grey. Images are written as JPEG (q95).
  *
  *   rv_synth_opts o;
  *   rv_synth_defaults(&o);

@@ -5,7 +5,7 @@ set -eu
 OUT=$1
 FIX=${2:-$(dirname "$0")/../../shared/fixtures}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors}
+mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors,coco}
 cp "$ROOT"/tests/data/pyconfig/*.py "$OUT/pyconfig/"
 /usr/bin/python3 - "$OUT" "$FIX" "$ROOT" <<'PY'
 import glob, json, os, struct, sys, zipfile
@@ -38,5 +38,11 @@ st(f"{out}/safetensors/a.safetensors", {"w": ("F32", [2, 3], struct.pack("<6f", 
 st(f"{out}/safetensors/b.safetensors", {"d": ("F64", [1, 1], struct.pack("<d", 1.5)),
    "e": ("F32", [0, 4], b""), "i": ("I32", [2], struct.pack("<2i", -1, 2))})
 PY
-ls "$OUT"/* | head -0
-echo "corpus in $OUT: $(ls "$OUT"/pth | wc -l) pth, $(ls "$OUT"/pickle | wc -l) pickle, $(ls "$OUT"/pyconfig | wc -l) pyconfig, $(ls "$OUT"/safetensors | wc -l) safetensors seeds"
+# COCO: gt.json, a NUL byte, then a results file (bbox and segm) of every eval case
+for d in "$ROOT"/tests/data/eval/coco_eval/* "$ROOT"/tests/data/eval/random_coco_*; do
+  for t in bbox segm; do
+    { cat "$d/gt.json"; printf '\0'; cat "$d/dt_$t.json"; } > "$OUT/coco/$(basename "$d")_$t"
+  done
+  cp "$d/gt.json" "$OUT/coco/$(basename "$d")_gt"
+done
+echo "corpus in $OUT: $(ls "$OUT"/pth | wc -l) pth, $(ls "$OUT"/pickle | wc -l) pickle, $(ls "$OUT"/pyconfig | wc -l) pyconfig, $(ls "$OUT"/safetensors | wc -l) safetensors, $(ls "$OUT"/coco | wc -l) coco seeds"

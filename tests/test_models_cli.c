@@ -189,7 +189,7 @@ static void test_bad_inputs(void **state) {
   assert_int_equal(lines, 1); /* one line naming the file and the problem */
   free(msg);
   /* usage errors */
-  assert_int_equal(test_run("%s segment " SAMPLES "/home.jpg 2> '%s'", RV_BIN, log), 2);
+  assert_int_equal(test_run("%s segment --bogus " SAMPLES "/home.jpg 2> '%s'", RV_BIN, log), 2);
   assert_int_equal(test_run("%s detect --weights '%s' --score-thr 7 " SAMPLES "/home.jpg 2> '%s'", RV_BIN, det, log), 2);
   assert_int_equal(test_run("%s segment --help > '%s'", RV_BIN, log), 0);
 }

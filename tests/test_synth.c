@@ -301,11 +301,63 @@ static void test_cli(void **state) {
   rm_rf(dir);
 }
 
+/* HSV hue in [0, 6) and saturation of a BGR pixel. */
+static void bgr_hsv(const unsigned char *p, double *hue, double *sat, double *chroma) {
+  double b = p[0], g = p[1], r = p[2];
+  double mx = fmax(r, fmax(g, b)), mn = fmin(r, fmin(g, b)), c = mx - mn;
+  *sat = mx > 0 ? c / mx : 0;
+  *chroma = c / 255;
+  if (c == 0) *hue = 0;
+  else if (mx == r) *hue = fmod((g - b) / c + 6, 6);
+  else if (mx == g) *hue = (b - r) / c + 2;
+  else *hue = (r - g) / c + 4;
+}
+
+/* Colour families: shape pixels of class c are saturated with hues near c * 6/5 (HSV, band
+ * +-0.3 before the +-10 per-channel noise), backgrounds (textures and the photographs, drawn
+ * towards grey) have little chroma (max - min of B, G, R). */
+static void test_colour_families(void **state) {
+  (void)state;
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.seed = 31;
+  o.bg_dir = SAMPLES;
+  long in_band = 0, shape_px = 0, bg_px = 0, bg_sat = 0, shape_sat = 0;
+  for (int i = 0; i < 20; i++) {
+    rv_synth_sample s;
+    assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
+    for (int p = 0; p < 320 * 240; p++) {
+      double hue, sat, chroma;
+      bgr_hsv(s.image.data + 3 * p, &hue, &sat, &chroma);
+      int id = s.ids[p];
+      if (id < 0) {
+        bg_px++;
+        bg_sat += chroma > 0.45;
+        continue;
+      }
+      double d = fabs(hue - s.cls[id] * 6.0 / RV_SYNTH_SHAPES);
+      d = fmin(d, 6 - d);
+      shape_px++;
+      in_band += d <= 0.45;
+      shape_sat += sat >= 0.4;
+    }
+    rv_synth_sample_free(&s);
+  }
+  printf("colour families: %.2f%% of shape pixels within 0.45 of their class hue, %.2f%% with saturation >= 0.4; "
+         "%.3f%% of background pixels with chroma > 0.45\n",
+         100.0 * in_band / shape_px, 100.0 * shape_sat / shape_px, 100.0 * bg_sat / bg_px);
+  assert_true(shape_px > 100000 && bg_px > 100000);
+  assert_true(in_band >= 0.97 * shape_px);
+  assert_true(shape_sat >= 0.97 * shape_px);
+  assert_true(bg_sat <= 0.001 * bg_px);
+}
+
 int main(void) {
   ctx = rv_ctx_create();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_deterministic),
       cmocka_unit_test(test_labels_and_occlusion),
+      cmocka_unit_test(test_colour_families),
       cmocka_unit_test(test_polygons_match_masks),
       cmocka_unit_test(test_write_seg),
       cmocka_unit_test(test_write_det_loads_with_coco),

@@ -5,24 +5,38 @@ synthetic shapes of `ravlt synth`, then write it as an mmseg-style checkpoint (s
 meta config/CLASSES/PALETTE) and convert it with the project's own converter (`ravlt convert`).
 A development tool only (Debian python3-torch, CPU); the C build never needs it.
 
-  python3 tools/train_demo.py --ravlt build/ravlt --out models/demo_seg.safetensors \
-      --train-count 1200 --seed 1 --iters 1500 --threads 2
+The shipped models/demo_seg.safetensors (0.55 M parameters, 2.2 MB; embedded into the ravlt
+binary at build time, apps/demo_model.c) was made on 2026-12-01 with
 
-Measured (2026-11-29, 1 thread of a shared 2-core machine, ~0.55 s/iteration):
-  --dims 16,32,64,128 --depths 1,1,2,1 --heads 1,1,2,4 --neck 32 --channels 32 --crop 160
-  --batch 6 --iters 2000 --train-count 1000 --seed 1: 1117 s, final loss ~0.4, validation
-  (seed 1001, 60 images) mIoU 38.32 in PyTorch and 38.32 with `ravlt segment` + `ravlt eval
-  ade20k` on the converted file (the C pipeline reproduces the PyTorch predictions). Far from
-  the mIoU >= 80 a demo needs: longer training (tens of thousands of iterations) or a GPU.
+  python3 tools/train_demo.py --ravlt build/ravlt --out models/demo_seg.safetensors \
+      --train-count 1000 --val-count 60 --seed 1 --iters 2500 --time-limit 1800 --threads 1 \
+      --dims 16,32,64,128 --depths 1,1,2,1 --heads 1,1,2,4 --neck 32 --channels 32 \
+      --crop 192 --batch 8 --lr 2e-3
+
+on 1 thread of a shared 2-core machine (PyTorch 1.13 from Debian): 2500 iterations (all of
+--iters; the time limit was not reached) in 1312 s, ~0.5 s/iteration; loss (one batch,
+noisy) 1.35 at iteration 0, 0.078 at 500, 0.076 at 1000, 0.067 at 1500, 0.017 at 2000,
+0.018 at the end. Validation (seed 1001,
+60 images): mIoU 96.51 in PyTorch and 96.51 with `ravlt eval ade20k --weights demo` on the
+converted, embedded file (aAcc 99.36, class IoU 95.6-99.3); a fresh seed (9001, 40 images,
+tests/test_demo_cli.c asserts >= 80): mIoU 95.69. A 300 s pilot of the same settings (1051
+iterations) reached 96.22 on 40 validation images.
+
+Before `ravlt synth` gave each class a colour family (random colours: only geometry told the
+classes apart), 2000 iterations of --crop 160 --batch 6 reached only 38.32 mIoU.
 
 Data: `ravlt synth --task seg --raw` (320x240 images after a JPEG round trip, labels 1..6 =
-background + 5 shapes, mmseg reduce_zero_label). Training: random 192x192 crops + flips, AdamW,
-cross entropy, batch 8, BN in train mode. Check it afterwards on a fresh seed:
+background + 5 shapes, mmseg reduce_zero_label). Training: random 192x192 crops + flips, AdamW
+(weight decay 0.01), learning rate: 5% linear warm-up, then cosine to 0 over --iters or
+--time-limit (whichever is reached first), cross entropy, batch 8, BN in train mode. Check
+it afterwards on a fresh seed:
   ravlt synth --task seg --out val --count 100 --seed 1001
-  ravlt eval ade20k --root val --weights models/demo_seg.safetensors
+  ravlt eval ade20k --root val --weights models/demo_seg.safetensors   # or --weights demo
 """
 import argparse
+import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -145,7 +159,8 @@ def main():
     ap.add_argument("--heads", default="1,2,4,8")
     ap.add_argument("--neck", type=int, default=64)
     ap.add_argument("--channels", type=int, default=32)
-    ap.add_argument("--time-limit", type=float, default=0, help="stop training after this many seconds")
+    ap.add_argument("--time-limit", type=float, default=0,
+                    help="stop after this many seconds (the lr schedule follows time or iterations, whichever ends first)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -161,17 +176,27 @@ def main():
                     "--seed", str(a.seed + 1000)], check=True)
     x, y = load_raw(tr)
     xv, yv = load_raw(va)
+    shutil.rmtree(tmp)  # the data is in memory now
     model = build(dims, depths, heads, a.neck, a.channels, nc)
     nparams = sum(p.numel() for p in model.parameters())
     print("model: dims %s depths %s heads %s, neck %d, head %d: %.2f M params" %
           (dims, depths, heads, a.neck, a.channels, nparams / 1e6), flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=a.lr, total_steps=a.iters, pct_start=0.1)
     n, _, h, w = x.shape
     t0 = time.time()
     model.train()
     it = 0
-    for it in range(a.iters):
+    while True:
+        # progress in [0, 1]: iterations done or, with --time-limit, time spent, whichever is
+        # further; linear warm-up over the first 5%, then cosine decay to 0 at the end.
+        p = it / a.iters
+        if a.time_limit:
+            p = max(p, (time.time() - t0) / a.time_limit)
+        if p >= 1:
+            break
+        lr = a.lr * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * (p - 0.05) / 0.95)))
+        for g in opt.param_groups:
+            g["lr"] = lr
         idx = torch.randint(0, n, (a.batch,))
         oy = int(torch.randint(0, h - a.crop + 1, (1,))) if h > a.crop else 0
         ox = int(torch.randint(0, w - a.crop + 1, (1,))) if w > a.crop else 0
@@ -184,13 +209,10 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
-        sched.step()
-        if it % 50 == 0 or it == a.iters - 1:
-            print("iter %d loss %.4f lr %.2e  %.0f s" % (it, loss.item(), sched.get_last_lr()[0], time.time() - t0),
-                  flush=True)
-        if a.time_limit and time.time() - t0 > a.time_limit:
-            print("time limit reached at iter %d" % it, flush=True)
-            break
+        if it % 50 == 0:
+            print("iter %d loss %.4f lr %.2e  %.0f s" % (it, loss.item(), lr, time.time() - t0), flush=True)
+        it += 1
+    print("trained %d iterations in %.0f s (final loss %.4f)" % (it, time.time() - t0, loss.item()), flush=True)
     model.eval()
     with torch.no_grad():
         preds = []
@@ -207,7 +229,7 @@ def main():
         sd[k] = v.detach().float().contiguous()
     cfg = CONFIG.format(dims=dims, depths=depths, heads=heads, neck=a.neck, ch=a.channels, nc=nc)
     meta = {"config": cfg, "CLASSES": CLASSES, "PALETTE": PALETTE,
-            "ravlt_demo": "train_demo.py seed %d iters %d train_count %d" % (a.seed, it + 1, a.train_count)}
+            "ravlt_demo": "train_demo.py seed %d iters %d train_count %d" % (a.seed, it, a.train_count)}
     pth = os.path.splitext(a.out)[0] + ".pth"
     torch.save({"meta": meta, "state_dict": sd}, pth)
     subprocess.run([a.ravlt, "convert", pth, a.out], check=True)
