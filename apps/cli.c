@@ -1,6 +1,7 @@
 /* CLI helpers: stderr log hook, error reporting, progress bar. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
+#include "apps/mpi_run.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -31,6 +32,7 @@ int rv_cli_fail(rv_ctx *ctx, const char *cmd, rv_status st) {
 }
 
 int rv_cli_usage_error(const char *cmd, const char *fmt, ...) {
+  if (rv_mpi_rank() != 0) return 2; /* under mpirun every rank parses the same line: one message */
   fprintf(stderr, "ravlt %s: ", cmd);
   va_list ap;
   va_start(ap, fmt);

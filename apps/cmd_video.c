@@ -1,12 +1,17 @@
-/* `ravlt video --weights W INPUT`: segmentation or detection on a video file, a camera or
+/* `ravlt video [--weights W] INPUT...`: segmentation or detection on video files, a camera or
  * a network stream, through the three-stage pipeline of models/video_pipeline.h. This file
  * supplies the stages: inference with the model (calling thread), drawing + encoding +
- * JSON lines (encode thread); it owns the SIGINT flag and prints progress and summary. */
+ * JSON lines (encode thread); it owns the SIGINT flag and prints progress and summary. The
+ * model and one job (an input or a frame range of it) are the pieces of apps/video_run.h
+ * that apps/mpi_video.c runs on MPI ranks. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/draw.h"
 #include "apps/model_args.h"
 #include "apps/model_run.h"
+#include "apps/mpi_run.h"
+#include "apps/video_run.h"
+#include "core/fs.h"
 #include "eval/rle.h"
 #include "models/video_pipeline.h"
 
@@ -17,7 +22,7 @@
 #include <unistd.h>
 
 static const char *USAGE =
-    "usage: ravlt video [--weights W] [options] INPUT\n"
+    "usage: ravlt video [--weights W] [options] INPUT [INPUT...]\n"
     "\n"
     "Semantic segmentation or detection (chosen from the checkpoint) on every frame of a\n"
     "video. INPUT is a video file, a camera index (0, 1, ...) or a stream URL (rtsp://,\n"
@@ -29,6 +34,9 @@ static const char *USAGE =
     "                    (default): the built-in demo segmentation model (synthetic shapes)\n"
     "  --model NAME      architecture when the checkpoint has no config\n"
     "  --output OUT      overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)\n"
+    "  --out-dir DIR     (needed with several INPUTs) per input DIR/NAME.jsonl and DIR/NAME.EXT\n"
+    "                    (NAME: its file name without the extension); inputs run sorted\n"
+    "  --out-ext EXT     with --out-dir: mp4 (default), avi, mkv, or none (JSON lines only)\n"
     "  --show            display the overlay in a window (needs a display; q or Esc stops)\n"
     "  --json OUT.jsonl  one JSON object per processed frame:\n"
     "                    segmentation {\"frame\", \"time\", \"pixels\": {\"class\": count}}\n"
@@ -48,6 +56,8 @@ static const char *USAGE =
     "  --threads N       inference threads (default: cores - 1)\n"
     "  --queue N         frames per queue between stages (default 4)\n"
     "  --stall S         seconds without a frame before the stream counts as stalled (10)\n"
+    "  --no-seek         under mpirun: ranks reach their first frame by decoding from frame 0\n"
+    "                    instead of seeking (for files whose seeking is not frame-exact)\n"
     "\n"
     "JSON \"time\" is frame / fps for files, seconds since the start for live sources. The\n"
     "summary counts frames read, processed, written, dropped and corrupt, the latency of\n"
@@ -56,7 +66,16 @@ static const char *USAGE =
     "\n"
     "Exit status: 0 done; 1 error (bad input, model, output); 2 usage; 3 the stream ended\n"
     "early or stalled (reported; outputs are finalised with the frames read); 130 stopped by\n"
-    "Ctrl-C (outputs finalised). Frames of the wrong size are skipped and counted.\n";
+    "Ctrl-C (outputs finalised); with several INPUTs the worst of them (a failed input leaves\n"
+    "no output, the others run). Frames of the wrong size are skipped and counted.\n"
+    "\n"
+    "mpirun -np N ravlt video ... (a -DRAVLT_MPI=ON build; files only, no --show or --drop):\n"
+    "several INPUTs: sorted, input k runs on rank k mod N into --out-dir. One INPUT: its\n"
+    "frames are cut into N contiguous ranges at multiples of --every; each rank seeks to its\n"
+    "range and writes a lossless part beside --output, rank 0 re-encodes the parts in order\n"
+    "into --output and writes --json: the JSON lines of one process. Threads per rank: cores\n"
+    "/ ranks on the node. A failure on any rank: reported by rank and input, exit 1, no\n"
+    "output (one INPUT) or none for that input (several).\n";
 
 static volatile sig_atomic_t g_interrupted;
 
@@ -86,7 +105,8 @@ typedef struct {
   int h, w;
 } result;
 
-typedef struct {
+struct rv_video_app {
+  rv_video_opts o;
   rv_model *m;
   rv_task task;
   int custom_scale;
@@ -98,20 +118,25 @@ typedef struct {
   const char **names;
   unsigned char (*palette)[3];
   int *cat_ids;
-  /* encode-thread state */
-  rv_video_writer *vw;
-  const char *out_path;
-  FILE *json;
-  const char *json_path;
-  char json_tmp[4200];
   long *counts;
   rv_draw_det *dd;
   int dd_cap;
+  /* the job being run, its reader and its encode-thread state */
+  rv_video_job *job;
+  rv_video_reader *vr;
+  rv_video_writer *vw;
+  int vw_owned; /* vw is ours to close (else the job's writer) */
+  const char *out_path;
+  FILE *json;
+  int json_owned; /* json is our temporary file (else the job's stream) */
+  const char *json_path;
+  char json_tmp[4200];
   long frames_out, json_lines;
   int show;
   int out_finalised, json_finalised;
   char fourcc[8];
-} app;
+};
+typedef struct rv_video_app app;
 
 static void free_result(void *user, void *r) {
   (void)user;
@@ -299,6 +324,7 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
   rv_status st = RV_OK;
   double t0 = rv_now();
   if (a->show) rv_image_close_windows(); /* GUI calls stay on the encode thread */
+  if (a->vw && !a->vw_owned) a->vw = NULL; /* the caller's writer stays open */
   if (a->vw) {
     snprintf(a->fourcc, sizeof a->fourcc, "%s", rv_video_writer_fourcc(a->vw));
     if (a->frames_out > 0) {
@@ -308,6 +334,10 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
       rv_video_writer_discard(a->vw);
     }
     a->vw = NULL;
+  }
+  if (a->json && !a->json_owned) { /* the caller's stream: flushed line by line */
+    a->json = NULL;
+    a->json_finalised = 1;
   }
   if (a->json) {
     int bad = fclose(a->json) != 0;
@@ -353,130 +383,175 @@ static int parse_long(const char *s, long lo, long *out) {
   return 0;
 }
 
-int rv_cmd_video(int argc, char **argv) {
-  const char *weights = NULL, *name = NULL, *output = NULL, *json = NULL, *input = NULL, *size = NULL;
-  double thr = 0.3, opacity = 0.5, stall = 10.0;
-  long every = 1, max_frames = 0, threads = 0, queue = 4;
-  int drop = 0, show = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); return 0; }
-    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
-    else if (!strcmp(a, "--model") && has) name = argv[++i];
-    else if (!strcmp(a, "--output") && has) output = argv[++i];
-    else if (!strcmp(a, "--json") && has) json = argv[++i];
-    else if (!strcmp(a, "--show")) show = 1;
-    else if (!strcmp(a, "--drop")) drop = 1;
-    else if (!strcmp(a, "--size") && has) size = argv[++i];
-    else if (!strcmp(a, "--score-thr") && has) thr = atof(argv[++i]);
-    else if (!strcmp(a, "--opacity") && has) opacity = atof(argv[++i]);
-    else if (!strcmp(a, "--stall") && has) stall = atof(argv[++i]);
-    else if (!strcmp(a, "--every") && has) { if (parse_long(argv[++i], 1, &every) || every > 1000000) return rv_cli_usage_error("video", "--every needs a count >= 1"); }
-    else if (!strcmp(a, "--max-frames") && has) { if (parse_long(argv[++i], 1, &max_frames)) return rv_cli_usage_error("video", "--max-frames needs a count >= 1"); }
-    else if (!strcmp(a, "--threads") && has) { if (parse_long(argv[++i], 1, &threads) || threads > 4096) return rv_cli_usage_error("video", "--threads needs a count >= 1"); }
-    else if (!strcmp(a, "--queue") && has) { if (parse_long(argv[++i], 1, &queue) || queue > 256) return rv_cli_usage_error("video", "--queue needs a count in 1..256"); }
-    else if (a[0] == '-' && a[1]) return rv_cli_usage_error("video", "unknown or incomplete option '%s'", a);
-    else if (input) return rv_cli_usage_error("video", "one INPUT only ('%s' and '%s')", input, a);
-    else input = a;
-  }
-  int sh = 0, sw = 0;
-  if (!input) return rv_cli_usage_error("video", "no INPUT video, camera index or URL");
-  if (show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
-    return rv_cli_usage_error("video", "--show needs a display (DISPLAY is not set); use --output");
-  if (!(thr >= 0 && thr <= 1)) return rv_cli_usage_error("video", "--score-thr must be in 0..1");
-  if (!(opacity >= 0 && opacity <= 1)) return rv_cli_usage_error("video", "--opacity must be in 0..1");
-  if (!(stall >= 0)) return rv_cli_usage_error("video", "--stall must be >= 0 seconds");
-  if (size && (rv_parse_size(size, &sh, &sw) || sh < 16 || sw < 16 || sh > 8192 || sw > 8192))
-    return rv_cli_usage_error("video", "--size must be HxW with sides in 16..8192, e.g. 480x640");
-  if (output && json && !strcmp(output, json)) return rv_cli_usage_error("video", "--output and --json name the same file");
+int rv_video_interrupted(void) { return g_interrupted != 0; }
 
-  rv_ctx *ctx = rv_cli_ctx();
-  if (!ctx) return 1;
-  app A;
-  memset(&A, 0, sizeof A);
-  A.show = show;
-  rv_video_reader *vr = NULL;
-  int rc = 0;
-  rv_status st = rv_video_open(&vr, input, ctx);
-  rv_video_info info = {0};
-  if (st == RV_OK) info = rv_video_get_info(vr);
-  int live = info.is_camera || strstr(input, "://") != NULL;
-  int demo = !weights;
-  if (demo) weights = RV_CLI_DEMO;
-  if (st == RV_OK) st = rv_cli_load_model(&A.m, weights, name, ctx);
-  if (st == RV_OK && demo) rv_cli_demo_notice("video", A.m);
+uint64_t rv_video_frame_hash(const rv_image *f) {
+  uint64_t h = 1469598103934665603ULL;
+  size_t n = (size_t)f->h * (size_t)f->w * (size_t)f->c;
+  for (size_t i = 0; i < n; i++) {
+    h ^= f->data[i];
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+/* Decode thread: the job's reader; the first frame's hash for the seam check. */
+static rv_status read_frame(void *user, rv_image *frame, int *got, rv_ctx *ctx) {
+  app *a = user;
+  RV_TRY(rv_video_read(a->vr, frame, got, ctx));
+  if (*got && !a->job->have_first) {
+    a->job->first_hash = rv_video_frame_hash(frame);
+    a->job->have_first = 1;
+  }
+  return RV_OK;
+}
+
+void rv_video_app_free(rv_video_app *a) {
+  if (!a) return;
+  free(a->cat_ids);
+  free(a->counts);
+  free(a->dd);
+  free(a->names);
+  free(a->palette);
+  rv_arena_free(a->arena);
+  rv_model_free(a->m);
+  free(a);
+}
+
+rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *ctx) {
+  *out = NULL;
+  app *A = calloc(1, sizeof *A);
+  if (!A) return nomem(ctx);
+  A->o = *o;
+  A->show = o->show;
+  rv_status st = rv_cli_load_model(&A->m, o->weights, o->model, ctx);
+  if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
   if (st == RV_OK) {
-    A.task = rv_model_task(A.m);
-    A.n_classes = rv_model_num_classes(A.m);
-    A.thr = (float)thr;
-    A.opacity = (float)opacity;
-    A.pre = rv_model_preprocess(A.m);
-    if (size) {
-      A.custom_scale = 1;
-      A.pre.scale_w = sw;
-      A.pre.scale_h = sh;
-      A.pre.keep_ratio = 1;
-      if (A.task == RV_TASK_SEGMENT) {
-        A.seg.decoder = rv_model_seg_decoder(A.m);
-        A.seg.backbone = rv_seg_ravlt_backbone;
-        A.seg.backbone_user = (void *)rv_model_backbone(A.m);
-        A.seg.test = *rv_model_seg_test_cfg(A.m);
+    A->task = rv_model_task(A->m);
+    A->n_classes = rv_model_num_classes(A->m);
+    A->thr = (float)o->thr;
+    A->opacity = (float)o->opacity;
+    A->pre = rv_model_preprocess(A->m);
+    int sh = 0, sw = 0;
+    if (o->size && rv_parse_size(o->size, &sh, &sw) == 0) {
+      A->custom_scale = 1;
+      A->pre.scale_w = sw;
+      A->pre.scale_h = sh;
+      A->pre.keep_ratio = 1;
+      if (A->task == RV_TASK_SEGMENT) {
+        A->seg.decoder = rv_model_seg_decoder(A->m);
+        A->seg.backbone = rv_seg_ravlt_backbone;
+        A->seg.backbone_user = (void *)rv_model_backbone(A->m);
+        A->seg.test = *rv_model_seg_test_cfg(A->m);
       }
     }
-    if (!(A.arena = rv_arena_create(0))) st = nomem(ctx);
+    if (!(A->arena = rv_arena_create(0))) st = nomem(ctx);
   }
-  if (st == RV_OK && rv_cli_class_tables(A.m, &A.names, &A.palette)) st = nomem(ctx);
+  if (st == RV_OK && rv_cli_class_tables(A->m, &A->names, &A->palette)) st = nomem(ctx);
   if (st == RV_OK) {
-    A.cat_ids = malloc(sizeof *A.cat_ids * (size_t)A.n_classes);
-    A.counts = malloc(sizeof *A.counts * (size_t)A.n_classes);
-    A.dd = calloc(128, sizeof *A.dd);
-    A.dd_cap = 128;
-    if (!A.cat_ids || !A.counts || !A.dd) st = nomem(ctx);
-    for (int i = 0; A.cat_ids && i < A.n_classes; i++) A.cat_ids[i] = rv_model_category_id(A.m, i);
-  }
-  /* From here on Ctrl-C only sets the flag: the outputs opened below are always finalised
-   * (or removed) by this function. */
-  struct sigaction sa, old_sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
-  g_interrupted = 0;
-  sigaction(SIGINT, &sa, &old_sa);
-  double out_fps = info.fps > 0 && info.fps <= 1000 ? info.fps : 25.0;
-  if (st == RV_OK && output) {
-    if (!(info.fps > 0 && info.fps <= 1000)) rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
-    st = rv_video_writer_open(&A.vw, output, out_fps, info.width, info.height, NULL, ctx);
-    A.out_path = output;
-  }
-  if (st == RV_OK && json) {
-    snprintf(A.json_tmp, sizeof A.json_tmp, "%s.tmp%ld", json, (long)getpid());
-    A.json_path = json;
-    if (!(A.json = fopen(A.json_tmp, "w"))) st = rv_error(ctx, RV_ERR_IO, "%s: cannot create (%s)", json, "check the folder");
+    A->cat_ids = malloc(sizeof *A->cat_ids * (size_t)A->n_classes);
+    A->counts = malloc(sizeof *A->counts * (size_t)A->n_classes);
+    A->dd = calloc(128, sizeof *A->dd);
+    A->dd_cap = 128;
+    if (!A->cat_ids || !A->counts || !A->dd) st = nomem(ctx);
+    for (int i = 0; A->cat_ids && i < A->n_classes; i++) A->cat_ids[i] = rv_model_category_id(A->m, i);
   }
   if (st != RV_OK) {
-    rc = rv_cli_fail(ctx, "video", st);
-    goto out;
+    rv_video_app_free(A);
+    return st;
   }
-  if (!output && !json) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
-  if (drop && !live) rv_log(ctx, RV_LOG_INFO, "--drop applies to cameras and streams only: a file never drops frames");
+  *out = A;
+  return RV_OK;
+}
+
+/* Opens the job's input (positioned at job->first) and outputs. */
+static rv_status open_job(app *A, rv_video_job *j, rv_ctx *ctx) {
+  RV_TRY(rv_video_open(&A->vr, j->input, ctx));
+  j->info = rv_video_get_info(A->vr);
+  if (j->first > 0 || j->count > 0) RV_TRY(rv_video_seek(A->vr, j->first, A->o.no_seek, ctx));
+  double fps = j->info.fps > 0 && j->info.fps <= 1000 ? j->info.fps : 25.0;
+  if (j->writer) {
+    A->vw = j->writer;
+  } else if (j->output) {
+    A->vw_owned = 1;
+    if (!(j->info.fps > 0 && j->info.fps <= 1000))
+      rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", j->input, j->output);
+    RV_TRY(rv_video_writer_open(&A->vw, j->output, fps, j->info.width, j->info.height, j->fourcc, ctx));
+    A->out_path = j->output;
+  }
+  if (j->json_stream) {
+    A->json = j->json_stream;
+    A->json_path = j->input;
+  } else if (j->json) {
+    snprintf(A->json_tmp, sizeof A->json_tmp, "%s.tmp%ld", j->json, (long)getpid());
+    A->json_path = j->json;
+    if (!(A->json = fopen(A->json_tmp, "w"))) return rv_error(ctx, RV_ERR_IO, "%s: cannot create (%s)", j->json, "check the folder");
+    A->json_owned = 1;
+  }
+  return RV_OK;
+}
+
+/* The frame after a range, for the seam check (the decode thread is done with the reader). */
+static void hash_next(app *A, rv_video_job *j, rv_ctx *ctx) {
+  rv_image f = {0};
+  int got = 0;
+  if (rv_video_read(A->vr, &f, &got, ctx) == RV_OK && got) {
+    j->next_hash = rv_video_frame_hash(&f);
+    j->have_next = 1;
+  }
+  rv_image_free(&f);
+}
+
+static void summary(const app *A, const rv_video_job *j, double out_fps) {
+  const rv_vp_stats *s = &j->stats;
+  double share = s->wall_s > 0 ? 100.0 * (1.0 - s->infer_s / s->wall_s) : 0;
+  fprintf(stderr,
+          "ravlt video: %ld frame(s) read, %ld processed, %ld written, %ld dropped, %ld corrupt; latency mean %.3f s, "
+          "p95 %.3f s; %.2f fps; %.1f s wall, %.1f%% outside inference\n",
+          s->read, s->processed, s->written, s->dropped, s->corrupt, s->latency_mean_s, s->latency_p95_s, s->fps, s->wall_s,
+          share < 0 ? 0 : share);
+  if (A->out_finalised) fprintf(stderr, "ravlt video: wrote %s (%s, %ld frames, %.3g fps)\n", j->output, A->fourcc, A->frames_out, out_fps);
+  if (A->json_finalised && A->json_owned) fprintf(stderr, "ravlt video: wrote %s (%ld lines)\n", j->json, A->json_lines);
+}
+
+rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
+  const rv_video_opts *o = &A->o;
+  A->job = j;
+  A->vr = NULL;
+  A->vw = NULL;
+  A->vw_owned = 0;
+  A->json = NULL;
+  A->json_owned = A->out_finalised = A->json_finalised = 0;
+  A->frames_out = A->json_lines = 0;
+  A->fourcc[0] = 0;
+  j->rc = 1;
+  j->have_first = j->have_next = 0;
+  memset(&j->stats, 0, sizeof j->stats);
+  rv_status st = open_job(A, j, ctx);
+  const rv_video_info info = j->info;
+  const char *input = j->input;
+  int live = info.is_camera || strstr(input, "://") != NULL;
+  double out_fps = info.fps > 0 && info.fps <= 1000 ? info.fps : 25.0;
+  if (st != RV_OK) goto out;
+  if (!j->output && !j->writer && !j->json && !j->json_stream) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
+  if (o->drop && !live) rv_log(ctx, RV_LOG_INFO, "--drop applies to cameras and streams only: a file never drops frames");
 
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-  int ithreads = threads > 0 ? (int)threads : rv_cli.threads > 0 ? rv_cli.threads : (int)(ncores > 1 ? ncores - 1 : 1);
+  int ithreads = o->threads > 0 ? (int)o->threads : rv_cli.threads > 0 ? rv_cli.threads : (int)(ncores > 1 ? ncores - 1 : 1);
   rv_ctx_set_threads(ctx, ithreads);
   rv_vp_config c = rv_vp_default_config();
-  c.read = rv_vp_read_video;
-  c.read_user = vr;
+  c.read = read_frame;
+  c.read_user = A;
   c.infer = infer;
   c.sink = sink;
   c.free_result = free_result;
   c.finish = finish;
-  c.user = &A;
+  c.user = A;
   progress prog = {0};
-  prog.enabled = !rv_cli.quiet && isatty(2);
-  prog.total = info.frame_count > 0 ? info.frame_count : 0;
-  if (max_frames > 0 && (prog.total == 0 || prog.total > max_frames)) prog.total = max_frames;
+  prog.enabled = !rv_cli.quiet && !j->quiet && isatty(2);
+  prog.total = info.frame_count > 0 ? info.frame_count - j->first : 0;
+  long max_frames = j->count > 0 ? j->count : o->max_frames;
+  if (max_frames > 0 && (prog.total <= 0 || prog.total > max_frames)) prog.total = max_frames;
   c.progress = on_progress;
   c.progress_user = &prog;
   c.cancelled = cancelled;
@@ -486,55 +561,207 @@ int rv_cmd_video(int argc, char **argv) {
   c.height = info.height;
   c.fps = info.fps;
   c.live = live;
-  c.drop = drop;
-  c.every = (int)every;
+  c.drop = o->drop;
+  c.every = (int)o->every;
   c.max_frames = max_frames;
-  c.queue = (int)queue;
-  c.stall_s = stall;
+  c.first_index = j->first;
+  c.queue = (int)o->queue;
+  c.stall_s = o->stall;
   c.infer_threads = ithreads;
-  if (!rv_cli.quiet)
+  int talk = !rv_cli.quiet && !j->quiet;
+  if (talk)
     fprintf(stderr, "ravlt video: %s: %dx%d, %.3g fps, %s; %s%s, inference scale %dx%d, %d thread(s)\n", input, info.width,
             info.height, info.fps, info.frame_count > 0 ? "file" : live ? "live" : "length unknown",
-            rv_model_arch(A.m), every > 1 ? " on every Nth frame" : "", A.pre.scale_h, A.pre.scale_w, ithreads);
+            rv_model_arch(A->m), o->every > 1 ? " on every Nth frame" : "", A->pre.scale_h, A->pre.scale_w, ithreads);
 
-  rv_vp_stats s;
-  st = rv_vp_run(&c, &s, ctx);
+  rv_vp_stats *s = &j->stats;
+  st = rv_vp_run(&c, s, ctx);
   if (prog.drawn) fputc('\n', stderr);
-
-  if (st != RV_OK) rc = rv_cli_fail(ctx, "video", st);
-  if (s.ended_early || s.stalled)
-    fprintf(stderr, "ravlt video: input %s: %s\n", s.stalled ? "stalled" : "ended early", s.fault);
-  if (s.corrupt) fprintf(stderr, "ravlt video: %ld corrupt frame(s) skipped\n", s.corrupt);
-  if (s.interrupted) fprintf(stderr, "ravlt video: interrupted: stopped after %ld frame(s)\n", s.written);
-  if (!rv_cli.quiet || st != RV_OK || s.ended_early || s.stalled) {
-    double share = s.wall_s > 0 ? 100.0 * (1.0 - s.infer_s / s.wall_s) : 0;
-    fprintf(stderr,
-            "ravlt video: %ld frame(s) read, %ld processed, %ld written, %ld dropped, %ld corrupt; latency mean %.3f s, "
-            "p95 %.3f s; %.2f fps; %.1f s wall, %.1f%% outside inference\n",
-            s.read, s.processed, s.written, s.dropped, s.corrupt, s.latency_mean_s, s.latency_p95_s, s.fps, s.wall_s,
-            share < 0 ? 0 : share);
+  if (st == RV_OK && j->count > 0 && s->read == j->count) hash_next(A, j, ctx);
+  j->frames_out = A->frames_out;
+  j->json_lines = A->json_lines;
+  if (st == RV_OK) j->rc = s->interrupted ? 130 : (s->ended_early || s->stalled) ? 3 : 0;
+  if (!j->quiet && (s->ended_early || s->stalled)) /* a quiet job's caller reports them */
+    fprintf(stderr, "ravlt video: input %s: %s\n", s->stalled ? "stalled" : "ended early", s->fault);
+  if (!j->quiet && s->corrupt) fprintf(stderr, "ravlt video: %ld corrupt frame(s) skipped\n", s->corrupt);
+  if (!j->quiet && s->interrupted) fprintf(stderr, "ravlt video: interrupted: stopped after %ld frame(s)\n", s->written);
+  if (talk || (!j->quiet && (st != RV_OK || s->ended_early || s->stalled))) {
+    summary(A, j, out_fps);
     rv_log(ctx, RV_LOG_DEBUG,
            "stages: decode %.2f s, inference %.2f s (waited %.2f s for frames, %.2f s for the encoder), draw+encode %.2f s",
-           s.read_s, s.infer_s, s.wait_in_s, s.wait_out_s, s.sink_s);
-    if (A.out_finalised) fprintf(stderr, "ravlt video: wrote %s (%s, %ld frames, %.3g fps)\n", output, A.fourcc, A.frames_out, out_fps);
-    if (A.json_finalised) fprintf(stderr, "ravlt video: wrote %s (%ld lines)\n", json, A.json_lines);
+           s->read_s, s->infer_s, s->wait_in_s, s->wait_out_s, s->sink_s);
   }
-  if (rc == 0) rc = s.interrupted ? 130 : (s.ended_early || s.stalled) ? 3 : 0;
 out:
-  sigaction(SIGINT, &old_sa, NULL);
-  if (A.vw) rv_video_writer_discard(A.vw);
-  if (A.json) {
-    fclose(A.json);
-    remove(A.json_tmp);
+  if (A->vw && A->vw_owned) rv_video_writer_discard(A->vw);
+  A->vw = NULL;
+  if (A->json && A->json_owned) {
+    fclose(A->json);
+    remove(A->json_tmp);
   }
-  rv_video_close(vr);
-  free(A.cat_ids);
-  free(A.counts);
-  free(A.dd);
-  free(A.names);
-  free(A.palette);
-  rv_arena_free(A.arena);
-  rv_model_free(A.m);
+  A->json = NULL;
+  rv_video_close(A->vr);
+  A->vr = NULL;
+  A->job = NULL;
+  return st;
+}
+
+/* "DIR/STEM" + suffix; -1 when it does not fit. */
+static int under_dir(char *dst, size_t cap, const char *dir, const char *input, const char *ext) {
+  const char *base = strrchr(input, '/');
+  base = base ? base + 1 : input;
+  const char *dot = strrchr(base, '.');
+  int stem = (int)(dot && dot != base ? (size_t)(dot - base) : strlen(base));
+  int n = snprintf(dst, cap, "%s/%.*s.%s", dir, stem, base, ext);
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int rv_video_out_names(const rv_video_opts *o, const char *input, char *video, char *json, size_t cap) {
+  video[0] = 0;
+  if (under_dir(json, cap, o->out_dir, input, "jsonl")) return -1;
+  if (strcmp(o->out_ext, "none") != 0 && under_dir(video, cap, o->out_dir, input, o->out_ext)) return -1;
+  return 0;
+}
+
+/* A camera index or a URL (what rv_video_open treats as live). */
+static int is_live(const char *s) {
+  size_t n = strspn(s, "0123456789");
+  return (n > 0 && n <= 4 && !s[n]) || strstr(s, "://") != NULL;
+}
+
+static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* One process, several inputs in sorted order: each into DIR/STEM.*; every input is run (a
+ * failed one leaves no output) and the worst exit status is returned. */
+static int run_inputs(app *A, char **inputs, int n, rv_ctx *ctx) {
+  int worst = 0;
+  for (int i = 0; i < n && !g_interrupted; i++) {
+    char video[4096], json[4096];
+    rv_video_job j;
+    memset(&j, 0, sizeof j);
+    j.input = inputs[i];
+    rv_video_out_names(&A->o, inputs[i], video, json, sizeof video); /* checked while parsing */
+    j.output = video[0] ? video : NULL;
+    j.json = json;
+    rv_status st = rv_video_run(A, &j, ctx);
+    int rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
+    if (rc == 130 || (rc > worst && worst != 130)) worst = rc;
+  }
+  return worst;
+}
+
+int rv_cmd_video(int argc, char **argv) {
+  rv_video_opts o = {0};
+  o.thr = 0.3;
+  o.opacity = 0.5;
+  o.stall = 10.0;
+  o.every = 1;
+  o.queue = 4;
+  o.out_ext = "mp4";
+  const char *output = NULL, *json = NULL;
+  char **inputs = calloc((size_t)argc, sizeof *inputs);
+  int n_in = 0;
+  if (!inputs) return 1;
+#define USAGE_ERR(...) do { int rc_ = rv_cli_usage_error("video", __VA_ARGS__); free(inputs); return rc_; } while (0)
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has = i + 1 < argc;
+    if (rv_cli_is_help(a)) { if (rv_mpi_rank() == 0) fputs(USAGE, stdout); free(inputs); return 0; }
+    else if (!strcmp(a, "--weights") && has) o.weights = argv[++i];
+    else if (!strcmp(a, "--model") && has) o.model = argv[++i];
+    else if (!strcmp(a, "--output") && has) output = argv[++i];
+    else if (!strcmp(a, "--json") && has) json = argv[++i];
+    else if (!strcmp(a, "--out-dir") && has) o.out_dir = argv[++i];
+    else if (!strcmp(a, "--out-ext") && has) o.out_ext = argv[++i];
+    else if (!strcmp(a, "--show")) o.show = 1;
+    else if (!strcmp(a, "--drop")) o.drop = 1;
+    else if (!strcmp(a, "--no-seek")) o.no_seek = 1;
+    else if (!strcmp(a, "--size") && has) o.size = argv[++i];
+    else if (!strcmp(a, "--score-thr") && has) o.thr = atof(argv[++i]);
+    else if (!strcmp(a, "--opacity") && has) o.opacity = atof(argv[++i]);
+    else if (!strcmp(a, "--stall") && has) o.stall = atof(argv[++i]);
+    else if (!strcmp(a, "--every") && has) { if (parse_long(argv[++i], 1, &o.every) || o.every > 1000000) USAGE_ERR("--every needs a count >= 1"); }
+    else if (!strcmp(a, "--max-frames") && has) { if (parse_long(argv[++i], 1, &o.max_frames)) USAGE_ERR("--max-frames needs a count >= 1"); }
+    else if (!strcmp(a, "--threads") && has) { if (parse_long(argv[++i], 1, &o.threads) || o.threads > 4096) USAGE_ERR("--threads needs a count >= 1"); }
+    else if (!strcmp(a, "--queue") && has) { if (parse_long(argv[++i], 1, &o.queue) || o.queue > 256) USAGE_ERR("--queue needs a count in 1..256"); }
+    else if (a[0] == '-' && a[1]) USAGE_ERR("unknown or incomplete option '%s'", a);
+    else inputs[n_in++] = argv[i];
+  }
+  int sh = 0, sw = 0;
+  if (!n_in) USAGE_ERR("no INPUT video, camera index or URL");
+  if (rv_mpi_size() > 1) {
+    for (int i = 0; i < n_in; i++) {
+      if (is_live(inputs[i]))
+        USAGE_ERR("'%s': cameras and streams run in one process, not across MPI ranks", inputs[i]);
+    }
+    if (o.show) USAGE_ERR("--show runs in one process, not across MPI ranks");
+    if (o.drop) USAGE_ERR("--drop is for live sources, which run in one process, not across MPI ranks");
+  }
+  if (o.show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
+    USAGE_ERR("--show needs a display (DISPLAY is not set); use --output");
+  if (!(o.thr >= 0 && o.thr <= 1)) USAGE_ERR("--score-thr must be in 0..1");
+  if (!(o.opacity >= 0 && o.opacity <= 1)) USAGE_ERR("--opacity must be in 0..1");
+  if (!(o.stall >= 0)) USAGE_ERR("--stall must be >= 0 seconds");
+  if (o.size && (rv_parse_size(o.size, &sh, &sw) || sh < 16 || sw < 16 || sh > 8192 || sw > 8192))
+    USAGE_ERR("--size must be HxW with sides in 16..8192, e.g. 480x640");
+  if (output && json && !strcmp(output, json)) USAGE_ERR("--output and --json name the same file");
+  if (n_in > 1 && !o.out_dir) USAGE_ERR("%d INPUTs: give --out-dir DIR (DIR/NAME.jsonl and DIR/NAME.%s each)", n_in, o.out_ext);
+  if (o.out_dir && (output || json)) USAGE_ERR("--out-dir names the outputs: no --output or --json with it");
+  if (strcmp(o.out_ext, "mp4") && strcmp(o.out_ext, "avi") && strcmp(o.out_ext, "mkv") && strcmp(o.out_ext, "none"))
+    USAGE_ERR("--out-ext must be mp4, avi, mkv or none");
+  if (o.out_dir) {
+    qsort(inputs, (size_t)n_in, sizeof *inputs, cmp_str);
+    for (int i = 0; i < n_in; i++) {
+      char v[4096], jn[4096], v2[4096], jn2[4096];
+      if (rv_video_out_names(&o, inputs[i], v, jn, sizeof v)) USAGE_ERR("--out-dir: output name for '%s' too long", inputs[i]);
+      for (int k = 0; k < i; k++) {
+        rv_video_out_names(&o, inputs[k], v2, jn2, sizeof v2);
+        if (!strcmp(jn, jn2)) USAGE_ERR("'%s' and '%s' would both write %s", inputs[k], inputs[i], jn);
+      }
+    }
+  }
+#undef USAGE_ERR
+  o.demo = !o.weights; /* the demo model built into the binary */
+  if (o.demo) o.weights = RV_CLI_DEMO;
+
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) { free(inputs); return 1; }
+  /* From here on Ctrl-C only sets the flag: the outputs opened by a job are always
+   * finalised (or removed) by rv_video_run. */
+  struct sigaction sa, old_sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
+  g_interrupted = 0;
+  sigaction(SIGINT, &sa, &old_sa);
+  app *A = NULL;
+  int rc = 0;
+  rv_status st = RV_OK;
+  if (rv_mpi_size() > 1) {
+    rc = rv_mpi_video(&o, inputs, n_in, output, json, ctx); /* loads the model on every rank */
+  } else {
+    if (n_in == 1 && !is_live(inputs[0])) { /* a missing file fails before the model loads */
+      rv_video_reader *vr = NULL;
+      st = rv_video_open(&vr, inputs[0], ctx);
+      rv_video_close(vr);
+    }
+    if (st == RV_OK && o.out_dir) st = rv_mkdirs(o.out_dir, ctx);
+    if (st == RV_OK) st = rv_video_app_open(&A, &o, ctx);
+    if (st != RV_OK) rc = rv_cli_fail(ctx, "video", st);
+    else if (o.out_dir) rc = run_inputs(A, inputs, n_in, ctx);
+    else {
+      rv_video_job j;
+      memset(&j, 0, sizeof j);
+      j.input = inputs[0];
+      j.output = output;
+      j.json = json;
+      st = rv_video_run(A, &j, ctx);
+      rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
+    }
+  }
+  sigaction(SIGINT, &old_sa, NULL);
+  rv_video_app_free(A);
   rv_ctx_free(ctx);
+  free(inputs);
   return rc;
 }

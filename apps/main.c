@@ -78,8 +78,9 @@ int main(int argc, char **argv) {
   if (i >= argc) { usage(stderr); return 2; }
   /* under mpirun/srun only (apps/mpi_run.h): MPI_Init, threads per rank */
   if (rv_mpi_start(&argc, &argv)) return 2;
-  if (rv_mpi_size() > 1 && strcmp(argv[i], "eval") != 0) {
-    if (rv_mpi_rank() == 0) fprintf(stderr, "ravlt: only 'ravlt eval' runs across MPI ranks, not '%s'\n", argv[i]);
+  if (rv_mpi_size() > 1 && strcmp(argv[i], "eval") != 0 && strcmp(argv[i], "video") != 0) {
+    if (rv_mpi_rank() == 0)
+      fprintf(stderr, "ravlt: only 'ravlt eval' and 'ravlt video' run across MPI ranks, not '%s'\n", argv[i]);
     rv_mpi_end();
     return 2;
   }

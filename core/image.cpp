@@ -532,6 +532,35 @@ rv_status rv_video_read(rv_video_reader *r, rv_image *frame, int *got, rv_ctx *c
   RV_CATCH(ctx, src)
 }
 
+rv_status rv_video_seek(rv_video_reader *r, long index, int exact, rv_ctx *ctx) {
+  const char *src = r->source.c_str();
+  if (r->info.is_camera || r->info.frame_count < 0)
+    return rv_error(ctx, RV_ERR_ARG, "video %s: only files of known length can be positioned", src);
+  if (r->frames > 0 || !r->have_first)
+    return rv_error(ctx, RV_ERR_ARG, "video %s: positioned after frames were read", src);
+  if (index < 0) return rv_error(ctx, RV_ERR_ARG, "video %s: frame %ld out of range", src, index);
+  if (index == 0) return RV_OK;
+  try {
+    r->have_first = false; // frame 0, decoded at open
+    r->first.release();
+    if (exact) {
+      for (long k = 1; k < index; k++)
+        if (!r->cap.grab())
+          return rv_error(ctx, RV_ERR_FORMAT, "video %s: ends after %ld frames, before frame %ld", src, k, index);
+    } else {
+      if (index >= r->info.frame_count || !r->cap.set(cv::CAP_PROP_POS_FRAMES, (double)index))
+        return rv_error(ctx, RV_ERR_FORMAT, "video %s: cannot seek to frame %ld (%ld frames)", src, index,
+                        r->info.frame_count);
+      double at = r->cap.get(cv::CAP_PROP_POS_FRAMES);
+      if (at != (double)index)
+        return rv_error(ctx, RV_ERR_FORMAT, "video %s: seeking to frame %ld landed on frame %.0f", src, index, at);
+    }
+    r->frames = index;
+    return RV_OK;
+  }
+  RV_CATCH(ctx, src)
+}
+
 void rv_video_close(rv_video_reader *r) {
   if (!r) return;
   try {

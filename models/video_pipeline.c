@@ -159,7 +159,7 @@ static void *decode_main(void *arg) {
       rv_image_free(&it.img);
       continue;
     }
-    it.fi.index = index++;
+    it.fi.index = c->first_index + index++;
     it.fi.time = (!c->live && c->fps > 0) ? (double)it.fi.index / c->fps : it.t_read - p->t0;
     pthread_mutex_lock(&p->mu);
     if (live_drop && p->q_in.n == p->q_in.cap) {
@@ -295,7 +295,7 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
   memset(stats, 0, sizeof *stats);
   if (!cfg->read || !cfg->infer)
     return rv_error(ctx, RV_ERR_ARG, "video pipeline: read and infer callbacks are required");
-  if (cfg->every < 1 || cfg->queue < 1 || cfg->max_frames < 0 || cfg->stall_s < 0 || cfg->width < 0 || cfg->height < 0)
+  if (cfg->every < 1 || cfg->queue < 1 || cfg->max_frames < 0 || cfg->first_index < 0 || cfg->stall_s < 0 || cfg->width < 0 || cfg->height < 0)
     return rv_error(ctx, RV_ERR_ARG, "video pipeline: every %d, queue %d, max_frames %ld, stall %g s: out of range",
                     cfg->every, cfg->queue, cfg->max_frames, cfg->stall_s);
   pipe_t p;
@@ -354,7 +354,7 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
       free_item(&p, &it);
       break;
     }
-    it.fi.processed = arrived++ % cfg->every == 0;
+    it.fi.processed = (cfg->first_index + arrived++) % cfg->every == 0;
     if (it.fi.processed) {
       double t = now_s();
       st = cfg->infer(cfg->user, &it.result, &it.img, &it.fi, ctx);

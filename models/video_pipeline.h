@@ -14,7 +14,8 @@
  *   if (s.ended_early || s.stalled) ...s.fault...;                     // source faults
  *
  * Policies:
- * - every N: the 1st, (N+1)th, ... frame reaching inference is processed; the others go to
+ * - every N: the 1st, (N+1)th, ... frame reaching inference is processed (counted from
+ *   first_index: frame k is processed when (first_index + k) mod N is 0); the others go to
  *   the sink unprocessed, with the result of the last processed frame (so an output video
  *   keeps every frame, drawn with the latest overlay).
  * - live sources (cameras, URLs) with drop = 1: when the decode queue is full the oldest
@@ -105,6 +106,9 @@ typedef struct {
   int drop;                /* live sources: drop the oldest queued frame when full */
   int every;               /* process every Nth frame (>= 1) */
   long max_frames;         /* stop after this many frames read (0: all) */
+  long first_index;        /* index of the first frame read (a range of a file split across
+                              processes, see rv_video_seek): frames are numbered from it and
+                              `every` counts from it; 0 by default */
   int queue;               /* capacity of each queue (>= 1; default 4) */
   double stall_s;          /* stall timeout in seconds (0: none; default 10) */
   int infer_threads;       /* omp_set_num_threads for the inference stage (0: leave) */

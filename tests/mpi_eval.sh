@@ -116,7 +116,7 @@ M eval ade20k --root "$T/ade" --weights "$SF" --json "$T/bada.json" > "$T/out" 2
 grep -q "ravlt eval ade20k: rank 1 of 2: .*ADE_val_00000002" "$T/err" || fail "ade20k failure on rank 1: $(cat "$T/err")"
 [ -e "$T/bada.json" ] && fail "a failed ade20k run wrote its summary"
 M detect --weights "$MR" --no-draw "$T/coco" > "$T/out" 2> "$T/err" && fail "mpirun ravlt detect should be refused"
-grep -q "only 'ravlt eval' runs across MPI ranks" "$T/err" || fail "detect under mpirun: $(cat "$T/err")"
+grep -q "only 'ravlt eval' and 'ravlt video' run across MPI ranks" "$T/err" || fail "detect under mpirun: $(cat "$T/err")"
 M eval ade20k --root "$A" --weights "$SF" --shard 0/2 --out "$T/x.json" > "$T/out" 2> "$T/err" && fail "--shard under mpirun"
 grep -q "exclude each other" "$T/err" || fail "--shard under mpirun: $(cat "$T/err")"
 # one rank under mpirun is a plain run

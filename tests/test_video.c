@@ -6,11 +6,14 @@
  * CLI tests on Debian opencv-doc videos with the e2e fixture checkpoints: a segmentor on
  * vtest.avi and a detector on Megamind.avi (--every, --json, --size), output frame counts
  * read back with OpenCV, JSON lines parsed with cJSON, a truncated file (exit 3, output
- * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments. */
+ * finalised), a file:// URL as a live source with --drop, Ctrl-C, bad arguments; frame
+ * ranges (first_index), rv_video_seek against a sequential decode, several inputs with
+ * --out-dir. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
 #include "core/image.h"
+#include "video_test_util.h"
 #include "eval/rle.h"
 #include "models/video_pipeline.h"
 #include <cjson/cJSON.h>
@@ -180,6 +183,36 @@ static void test_order_every(void **state) {
   assert_int_equal(k.finish_status, RV_OK);
   assert_true(st.latency_mean_s > 0 && st.latency_p95_s > 0 && st.fps > 0 && st.wall_s > 0);
   check_common(&k);
+  rv_ctx_free(ctx);
+}
+
+/* A range of a split file: indices start at first_index and --every counts from there, so
+ * a range starting off the every-grid has no result until its first processed frame. */
+static void test_first_index(void **state) {
+  (void)state;
+  src_t s;
+  sink_t k;
+  syn_init(&s, &k, 20);
+  s.next = 7; /* the source is positioned at frame 7, as rv_video_seek does */
+  rv_vp_config c = syn_config(&s, &k);
+  c.every = 3;
+  c.first_index = 7;
+  c.max_frames = 10;
+  rv_vp_stats st;
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_OK);
+  assert_int_equal(st.read, 10);
+  assert_int_equal(st.processed, 3); /* 9, 12, 15 */
+  assert_int_equal(k.nseen, 10);
+  for (long i = 0; i < 10; i++) {
+    long f = 7 + i;
+    assert_int_equal(k.seen[i], f); /* the pixels carry the source position: mismatch counts */
+    assert_int_equal(k.proc[i], f % 3 == 0);
+    assert_int_equal(k.res[i], f < 9 ? -1 : f - f % 3);
+  }
+  check_common(&k);
+  c.first_index = -1;
+  assert_int_equal(rv_vp_run(&c, &st, ctx), RV_ERR_ARG);
   rv_ctx_free(ctx);
 }
 
@@ -411,28 +444,6 @@ static int teardown(void **state) {
   return 0;
 }
 
-/* Frames of a video as OpenCV reads it back (-1 if it does not open or breaks). */
-static long count_frames(const char *path, int *w, int *h) {
-  rv_ctx *ctx = rv_ctx_create();
-  rv_video_reader *r;
-  long n = -1;
-  if (rv_video_open(&r, path, ctx) == RV_OK) {
-    rv_video_info info = rv_video_get_info(r);
-    *w = info.width;
-    *h = info.height;
-    rv_image f = {0};
-    int got = 0;
-    n = 0;
-    rv_status st;
-    while ((st = rv_video_read(r, &f, &got, ctx)) == RV_OK && got) n++;
-    if (st != RV_OK) n = -1;
-    rv_image_free(&f);
-    rv_video_close(r);
-  }
-  rv_ctx_free(ctx);
-  return n;
-}
-
 /* Parse JSON lines; returns the count, each line's object passed to check(). */
 static long json_lines(const char *path, void (*check)(const cJSON *o, long i, void *u), void *u) {
   FILE *f = fopen(path, "r");
@@ -477,7 +488,7 @@ static void test_cli_segment_vtest(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/seg.mp4", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 8);
+  assert_int_equal(test_video_frames(p, &w, &h), 8);
   assert_int_equal(w, 768);
   assert_int_equal(h, 576);
   int wh[2] = {768, 576};
@@ -525,7 +536,7 @@ static void test_cli_detect_megamind_every(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/det.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), 9); /* every frame written, 3 inferred */
+  assert_int_equal(test_video_frames(p, &w, &h), 9); /* every frame written, 3 inferred */
   assert_int_equal(w, 720);
   assert_int_equal(h, 528);
   long ndet = 0;
@@ -551,7 +562,7 @@ static void test_cli_truncated(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/tr.mp4", tmpdir);
-  long n = count_frames(p, &w, &h);
+  long n = test_video_frames(p, &w, &h);
   assert_true(n > 0);
   snprintf(p, sizeof p, "%s/tr.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_any_line, NULL), n);
@@ -592,7 +603,7 @@ static void test_cli_live_drop(void **state) {
   assert_int_equal(proc, wr);
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/drop.avi", tmpdir);
-  assert_int_equal(count_frames(p, &w, &h), wr);
+  assert_int_equal(test_video_frames(p, &w, &h), wr);
   double last_t = 0;
   snprintf(p, sizeof p, "%s/drop.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_live_line, &last_t), wr);
@@ -612,12 +623,133 @@ static void test_cli_sigint(void **state) {
   char p[512];
   int w = 0, h = 0;
   snprintf(p, sizeof p, "%s/int.avi", tmpdir);
-  long n = count_frames(p, &w, &h);
+  long n = test_video_frames(p, &w, &h);
   assert_true(n > 0 && n < 795);
   int wh[2] = {768, 576};
   snprintf(p, sizeof p, "%s/int.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_seg_line, wh), n);
   assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
+}
+
+static uint64_t fnv(const rv_image *f) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < (size_t)f->h * f->w * f->c; i++) h = (h ^ f->data[i]) * 1099511628211ULL;
+  return h;
+}
+
+/* rv_video_seek, both ways, against a sequential decode: the 3 frames read after seeking to
+ * frame s are frames s, s+1, s+2 (pixel hashes), for a sweep of s on an AVI MPEG-4 file, an
+ * AVI of another frame rate and an MP4 H.264 file written here. */
+static void check_seek(const char *path, long n) {
+  rv_ctx *ctx = rv_ctx_create();
+  rv_video_reader *r;
+  rv_image f = {0};
+  int got = 0;
+  uint64_t *seq = calloc((size_t)n, sizeof *seq);
+  assert_non_null(seq);
+  assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+  for (long i = 0; i < n; i++) {
+    assert_int_equal(rv_video_read(r, &f, &got, ctx), RV_OK);
+    assert_int_equal(got, 1);
+    seq[i] = fnv(&f);
+  }
+  assert_int_equal(rv_video_seek(r, 5, 0, ctx), RV_ERR_ARG); /* after reading */
+  rv_video_close(r);
+  static const long starts[] = {0, 1, 2, 3, 5, 11, 12, 13, 24, 31, 37, 38};
+  for (int exact = 0; exact < 2; exact++)
+    for (size_t k = 0; k < sizeof starts / sizeof *starts; k++) {
+      long s = starts[k] % (n - 3);
+      assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+      assert_int_equal(rv_video_seek(r, s, exact, ctx), RV_OK);
+      for (long i = s; i < s + 3; i++) {
+        assert_int_equal(rv_video_read(r, &f, &got, ctx), RV_OK);
+        assert_int_equal(got, 1);
+        if (fnv(&f) != seq[i]) fail_msg("%s: seek (exact %d) to %ld: frame %ld differs", path, exact, s, i);
+      }
+      assert_int_equal(rv_video_frames_read(r), s + 3);
+      rv_video_close(r);
+    }
+  assert_int_equal(rv_video_open(&r, path, ctx), RV_OK);
+  assert_int_equal(rv_video_seek(r, rv_video_get_info(r).frame_count + 5, 0, ctx), RV_ERR_FORMAT);
+  rv_video_close(r);
+  rv_image_free(&f);
+  free(seq);
+  rv_ctx_free(ctx);
+}
+
+static void test_seek(void **state) {
+  (void)state;
+  check_seek(SAMPLES "/vtest.avi", 48);
+  check_seek(SAMPLES "/Megamind.avi", 48);
+  char p[512];
+  snprintf(p, sizeof p, "%s/seek.mp4", tmpdir);
+  rv_ctx *ctx = rv_ctx_create();
+  rv_video_reader *r;
+  rv_video_writer *w;
+  rv_image f = {0};
+  int got = 0;
+  assert_int_equal(rv_video_open(&r, SAMPLES "/vtest.avi", ctx), RV_OK);
+  assert_int_equal(rv_video_writer_open(&w, p, 10, 768, 576, NULL, ctx), RV_OK);
+  for (int i = 0; i < 60 && rv_video_read(r, &f, &got, ctx) == RV_OK && got; i++)
+    assert_int_equal(rv_video_write(w, &f, ctx), RV_OK);
+  assert_int_equal(rv_video_writer_close(w, ctx), RV_OK);
+  rv_video_close(r);
+  rv_image_free(&f);
+  check_seek(p, 48);
+  /* exact positioning past the end of a file that announces more frames than it has */
+  assert_int_equal(test_run("head -c 200000 " SAMPLES "/Megamind.avi > %s/short.avi", tmpdir), 0);
+  snprintf(p, sizeof p, "%s/short.avi", tmpdir);
+  assert_int_equal(rv_video_open(&r, p, ctx), RV_OK);
+  assert_int_equal(rv_video_seek(r, 200, 1, ctx), RV_ERR_FORMAT);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "short.avi"));
+  rv_video_close(r);
+  rv_ctx_free(ctx);
+}
+
+/* Several inputs (one process): sorted, each into DIR/STEM.jsonl and DIR/STEM.EXT, the same
+ * JSON lines as a run on that file alone; a failing input leaves its outputs unwritten and
+ * the others complete (exit 1); naming conflicts and missing --out-dir are usage errors. */
+static void test_cli_several_inputs(void **state) {
+  (void)state;
+  const char *seg = fixture_path("e2e/semantic_fpn/checkpoint.pth");
+  const char *args = "--max-frames 3 --size 64x96";
+  assert_int_equal(test_run("'%s' --quiet --threads 1 video --weights '%s' %s " SAMPLES "/vtest.avi " SAMPLES
+                            "/Megamind.avi --out-dir %s/many/sub --out-ext avi",
+                            RV_BIN, seg, args, tmpdir),
+                   0);
+  assert_int_equal(test_run("'%s' --quiet --threads 1 video --weights '%s' %s " SAMPLES "/Megamind.avi --json %s/mm.jsonl",
+                            RV_BIN, seg, args, tmpdir),
+                   0);
+  assert_int_equal(test_run("cmp -s %s/mm.jsonl %s/many/sub/Megamind.jsonl", tmpdir, tmpdir), 0);
+  char p[512];
+  int w = 0, h = 0;
+  snprintf(p, sizeof p, "%s/many/sub/vtest.avi", tmpdir);
+  assert_int_equal(test_video_frames(p, &w, &h), 3);
+  assert_int_equal(w, 768);
+  snprintf(p, sizeof p, "%s/many/sub/Megamind.avi", tmpdir);
+  assert_int_equal(test_video_frames(p, &w, &h), 3);
+  assert_int_equal(w, 720);
+  assert_int_equal(test_run("test $(ls %s/many/sub | wc -l) -eq 4", tmpdir), 0);
+  /* a missing input: reported, exit 1, the other input's outputs written (JSON only here) */
+  assert_int_equal(test_run("'%s' --quiet video --weights '%s' %s %s/gone.avi " SAMPLES "/vtest.avi --out-dir %s/part "
+                            "--out-ext none 2> %s/part.err",
+                            RV_BIN, seg, args, tmpdir, tmpdir, tmpdir),
+                   1);
+  assert_int_equal(test_run("grep -q 'gone.avi: no such file' %s/part.err && test $(ls %s/part) = vtest.jsonl", tmpdir, tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi " SAMPLES "/Megamind.avi 2> %s/u.err", RV_BIN,
+                            seg, tmpdir),
+                   2);
+  assert_int_equal(test_run("grep -q 'give --out-dir' %s/u.err", tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi %s/x/vtest.mp4 --out-dir %s/d 2> %s/u.err",
+                            RV_BIN, seg, tmpdir, tmpdir, tmpdir),
+                   2);
+  assert_int_equal(test_run("grep -q 'would both write' %s/u.err", tmpdir), 0);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi --out-dir %s/d --json %s/j 2> /dev/null", RV_BIN,
+                            seg, tmpdir, tmpdir),
+                   2);
+  assert_int_equal(test_run("'%s' video --weights '%s' " SAMPLES "/vtest.avi --out-dir %s/d --out-ext gif 2> /dev/null",
+                            RV_BIN, seg, tmpdir),
+                   2);
 }
 
 static void test_cli_bad_inputs(void **state) {
@@ -643,6 +775,7 @@ static void test_cli_bad_inputs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_order_every),
+      cmocka_unit_test(test_first_index),
       cmocka_unit_test(test_max_frames),
       cmocka_unit_test(test_file_never_drops),
       cmocka_unit_test(test_live_drops),
@@ -657,6 +790,8 @@ int main(void) {
       cmocka_unit_test(test_cli_truncated),
       cmocka_unit_test(test_cli_live_drop),
       cmocka_unit_test(test_cli_sigint),
+      cmocka_unit_test(test_seek),
+      cmocka_unit_test(test_cli_several_inputs),
       cmocka_unit_test(test_cli_bad_inputs),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

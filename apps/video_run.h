@@ -1,0 +1,73 @@
+/* `ravlt video` as pieces that the one-process command (apps/cmd_video.c) and the MPI ranks
+ * (apps/mpi_video.c) share: the model loaded once, then one input (or a frame range of one
+ * file) run through the pipeline of models/video_pipeline.h into its outputs.
+ *
+ *   rv_video_app *a;
+ *   RV_TRY(rv_video_app_open(&a, &opts, ctx));
+ *   rv_video_job j = {.input = "clip.mp4", .output = "seg.mp4", .json = "seg.jsonl"};
+ *   rv_status st = rv_video_run(a, &j, ctx);   // j.rc: exit status 0 / 3 / 130; j.stats
+ *   rv_video_app_free(a);
+ */
+#ifndef RV_APPS_VIDEO_RUN_H
+#define RV_APPS_VIDEO_RUN_H
+
+#include "models/video_pipeline.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* The options of one `ravlt video` command (every input gets the same). */
+typedef struct {
+  const char *weights, *model, *size;
+  double thr, opacity, stall;
+  long every, max_frames, threads, queue;
+  int drop, show, no_seek;
+  int demo;                      /* no --weights: the built-in demo model (a notice says so) */
+  const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
+} rv_video_opts;
+
+typedef struct rv_video_app rv_video_app;
+rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *ctx);
+void rv_video_app_free(rv_video_app *a);
+
+typedef struct {
+  const char *input;
+  const char *output, *fourcc; /* overlay video (NULL: none), codec (NULL: by extension) ... */
+  rv_video_writer *writer;     /* ... or frames appended to this open writer (not closed) */
+  const char *json;            /* JSON lines file, temp + rename (NULL: none) ... */
+  FILE *json_stream;           /* ... or JSON lines appended to this stream (not closed) */
+  long first, count;           /* frames first .. first + count - 1 of a file (count 0: to
+                                  the end); frame indices, times and --every stay global */
+  int quiet;                   /* no header and summary lines */
+  /* results */
+  int rc;                      /* exit status of this input: 0, 3 (ended early / stalled),
+                                  130 (Ctrl-C); 1 or 2 when an error is returned */
+  rv_vp_stats stats;
+  rv_video_info info;
+  long frames_out, json_lines;
+  int have_first, have_next;   /* hashes of the first frame read and of the frame after the */
+  uint64_t first_hash, next_hash; /* range (count > 0): a split file's seams are checked */
+} rv_video_job;
+
+/* Runs one job. RV_OK (job->rc 0, 3 or 130, outputs finalised) or the error in ctx (no
+ * output left behind). */
+rv_status rv_video_run(rv_video_app *a, rv_video_job *job, rv_ctx *ctx);
+
+/* Several inputs: output names under o->out_dir from the input's file name without its
+ * extension (video empty when out_ext is "none"). -1 when a name does not fit. */
+int rv_video_out_names(const rv_video_opts *o, const char *input, char *video, char *json, size_t cap);
+
+/* The FNV-1a 64-bit hash of a frame's pixels (seam checks). */
+uint64_t rv_video_frame_hash(const rv_image *frame);
+
+/* Set by SIGINT while rv_cmd_video runs (polled by the pipeline). */
+int rv_video_interrupted(void);
+
+/* `mpirun -np N ravlt video ...` (apps/mpi_video.c): several inputs, whole files per rank
+ * (sorted, input k on rank k mod N, outputs as one process writes them under --out-dir);
+ * one input, split into N frame ranges whose outputs rank 0 concatenates into output and
+ * json (or DIR/NAME.*). Every rank calls it (it loads the model); returns the exit status. */
+int rv_mpi_video(const rv_video_opts *o, char **inputs, int n_inputs, const char *output, const char *json,
+                 rv_ctx *ctx);
+
+#endif
