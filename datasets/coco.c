@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/coco_internal.h"
 
+#include "core/fs.h"
 #include "datasets/json_scan.h"
 
 #include <ctype.h>
@@ -16,44 +17,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static rv_status read_all(const char *path, char **buf, size_t *len, rv_ctx *ctx) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_IO, "%s: cannot seek", path);
-  }
-  long n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_IO, "%s: cannot read size", path);
-  }
-  char *b = malloc((size_t)n + 1);
-  if (!b) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory (%ld bytes)", path, n);
-  }
-  size_t got = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  if (got != (size_t)n) {
-    free(b);
-    return rv_error(ctx, RV_ERR_IO, "%s: short read", path);
-  }
-  b[n] = 0;
-  *buf = b;
-  *len = (size_t)n;
-  return RV_OK;
-}
-
-
 /* ---- segmentation (COCO.annToRLE) on the scanner ---- */
 
-/* RLE from a compressed string; on failure the message goes to c->err. */
-static int rle_string(rv_jcur *c, rv_rle *out, const char *s, uint32_t h, uint32_t w) {
-  if (rv_rle_from_string(out, s, h, w, "segmentation", NULL) == RV_OK) return 1;
+/* RLE from a compressed string of len characters; on failure the message goes to c->err. */
+static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32_t h, uint32_t w) {
+  if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK) return 1;
   rv_ctx *tctx = rv_ctx_create();
   rv_rle tmp = {0};
-  rv_rle_from_string(&tmp, s, h, w, "segmentation", tctx);
+  rv_rle_from_string_n(&tmp, s, len, h, w, "segmentation", tctx);
   rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "corrupt RLE");
   rv_rle_free(&tmp);
   rv_ctx_free(tctx);
@@ -152,7 +123,7 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
   c->p++;
   double size[2] = {-1, -1};
   int have_size = 0, have_counts = 0, ok = 1;
-  const char *counts_at = NULL;
+  const char *counts_at = NULL, *counts_end = NULL;
   for (;;) {
     char k[32];
     size_t kl;
@@ -166,6 +137,7 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
       rv_jws(c);
       counts_at = c->p;
       if (!rv_jskip(c)) return 0;
+      counts_end = c->p;
       have_counts = 1;
     } else if (!rv_jskip(c))
       return 0;
@@ -179,17 +151,14 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
     return rv_jfail(c, "RLE 'size' [%g, %g] is not a valid mask size", size[0], size[1]);
   uint32_t rh = (uint32_t)size[0], rw = (uint32_t)size[1];
   rv_jcur sub = {counts_at, c->end, ""};
-  if (*counts_at == '"') {
-    size_t n = 0;
-    rv_jcur probe = sub;
-    rv_jstring(&probe, NULL, 0, &n);
-    char *str = malloc(n + 1);
+  if (*counts_at == '"') { /* unescaped into a buffer the size of the raw text (quotes included) */
+    size_t raw = (size_t)(counts_end - counts_at), got = 0;
+    char stack[2048], *str = raw <= sizeof stack ? stack : malloc(raw);
     if (!str) return rv_jfail(c, "out of memory");
-    size_t got = 0;
-    ok = rv_jstring(&sub, str, n + 1, &got);
-    if (ok && strlen(str) != got) ok = rv_jfail(c, "NUL character in RLE counts");
-    if (ok) ok = rle_string(c, out, str, rh, rw);
-    free(str);
+    ok = rv_jstring(&sub, str, raw, &got);
+    if (ok && memchr(str, 0, got)) ok = rv_jfail(c, "NUL character in RLE counts");
+    if (ok) ok = rle_string(c, out, str, got, rh, rw);
+    if (str != stack) free(str);
     return ok;
   }
   if (*counts_at == '[') { /* uncompressed RLE (frUncompressedRLE, its own size) */
@@ -586,12 +555,11 @@ fail:
 }
 
 rv_status rv_coco_load(rv_coco **out, const char *path, int load_segm, int threads, rv_ctx *ctx) {
-  char *buf = NULL;
-  size_t len = 0;
+  rv_mapped_file f;
   *out = NULL;
-  RV_TRY(read_all(path, &buf, &len, ctx));
-  rv_status st = rv_coco_load_mem(out, buf, len, path, load_segm, threads, ctx);
-  free(buf);
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = rv_coco_load_mem(out, f.data, f.len, path, load_segm, threads, ctx);
+  rv_file_unmap(&f);
   return st;
 }
 
@@ -664,12 +632,11 @@ rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const 
 
 rv_status rv_coco_load_results(rv_coco_results *r, const rv_coco *gt, const char *path, rv_iou_type t,
                                rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
-  char *buf = NULL;
-  size_t len = 0;
+  rv_mapped_file f;
   memset(r, 0, sizeof *r);
-  RV_TRY(read_all(path, &buf, &len, ctx));
-  rv_status st = rv_coco_load_results_mem(r, gt, buf, len, path, t, mode, threads, ctx);
-  free(buf);
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = rv_coco_load_results_mem(r, gt, f.data, f.len, path, t, mode, threads, ctx);
+  rv_file_unmap(&f);
   return st;
 }
 

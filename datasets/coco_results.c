@@ -24,10 +24,12 @@ static int starts_number(rv_jcur *c) {
 }
 
 /* One element: {image_id, category_id, score, bbox?, segmentation?, anything else}. The
- * segmentation is decoded after the object (it may come before image_id). */
+ * segmentation is decoded where it stands when image_id came before it (polygons need the
+ * image size), otherwise after the object. */
 static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm) {
   int have_img = 0, have_cat = 0, have_score = 0;
   const char *seg_at = NULL;
+  const rv_coco_image *seg_im = NULL; /* the image the mask was decoded for */
   if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
   if (!rv_jpeek(c, '}'))
     for (;;) {
@@ -58,7 +60,16 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
       } else if (rv_jkey_is(k, kl, "segmentation")) {
         rv_jws(c);
         seg_at = c->p;
-        if (!rv_coco_parse_segm(c, NULL, 0, 0, 0)) return 0;
+        if (d->has_segm) { /* a repeated key: the last one counts */
+          rv_rle_free(&d->segm);
+          d->has_segm = 0;
+        }
+        /* decoded right away when image_id came first (mmdet's key order), else after the object */
+        seg_im = want_segm && have_img ? rv_coco_find_image(gt, d->image_id) : NULL;
+        if (!rv_coco_parse_segm(c, seg_im ? &d->segm : NULL, seg_im ? (uint32_t)seg_im->height : 0,
+                                seg_im ? (uint32_t)seg_im->width : 0, seg_im != NULL))
+          return 0;
+        d->has_segm = seg_im != NULL;
       } else if (!rv_jskip(c))
         return 0;
       int r = rv_jnext(c, '}');
@@ -74,6 +85,11 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
   if (seg_at && want_segm) {
     const rv_coco_image *im = rv_coco_find_image(gt, d->image_id);
     if (!im) return rv_jfail(c, "image_id %lld is not in the ground truth", (long long)d->image_id);
+    if (im == seg_im) return 1;
+    if (d->has_segm) { /* image_id changed after the mask (a repeated key) */
+      rv_rle_free(&d->segm);
+      d->has_segm = 0;
+    }
     rv_jcur sc = {seg_at, c->end, ""};
     if (!rv_coco_parse_segm(&sc, &d->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
       return rv_jfail(c, "%s", sc.err);
