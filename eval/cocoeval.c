@@ -276,12 +276,12 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
   const size_t sz_ord = sizeof(scored) * nz(nd), sz_dto = sizeof(rv_coco_obj *) * nz(D),
                sz_gto = sizeof(rv_coco_obj *) * nz(G), sz_iou = sizeof(double) * nz(D * G),
                sz_gtind = sizeof(size_t) * nz(G), sz_gtm = sizeof(int64_t) * nz((size_t)T * G),
-               sz_dtm = sizeof(int64_t) * nz((size_t)T * D), sz_dtig = nz((size_t)T * D), sz_g = nz(G),
+               sz_dtm = sizeof(int64_t) * nz((size_t)T * D), sz_max = sizeof(double) * nz(D), sz_dtig = nz((size_t)T * D), sz_g = nz(G),
                sz_bbd = sizeof(double) * 4 * nz(D), sz_bbg = sizeof(double) * 4 * nz(G),
                sz_rd = segm ? sizeof(rv_rle) * nz(D) : 0, sz_rg = segm ? sizeof(rv_rle) * nz(G) : 0,
                sz_id = segm ? sizeof(rv_rle_info) * nz(D) : 0, sz_ig = segm ? sizeof(rv_rle_info) * nz(G) : 0;
   size_t total = align16(sz_ord) * 2 + align16(sz_dto) + align16(sz_gto) + align16(sz_iou) + align16(sz_gtind) +
-                 align16(sz_gtm) + align16(sz_dtm) + align16(sz_dtig) + 2 * align16(sz_g) + align16(sz_bbd) +
+                 align16(sz_gtm) + align16(sz_dtm) + align16(sz_max) + align16(sz_dtig) + 2 * align16(sz_g) + align16(sz_bbd) +
                  align16(sz_bbg) + align16(sz_rd) + align16(sz_rg) + align16(sz_id) + align16(sz_ig);
   if (!scratch_reserve(ws, total)) return 0;
   scored *ord = scratch_take(ws, sz_ord), *ord_tmp = scratch_take(ws, sz_ord);
@@ -289,6 +289,7 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
   double *ious = scratch_take(ws, sz_iou);
   size_t *gtind = scratch_take(ws, sz_gtind);
   int64_t *gtm = scratch_take(ws, sz_gtm), *dtm = scratch_take(ws, sz_dtm);
+  double *maxiou = scratch_take(ws, sz_max);
   uint8_t *dtig = scratch_take(ws, sz_dtig), *gig = scratch_take(ws, sz_g), *crowd = scratch_take(ws, sz_g);
   double *bbd = scratch_take(ws, sz_bbd), *bbg = scratch_take(ws, sz_bbg);
   for (size_t j = 0; j < nd; j++) {
@@ -321,6 +322,18 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
       rv_rle_iou_info(ious, rd, id, D, rg, ig, G, crowd);
     }
   }
+  /* the best IoU of each detection: below a threshold, the matching loop cannot match it
+   * (its skips only remove gt). A NaN IoU (non-finite boxes) would match anything there, so it
+   * counts as +inf. */
+  for (size_t d = 0; d < D; d++) {
+    double mx = -INFINITY;
+    for (size_t g = 0; g < G; g++) {
+      double v = ious[d * G + g];
+      if (v != v) v = INFINITY;
+      if (v > mx) mx = v;
+    }
+    maxiou[d] = mx;
+  }
   double *sc = ev->score + ev->dt_off[pidx];
   for (size_t d = 0; d < D; d++) sc[d] = ord[d].s;
   uint8_t *st = ev->state + ev->dt_off[pidx] * (size_t)A * T;
@@ -345,6 +358,7 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
         double thr = p->iou_thrs[t];
         for (size_t d = 0; d < D; d++) {
           double iou = thr < 1 - 1e-10 ? thr : 1 - 1e-10;
+          if (maxiou[d] < iou) continue; /* no gt reaches the threshold: unmatched */
           long m = -1;
           for (size_t gi = 0; gi < G; gi++) {
             size_t g = gtind[gi];
