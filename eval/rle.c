@@ -14,9 +14,10 @@
 
 void rv_rle_free(rv_rle *r) {
   if (!r) return;
-  free(r->cnts);
+  if (!r->borrowed) free(r->cnts);
   r->cnts = NULL;
   r->m = 0;
+  r->borrowed = 0;
 }
 
 static rv_status rle_set(rv_rle *r, uint32_t h, uint32_t w, const uint32_t *cnts, size_t m,
@@ -31,6 +32,7 @@ static rv_status rle_set(rv_rle *r, uint32_t h, uint32_t w, const uint32_t *cnts
   r->w = w;
   r->m = m;
   r->cnts = c;
+  r->borrowed = 0;
   return RV_OK;
 }
 
@@ -142,20 +144,22 @@ static rv_status decode_checked(uint32_t *cnts, size_t *m_out, const char *s, si
   return RV_OK;
 }
 
-rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
-                               const char *what, rv_ctx *ctx) {
+size_t rv_rle_string_max_counts(const char *s, size_t len) {
+  size_t m = 0; /* one count ends at each character without the continuation bit */
+  for (size_t p = 0; p < len; p++) m += !(((unsigned)(unsigned char)s[p] - 48u) & 0x20);
+  return m;
+}
+
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx) {
   if (!what) what = "rle";
-  /* pass 1: all characters in '0'..'o'? and one count ends at each character without the
-   * continuation bit, so the counts array is allocated exactly */
   size_t m_max = 0;
-  unsigned bad = 0;
+  unsigned bad = 0; /* all characters in '0'..'o'? */
   for (size_t p = 0; p < len; p++) {
     unsigned c = (unsigned)(unsigned char)s[p] - 48u;
     bad |= c > 63;
     m_max += !(c & 0x20);
   }
-  uint32_t *cnts = malloc((m_max ? m_max : 1) * sizeof *cnts);
-  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what);
   size_t m = 0;
   rv_status st = RV_OK;
   if (bad || (len && (((unsigned char)s[len - 1] - 48u) & 0x20))) {
@@ -182,16 +186,31 @@ rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h,
     if (p < len || m != m_max) st = decode_checked(cnts, &m, s, len, what, ctx);
   }
   if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
-  if (st != RV_OK) {
-    free(cnts);
-    return st;
-  }
+  if (st != RV_OK) return st;
   r->h = h;
   r->w = w;
   r->m = m;
   r->cnts = m ? cnts : NULL;
-  if (!m) free(cnts);
+  r->borrowed = 1;
   return RV_OK;
+}
+
+rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
+                               const char *what, rv_ctx *ctx) {
+  size_t m_max = rv_rle_string_max_counts(s, len);
+  uint32_t *cnts = malloc((m_max ? m_max : 1) * sizeof *cnts);
+  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what ? what : "rle");
+  rv_rle t = {0};
+  rv_status st = rv_rle_from_string_into(&t, cnts, s, len, h, w, what, ctx);
+  if (st != RV_OK || !t.m) {
+    free(cnts);
+    t.cnts = NULL;
+  }
+  if (st == RV_OK) {
+    t.borrowed = 0;
+    *r = t;
+  }
+  return st;
 }
 
 rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
@@ -391,9 +410,35 @@ void rv_rle_to_bbox(const rv_rle *r, double bb[4]) {
   memcpy(bb, in.bb, sizeof in.bb);
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t c = *(const uint32_t *)a, d = *(const uint32_t *)b;
-  return c > d ? 1 : c < d ? -1 : 0;
+/* Ascending sort of n uint32 (tmp: n entries): insertion sort when short, else LSD radix
+ * with 8-bit digits, skipping a digit that all values share. */
+static void sort_u32(uint32_t *a, uint32_t *tmp, size_t n) {
+  if (n <= 32) {
+    for (size_t i = 1; i < n; i++) {
+      uint32_t x = a[i];
+      size_t j = i;
+      for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  uint32_t *src = a, *dst = tmp;
+  for (int shift = 0; shift < 32; shift += 8) {
+    size_t cnt[256] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(src[i] >> shift) & 255]++;
+    if (cnt[(src[0] >> shift) & 255] == n) continue;
+    size_t sum = 0;
+    for (int d = 0; d < 256; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i] >> shift) & 255]++] = src[i];
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 /* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
@@ -483,7 +528,7 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   if (!a || !b) goto nomem;
   for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
   a[nk++] = (uint32_t)((size_t)h * w);
-  qsort(a, nk, sizeof(uint32_t), cmp_u32);
+  sort_u32(a, b, nk); /* b is free until the run lengths */
   uint32_t prev = 0;
   for (size_t j = 0; j < nk; j++) {
     uint32_t t = a[j];

@@ -27,8 +27,10 @@ typedef struct {
   uint32_t h, w;  /* mask size */
   size_t m;       /* number of runs */
   uint32_t *cnts; /* m run lengths (malloc'd, NULL when m == 0) */
+  int borrowed;   /* 1: cnts belong to a container (e.g. rv_coco_results' pool), not to the RLE */
 } rv_rle;
 
+/* Frees cnts unless borrowed; the RLE becomes empty. */
 void rv_rle_free(rv_rle *r);
 /* Deep copy. */
 rv_status rv_rle_copy(rv_rle *dst, const rv_rle *src, rv_ctx *ctx);
@@ -52,6 +54,11 @@ rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, c
 /* The same on len characters (not NUL-terminated); a NUL inside is a bad character. */
 rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
                                const char *what, rv_ctx *ctx);
+/* The same into caller memory: cnts has rv_rle_string_max_counts(s, len) entries (an upper
+ * bound of the count), and r borrows it (r->borrowed = 1). */
+size_t rv_rle_string_max_counts(const char *s, size_t len);
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx);
 /* Uncompressed RLE (COCO {"counts": [...], "size": [h, w]}); validates the sum. */
 rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w,
                              const char *what, rv_ctx *ctx);

@@ -491,6 +491,19 @@ static void test_string_random(void **state) {
       assert_null(q.cnts);
       bad++;
     }
+    /* into caller memory: the same counts, borrowed (rv_rle_free leaves the buffer) */
+    size_t cap = rv_rle_string_max_counts(s, len);
+    uint32_t *buf = malloc(sizeof(uint32_t) * (cap + 1));
+    rv_rle qb = {0};
+    assert_int_equal(rv_rle_from_string_into(&qb, buf, s, len, h, w, "t", ctx), st);
+    if (st == RV_OK) {
+      assert_true(qb.borrowed && qb.m == q.m && qb.m <= cap);
+      if (q.m) assert_memory_equal(qb.cnts, q.cnts, q.m * sizeof(uint32_t));
+      assert_false(q.borrowed);
+    }
+    rv_rle_free(&qb);
+    assert_true(qb.cnts == NULL && !qb.borrowed);
+    free(buf);
     /* the NUL-terminated entry point agrees */
     rv_rle q2 = {0};
     assert_int_equal(rv_rle_from_string(&q2, z, h, w, "t", ctx), st);
