@@ -15,13 +15,75 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <unistd.h>
 
 /* ---- segmentation (COCO.annToRLE) on the scanner ---- */
 
-/* RLE from a compressed string of len characters; on failure the message goes to c->err. */
-static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32_t h, uint32_t w) {
-  if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK) return 1;
+/* ---- the mask memory pool ---- */
+
+struct rv_coco_block {
+  rv_coco_block *next;
+  size_t cap, used; /* in uint32 */
+  uint32_t data[];
+};
+
+enum { POOL_BLOCK = 2 << 20 }; /* bytes (huge pages on request were slower here: zeroed at fault time) */
+
+uint32_t *rv_coco_pool_counts(rv_coco_pool *pool, size_t n) {
+  rv_coco_block *b = pool->head;
+  if (!b || b->cap - b->used < n) {
+    size_t hdr = offsetof(rv_coco_block, data), bytes = POOL_BLOCK;
+    if (n > (bytes - hdr) / sizeof(uint32_t)) {
+      if (n > (SIZE_MAX - hdr) / sizeof(uint32_t)) return NULL;
+      bytes = hdr + n * sizeof(uint32_t);
+    }
+    b = malloc(bytes);
+    if (!b) return NULL;
+    b->cap = (bytes - hdr) / sizeof(uint32_t);
+    b->used = 0;
+    /* a big single block goes behind the current one, which keeps its free space */
+    if (pool->head && b->cap == n) {
+      b->next = pool->head->next;
+      pool->head->next = b;
+    } else {
+      b->next = pool->head;
+      pool->head = b;
+    }
+  }
+  uint32_t *p = b->data + b->used;
+  b->used += n;
+  return p;
+}
+
+void rv_coco_pool_join(rv_coco_pool *dst, rv_coco_pool *src) {
+  if (!src->head) return;
+  rv_coco_block *t = src->head;
+  while (t->next) t = t->next;
+  t->next = dst->head;
+  dst->head = src->head;
+  src->head = NULL;
+}
+
+void rv_coco_pool_free(rv_coco_pool *pool) {
+  for (rv_coco_block *b = pool->head, *n; b; b = n) {
+    n = b->next;
+    free(b);
+  }
+  pool->head = NULL;
+}
+
+/* RLE from a compressed string of len characters (into pool when given); on failure the
+ * message goes to c->err. */
+static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32_t h, uint32_t w,
+                      rv_coco_pool *pool) {
+  if (pool) {
+    uint32_t *buf = rv_coco_pool_counts(pool, rv_rle_string_max_counts(s, len));
+    if (!buf) return rv_jfail(c, "out of memory");
+    if (rv_rle_from_string_into(out, buf, s, len, h, w, "segmentation", NULL) == RV_OK) return 1;
+  } else if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK)
+    return 1;
   rv_ctx *tctx = rv_ctx_create();
   rv_rle tmp = {0};
   rv_rle_from_string_n(&tmp, s, len, h, w, "segmentation", tctx);
@@ -60,7 +122,7 @@ static long numbers(rv_jcur *c, double **buf, size_t *cap, size_t at) {
   }
 }
 
-int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want) {
+int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want, rv_coco_pool *pool) {
   if (!want) return rv_jskip(c);
   if (rv_jpeek(c, '[')) { /* polygons: frPyObjects (a first part of 4 numbers = boxes) + merge */
     c->p++;
@@ -157,7 +219,7 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
     if (!str) return rv_jfail(c, "out of memory");
     ok = rv_jstring(&sub, str, raw, &got);
     if (ok && memchr(str, 0, got)) ok = rv_jfail(c, "NUL character in RLE counts");
-    if (ok) ok = rle_string(c, out, str, got, rh, rw);
+    if (ok) ok = rle_string(c, out, str, got, rh, rw, pool);
     if (str != stack) free(str);
     return ok;
   }
@@ -416,7 +478,7 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
   if (load_segm && im && rv_coco_find_category(gt, o->category_id)) {
     if (!seg_at) return rv_jfail(c, "(id %lld): no 'segmentation'", (long long)o->id);
     rv_jcur sc = {seg_at, c->end, ""};
-    if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
+    if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1, NULL))
       return rv_jfail(c, "(id %lld): %s", (long long)o->id, sc.err);
     o->has_segm = 1;
   }
@@ -569,6 +631,16 @@ void rv_coco_results_free(rv_coco_results *r) {
   free(r->dets);
   r->dets = NULL;
   r->n = 0;
+  rv_coco_pool pool = {r->pool};
+  rv_coco_pool_free(&pool);
+  r->pool = NULL;
+}
+
+void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src) {
+  rv_coco_pool d = {dst->pool}, s = {src->pool};
+  rv_coco_pool_join(&d, &s);
+  dst->pool = d.head;
+  src->pool = NULL;
 }
 
 rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t, rv_coco_area_mode mode,

@@ -26,7 +26,7 @@ static int starts_number(rv_jcur *c) {
 /* One element: {image_id, category_id, score, bbox?, segmentation?, anything else}. The
  * segmentation is decoded where it stands when image_id came before it (polygons need the
  * image size), otherwise after the object. */
-static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm) {
+static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm, rv_coco_pool *pool) {
   int have_img = 0, have_cat = 0, have_score = 0;
   const char *seg_at = NULL;
   const rv_coco_image *seg_im = NULL; /* the image the mask was decoded for */
@@ -67,7 +67,7 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
         /* decoded right away when image_id came first (mmdet's key order), else after the object */
         seg_im = want_segm && have_img ? rv_coco_find_image(gt, d->image_id) : NULL;
         if (!rv_coco_parse_segm(c, seg_im ? &d->segm : NULL, seg_im ? (uint32_t)seg_im->height : 0,
-                                seg_im ? (uint32_t)seg_im->width : 0, seg_im != NULL))
+                                seg_im ? (uint32_t)seg_im->width : 0, seg_im != NULL, pool))
           return 0;
         d->has_segm = seg_im != NULL;
       } else if (!rv_jskip(c))
@@ -91,7 +91,7 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
       d->has_segm = 0;
     }
     rv_jcur sc = {seg_at, c->end, ""};
-    if (!rv_coco_parse_segm(&sc, &d->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
+    if (!rv_coco_parse_segm(&sc, &d->segm, (uint32_t)im->height, (uint32_t)im->width, 1, pool))
       return rv_jfail(c, "%s", sc.err);
     d->has_segm = 1;
   }
@@ -121,9 +121,11 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   char msg[200] = "";
   /* element 0 first: without a bbox it selects loadRes' mask branch, where masks matter */
   int want = t == RV_IOU_SEGM || mode == RV_COCO_AREA_MASK;
+  /* compressed masks go to per-thread pools, joined into r->pool */
+  rv_coco_pool all = {NULL};
   if (n) {
     rv_jcur e = {starts[0], starts[1] - 1, ""};
-    if (!element(&e, &r->dets[0], gt, 1)) {
+    if (!element(&e, &r->dets[0], gt, 1, &all)) {
       first_bad = 0;
       snprintf(msg, sizeof msg, "%s", e.err);
     }
@@ -131,18 +133,25 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   }
   if (first_bad < 0) {
     int nth = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 256) num_threads(nth)
-    for (long i = 1; i < (long)n; i++) {
-      rv_jcur e = {starts[i], starts[i + 1] - 1, ""};
-      if (!element(&e, &r->dets[i], gt, want)) {
+#pragma omp parallel num_threads(nth)
+    {
+      rv_coco_pool mine = {NULL};
+#pragma omp for schedule(dynamic, 256)
+      for (long i = 1; i < (long)n; i++) {
+        rv_jcur e = {starts[i], starts[i + 1] - 1, ""};
+        if (!element(&e, &r->dets[i], gt, want, &mine)) {
 #pragma omp critical(rv_results_bad)
-        if (first_bad < 0 || i < first_bad) {
-          first_bad = i;
-          snprintf(msg, sizeof msg, "%s", e.err);
+          if (first_bad < 0 || i < first_bad) {
+            first_bad = i;
+            snprintf(msg, sizeof msg, "%s", e.err);
+          }
         }
       }
+#pragma omp critical(rv_results_pool)
+      rv_coco_pool_join(&all, &mine);
     }
   }
+  r->pool = all.head;
   free(starts);
   if (first_bad >= 0) {
     rv_coco_results_free(r);

@@ -102,6 +102,16 @@ static int jstring(rv_jcur *c, char *out, size_t cap, size_t *len, int *overlong
   for (;;) {
     /* plain run: no quote, backslash or control character */
     const char *r = p;
+    /* 8 bytes at a time while none is a quote, a backslash or below 0x20 (SWAR tests) */
+    while (end - r >= 8) {
+      uint64_t x;
+      memcpy(&x, r, 8);
+      const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+      uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+      uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((x - ones * 0x20) & ~x);
+      if (hit & highs) break;
+      r += 8;
+    }
     while (r < end && *r != '"' && *r != '\\' && (unsigned char)*r >= 0x20) r++;
     size_t k = (size_t)(r - p);
     if (out && k) {
