@@ -57,6 +57,11 @@ uint32_t *rv_coco_pool_counts(rv_coco_pool *pool, size_t n) {
   return p;
 }
 
+void rv_coco_pool_trim(rv_coco_pool *pool, const uint32_t *p, size_t n, size_t keep) {
+  rv_coco_block *b = pool->head;
+  if (b && p + n == b->data + b->used) b->used -= n - keep; /* the block's last allocation */
+}
+
 void rv_coco_pool_join(rv_coco_pool *dst, rv_coco_pool *src) {
   if (!src->head) return;
   rv_coco_block *t = src->head;
@@ -78,10 +83,12 @@ void rv_coco_pool_free(rv_coco_pool *pool) {
  * message goes to c->err. */
 static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32_t h, uint32_t w,
                       rv_coco_pool *pool) {
-  if (pool) {
-    uint32_t *buf = rv_coco_pool_counts(pool, rv_rle_string_max_counts(s, len));
+  if (pool) { /* room for len counts (at most one per character), the unused tail given back */
+    uint32_t *buf = rv_coco_pool_counts(pool, len);
     if (!buf) return rv_jfail(c, "out of memory");
-    if (rv_rle_from_string_into(out, buf, s, len, h, w, "segmentation", NULL) == RV_OK) return 1;
+    rv_status st = rv_rle_from_string_into(out, buf, s, len, h, w, "segmentation", NULL);
+    rv_coco_pool_trim(pool, buf, len, st == RV_OK ? out->m : 0);
+    if (st == RV_OK) return 1;
   } else if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK)
     return 1;
   rv_ctx *tctx = rv_ctx_create();

@@ -15,6 +15,8 @@ typedef struct {
   rv_coco_block *head;
 } rv_coco_pool;
 uint32_t *rv_coco_pool_counts(rv_coco_pool *pool, size_t n); /* NULL: no memory */
+/* Shrink the last allocation p (n entries) to its first keep entries. */
+void rv_coco_pool_trim(rv_coco_pool *pool, const uint32_t *p, size_t n, size_t keep);
 void rv_coco_pool_join(rv_coco_pool *dst, rv_coco_pool *src);  /* src becomes empty */
 void rv_coco_pool_free(rv_coco_pool *pool);
 

@@ -168,6 +168,7 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
     /* pass 2 on valid characters with a complete last count: only over-long or out-of-range
      * counts can still fail, and those go to the careful decoder for the message */
     size_t p = 0;
+    int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
     while (p < len) {
       int64_t x = 0;
       int k = 0;
@@ -179,9 +180,11 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
       } while ((c & 0x20) && k < 8);
       if (c & 0x20) break; /* a ninth character */
       if (c & 0x10) x |= -((int64_t)1 << (5 * k));
-      if (m > 2) x += (int64_t)cnts[m - 2];
+      if (m > 2) x += prev2;
       if (x < 0 || x > (int64_t)UINT32_MAX) break;
       cnts[m++] = (uint32_t)x;
+      prev2 = prev1;
+      prev1 = x;
     }
     if (p < len || m != m_max) st = decode_checked(cnts, &m, s, len, what, ctx);
   }
