@@ -498,6 +498,26 @@ fail:
   return st;
 }
 
+/* Non-ignored gt of pairs p0..p1-1 in area range a. */
+static int64_t cat_npig(const rv_cocoeval *ev, size_t p0, size_t p1, int a) {
+  int64_t npig = 0;
+  for (size_t q = p0; q < p1; q++) npig += ev->npig[q * (size_t)ev->p.n_areas + (size_t)a];
+  return npig;
+}
+
+/* The kept detections of pairs p0..p1-1 in pooled order (pair by pair): score and position,
+ * and for each the pair (relative to p0) and, when det_of is given, its rank in the pair. */
+static void pool_scores(const rv_cocoeval *ev, size_t p0, size_t p1, scored *e, uint32_t *pair_of, uint32_t *det_of) {
+  size_t j = 0;
+  for (size_t q = p0; q < p1; q++)
+    for (size_t d = 0; d < ev->dt_off[q + 1] - ev->dt_off[q]; d++, j++) {
+      e[j].s = ev->score[ev->dt_off[q] + d];
+      e[j].pos = j;
+      pair_of[j] = (uint32_t)(q - p0);
+      if (det_of) det_of[j] = (uint32_t)d;
+    }
+}
+
 /* accumulate() for one category: pool the kept detections of all its pairs (image order),
  * one stable sort by score, then every (area, maxDet, threshold) cell.
  *
@@ -526,20 +546,11 @@ static int accumulate_cat(rv_cocoeval *ev, size_t k) {
     free(e); free(det_of); free(sel); free(tp_at); free(tp_pr); free(ss); free(hit);
     return 0;
   }
-  size_t j = 0;
-  for (size_t q = p0; q < p1; q++)
-    for (size_t d = 0; d < ev->dt_off[q + 1] - ev->dt_off[q]; d++, j++) {
-      e[j].s = ev->score[ev->dt_off[q] + d];
-      e[j].pos = j;
-    }
+  uint32_t *pair_of = sel; /* sel is free until the cells */
+  pool_scores(ev, p0, p1, e, pair_of, NULL);
   sort_scored(e, n, e + nn);
-  /* gather the states of each detection into sorted order (the pair of pooled position j
-   * is found by walking the pairs once, in the order the positions were made) */
+  /* gather the states of each detection into sorted order */
   {
-    uint32_t *pair_of = sel; /* sel is free until the cells */
-    j = 0;
-    for (size_t q = p0; q < p1; q++)
-      for (size_t d = 0; d < ev->dt_off[q + 1] - ev->dt_off[q]; d++, j++) pair_of[j] = (uint32_t)(q - p0);
     for (size_t i = 0; i < n; i++) {
       size_t pos = e[i].pos, q = p0 + pair_of[pos], D = ev->dt_off[q + 1] - ev->dt_off[q];
       size_t d = pos - (ev->dt_off[q] - ev->dt_off[p0]);
@@ -552,8 +563,7 @@ static int accumulate_cat(rv_cocoeval *ev, size_t k) {
   for (size_t i = 0; i < n; i++)
     if (det_of[i] + 1 > max_d) max_d = det_of[i] + 1;
   for (int a = 0; a < A; a++) {
-    int64_t npig = 0;
-    for (size_t q = p0; q < p1; q++) npig += ev->npig[q * A + a];
+    int64_t npig = cat_npig(ev, p0, p1, a);
     if (npig == 0) continue;
     for (int m = 0; m < M; m++) {
       size_t maxdet = (size_t)p->max_dets[m], nd = 0;
@@ -620,18 +630,10 @@ static int accumulate_cat_naive(rv_cocoeval *ev, size_t k) {
     free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr);
     return 0;
   }
-  size_t j = 0;
-  for (size_t q = p0; q < p1; q++)
-    for (size_t d = 0; d < ev->dt_off[q + 1] - ev->dt_off[q]; d++, j++) {
-      e[j].s = ev->score[ev->dt_off[q] + d];
-      e[j].pos = j;
-      pair_of[j] = (uint32_t)(q - p0);
-      det_of[j] = (uint32_t)d;
-    }
+  pool_scores(ev, p0, p1, e, pair_of, det_of);
   qsort(e, n, sizeof *e, cmp_scored);
   for (int a = 0; a < A; a++) {
-    int64_t npig = 0;
-    for (size_t q = p0; q < p1; q++) npig += ev->npig[q * A + a];
+    int64_t npig = cat_npig(ev, p0, p1, a);
     if (npig == 0) continue;
     for (int m = 0; m < M; m++) {
       size_t maxdet = (size_t)p->max_dets[m], nd = 0;

@@ -328,6 +328,20 @@ void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]) {
  * kept as (column cx, row cy), so a run shorter than h costs a compare and a subtraction
  * instead of maskApi's division; t = cc - 1 (end of a foreground run) is the previous pixel.
  * Masks over 2^32 pixels (where maskApi's uint32 index wraps) take the literal path. */
+/* (cx, cy) with cy possibly >= h -> the same pixel with cy < h: one subtraction when the run
+ * was shorter than a column, a division otherwise */
+static inline void carry_rows(uint32_t *cx, uint64_t *cy, uint32_t h) {
+  if (*cy >= h) {
+    if (*cy - h < h) {
+      *cy -= h;
+      (*cx)++;
+    } else {
+      *cx += (uint32_t)(*cy / h);
+      *cy %= h;
+    }
+  }
+}
+
 void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
   const uint32_t h = r->h, *cn = r->cnts;
   const size_t m = r->m, m2 = (m / 2) * 2;
@@ -349,15 +363,7 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
     zero |= (j > 0) & (d == 0);
     cc += d;
     cy += d;
-    if (cy >= h) {
-      if (cy - h < h) {
-        cy -= h;
-        cx++;
-      } else {
-        cx += (uint32_t)(cy / h);
-        cy %= h;
-      }
-    }
+    carry_rows(&cx, &cy, h);
     const uint32_t xp = cx;
     xs = umin32(xs, cx);
     xe = umax32(xe, cx);
@@ -369,15 +375,7 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
     area += d;
     cc += d;
     cy += d;
-    if (cy >= h) {
-      if (cy - h < h) {
-        cy -= h;
-        cx++;
-      } else {
-        cx += (uint32_t)(cy / h);
-        cy %= h;
-      }
-    }
+    carry_rows(&cx, &cy, h);
     if (cy) {
       x = cx;
       y = (uint32_t)cy - 1;

@@ -175,6 +175,16 @@ static void test_threads_and_mmdet(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* One 10x8 image (id 7), category 3 ("a"), one 4x4 square annotation. */
+static rv_coco *tiny_gt(rv_ctx *ctx) {
+  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3,\"name\":\"a\"}],"
+                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
+                    "\"iscrowd\":0,\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
+  rv_coco *gt = NULL;
+  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  return gt;
+}
+
 static void expect_results_error(const rv_coco *gt, const char *json, rv_iou_type t, const char *needle) {
   rv_ctx *ctx = rv_ctx_create();
   rv_coco_results res;
@@ -188,11 +198,7 @@ static void expect_results_error(const rv_coco *gt, const char *json, rv_iou_typ
 static void test_bad_inputs(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3,\"name\":\"a\"}],"
-                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
-                    "\"iscrowd\":0,\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
-  rv_coco *gt = NULL;
-  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  rv_coco *gt = tiny_gt(ctx);
   expect_results_error(gt, "[{\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"score\":0.5", RV_IOU_BBOX,
                        "malformed JSON");
   expect_results_error(gt, "{\"a\":1}", RV_IOU_BBOX, "list");
@@ -255,11 +261,7 @@ static void test_bad_inputs(void **state) {
 static void test_results_reader(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3}],"
-                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
-                    "\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
-  rv_coco *gt = NULL;
-  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  rv_coco *gt = tiny_gt(ctx);
   /* the same 8x10 mask as: a compressed string with JSON escapes, an uncompressed RLE, a
    * polygon; extra keys with nested values are skipped */
   rv_rle ref = {0};
@@ -456,11 +458,7 @@ static void test_accumulate_random(void **state) {
 static void test_reader_numbers_order(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3}],"
-                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
-                    "\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
-  rv_coco *gt = NULL;
-  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  rv_coco *gt = tiny_gt(ctx);
   uint64_t seed = 5;
   char num[64][40], json[16384];
   size_t len = 0;
