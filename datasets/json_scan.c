@@ -2,6 +2,8 @@
 #include "datasets/json_scan.h"
 
 #include <ctype.h>
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,7 +55,7 @@ int rv_jnumber(rv_jcur *c, double *v) {
     q++;
     if (q >= end || (unsigned)(*q - '0') > 9) return rv_jfail(c, "malformed number");
     for (; q < end && (unsigned)(*q - '0') <= 9; q++, frac++)
-      if (digits + frac < 19) x = x * 10 + (uint64_t)(*q - '0');
+      if (digits + frac < 20) x = x * 10 + (uint64_t)(*q - '0'); /* 19 digits fit in uint64 */
   }
   if (q < end && (*q == 'e' || *q == 'E')) {
     simple = 0;
@@ -74,6 +76,30 @@ int rv_jnumber(rv_jcur *c, double *v) {
     c->p = q;
     return 1;
   }
+#if LDBL_MANT_DIG >= 64
+  /* 16 to 19 digits and no exponent (scores and boxes as Python writes float32 values): the
+   * digits' integer and 10^frac (frac <= 19) are exact in long double, so x / 10^frac is rounded
+   * once there; rounding that to double gives the correctly rounded value unless it lies
+   * exactly halfway between two doubles (where double rounding can differ), which goes to
+   * strtod. */
+  if (simple && digits + frac <= 19) {
+    static const long double P10L[20] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1e6L,  1e7L,  1e8L,  1e9L,
+                                         1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L};
+    long double ql = (long double)x;
+    if (frac) ql /= P10L[frac];
+    double d = (double)ql;
+    int halfway = 0;
+    if ((long double)d != ql) {
+      double o = nextafter(d, ql > (long double)d ? INFINITY : -INFINITY);
+      halfway = ((long double)d + (long double)o) / 2 == ql;
+    }
+    if (!halfway) {
+      *v = neg ? -d : d;
+      c->p = q;
+      return 1;
+    }
+  }
+#endif
   size_t n = (size_t)(q - s);
   char buf[64];
   if (n < sizeof buf) {

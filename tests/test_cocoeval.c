@@ -9,6 +9,7 @@
 #include "eval_test_util.h"
 #include <unistd.h>
 #include "datasets/coco.h"
+#include "datasets/json_scan.h"
 #include "eval/cocoeval.h"
 #include <float.h>
 
@@ -491,13 +492,61 @@ static void test_reader_numbers_order(void **state) {
   rv_ctx_free(ctx);
 }
 
+
+/* rv_jnumber against strtod, bit for bit: random decimals of 1 to 22 digits (the one-division
+ * path up to 15, the long-double path up to 19, strtod beyond), exponents, and numbers
+ * exactly halfway between two doubles (2^53 + odd, 2^52 + 0.5, ...) where rounding twice
+ * would differ. */
+static void test_jnumber_strtod(void **state) {
+  (void)state;
+  uint64_t seed = 77;
+  char buf[64];
+  int n = 0;
+  for (int it = 0; it < 300000; it++) {
+    int nd = 1 + (int)((test_rand(&seed) + 1) * 11), point = (int)((test_rand(&seed) + 1) / 2 * (float)(nd + 1));
+    size_t k = 0;
+    if (test_rand(&seed) > 0.6f) buf[k++] = '-';
+    for (int i = 0; i < nd; i++) {
+      if (i == point && i > 0) buf[k++] = '.';
+      int dg = (int)((test_rand(&seed) + 1) * 5) % 10;
+      if (i == 0 && point > 1 && dg == 0) dg = 1; /* no leading zero before more integer digits */
+      if (i == 0 && point <= 1) dg = point == 1 ? dg : 0;
+      buf[k++] = (char)('0' + dg);
+    }
+    if (point == 0 && nd > 1) { /* "0.ddd" */
+      memmove(buf + (buf[0] == '-') + 2, buf + (buf[0] == '-') + 1, k - (size_t)(buf[0] == '-') - 1);
+      buf[(buf[0] == '-') + 1] = '.';
+      k++;
+    }
+    if (it % 50 == 0) k += (size_t)snprintf(buf + k, sizeof buf - k, "e%d", (int)(test_rand(&seed) * 30));
+    buf[k] = 0;
+    rv_jcur c = {buf, buf + k, ""};
+    double v;
+    if (!rv_jnumber(&c, &v)) fail_msg("'%s' rejected: %s", buf, c.err);
+    if (c.p != buf + k) continue; /* a shape the grammar stops early on (e.g. "00") */
+    double e = strtod(buf, NULL);
+    if (memcmp(&v, &e, sizeof v) != 0) fail_msg("'%s': %.17g, strtod %.17g", buf, v, e);
+    n++;
+  }
+  const char *halfway[] = {"9007199254740993", "9007199254740995", "18014398509481986", "4503599627370496.5",
+                           "4503599627370497.5", "36028797018963972", "9223372036854775809", "0.1000000000000000055511151231257827",
+                           "9007199254740993.0", "-9007199254740993", "1.00000000000000011102230246251565"};
+  for (size_t i = 0; i < sizeof halfway / sizeof halfway[0]; i++) {
+    rv_jcur c = {halfway[i], halfway[i] + strlen(halfway[i]), ""};
+    double v, e = strtod(halfway[i], NULL);
+    assert_true(rv_jnumber(&c, &v));
+    if (memcmp(&v, &e, sizeof v) != 0) fail_msg("'%s': %.17g, strtod %.17g", halfway[i], v, e);
+  }
+  assert_true(n > 200000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linspace_mean),     cmocka_unit_test(test_fixture_cases),
       cmocka_unit_test(test_random_cases),      cmocka_unit_test(test_threads_and_mmdet),
       cmocka_unit_test(test_bad_inputs),        cmocka_unit_test(test_results_reader),
       cmocka_unit_test(test_results_write),     cmocka_unit_test(test_accumulate_random),
-      cmocka_unit_test(test_reader_numbers_order),
+      cmocka_unit_test(test_reader_numbers_order), cmocka_unit_test(test_jnumber_strtod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
