@@ -6,6 +6,7 @@
  * arrays (equal digests: bit-identical arrays) and the 12 stats (also written with the
  * per-category APs to DIR/c_bbox.json, c_segm.json). bash bench/bench_cocoeval.sh builds the
  * generator and this program, creates the COCO-scale set and runs both thread counts. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "datasets/coco.h"
 #include "eval/cocoeval.h"
 

@@ -1,8 +1,9 @@
 /* Fast COCO results reader: a results file is a flat JSON list of small objects (485k for a
  * val2017 run, ~140 MB with masks), so it is parsed without building a tree (json_scan.h): a
  * serial pass splits the list into element spans, then the elements are parsed in parallel
- * straight into rv_coco_obj, RLE strings decoded in place. Errors name the file and element
+ * straight into rv_coco_obj, RLE strings decoded in place into per-thread pool blocks. Errors name the file and element
  * ("dt.json: results[12]: ..."). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "datasets/coco_internal.h"
 
 #include <ctype.h>
