@@ -445,7 +445,8 @@ static void sort_u32(uint32_t *a, uint32_t *tmp, size_t n) {
 /* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
  * centre column, and turn those y-boundary points into run lengths (maskApi rleFrPoly).
  * Coordinates: (int)(5*x + .5) truncates toward zero, as in the reference. */
-rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, int literal,
+                           rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)
     if (!(fabs(xy[j]) < 1e6))
@@ -508,18 +509,30 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   if (!bx || !by) goto nomem;
   for (size_t j = 1; j < np; j++)
     if (u[j] != u[j - 1]) {
-      double xd = (double)(u[j] < u[j - 1] ? u[j] : u[j] - 1);
-      xd = (xd + .5) / scale - .5;
-      if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
-      double yd = (double)(v[j] < v[j - 1] ? v[j] : v[j - 1]);
-      yd = (yd + .5) / scale - .5;
-      if (yd < 0)
-        yd = 0;
-      else if (yd > h)
-        yd = h;
-      yd = ceil(yd);
-      bx[m] = (int)xd;
-      by[m] = (int)yd;
+      int xi = u[j] < u[j - 1] ? u[j] : u[j] - 1, yi = v[j] < v[j - 1] ? v[j] : v[j - 1];
+      if (literal) { /* maskApi's floating-point steps */
+        double xd = (double)xi;
+        xd = (xd + .5) / scale - .5;
+        if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
+        double yd = (double)yi;
+        yd = (yd + .5) / scale - .5;
+        if (yd < 0)
+          yd = 0;
+        else if (yd > h)
+          yd = h;
+        yd = ceil(yd);
+        bx[m] = (int)xd;
+        by[m] = (int)yd;
+      } else {
+        /* The same in integers: (i + .5) / 5 - .5 is (i - 2) / 5, computed exactly when that is
+         * an integer (n + .5 is a double) and otherwise at least 1/5 from one, far beyond the
+         * rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd) is the ceiling of
+         * (yi - 2) / 5, clamped to [0, h] like yd. */
+        if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) continue;
+        int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
+        bx[m] = (xi - 2) / 5;
+        by[m] = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
+      }
       m++;
     }
   /* run lengths from the sorted boundary indices */
@@ -560,6 +573,14 @@ done:
   free(a);
   free(b);
   return st;
+}
+
+rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return from_poly(R, xy, k, h, w, 0, ctx);
+}
+
+rv_status rv_rle_from_poly_naive(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return from_poly(R, xy, k, h, w, 1, ctx);
 }
 
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx) {

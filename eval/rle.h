@@ -84,6 +84,9 @@ void rv_rle_info_get(rv_rle_info *info, const rv_rle *r);
 
 /* Polygon of k points xy[2k] rasterised exactly like maskApi rleFrPoly (x5 upsampling). */
 rv_status rv_rle_from_poly(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Reference: rleFrPoly's floating-point downsampling literally (rv_rle_from_poly does it in
+ * integers, with the same result). */
+rv_status rv_rle_from_poly_naive(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
 /* Box [x, y, w, h] -> RLE (rleFrBbox = the 4-corner polygon). */
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx);
 

@@ -519,6 +519,42 @@ static void test_string_random(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* rv_rle_from_poly (integer downsampling) against rleFrPoly's floating-point steps on random
+ * polygons: vertices inside and outside the image, on the 0.1 / 0.2 / 0.5 grids where
+ * 5x + .5 lands on integers, repeated points, 1 to 14 vertices. */
+static void test_poly_random(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  uint64_t seed = 31337;
+  int nonempty = 0;
+  for (int it = 0; it < 4000; it++) {
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * 30), w = 1 + (uint32_t)((test_rand(&seed) + 1) * 30);
+    size_t k = 1 + (size_t)((test_rand(&seed) + 1) * 7);
+    double xy[28];
+    const double grid[4] = {0.5, 0.2, 0.1, 0.01};
+    double g = grid[it % 4];
+    for (size_t j = 0; j < k; j++) {
+      if (j && test_rand(&seed) > 0.8f) { /* a repeated point */
+        xy[2 * j] = xy[2 * j - 2];
+        xy[2 * j + 1] = xy[2 * j - 1];
+        continue;
+      }
+      xy[2 * j] = round(((test_rand(&seed) + 1) / 2 * (w + 12.0) - 6) / g) * g;
+      xy[2 * j + 1] = round(((test_rand(&seed) + 1) / 2 * (h + 12.0) - 6) / g) * g;
+    }
+    rv_rle a = {0}, b = {0};
+    assert_int_equal(rv_rle_from_poly(&a, xy, k, h, w, ctx), RV_OK);
+    assert_int_equal(rv_rle_from_poly_naive(&b, xy, k, h, w, ctx), RV_OK);
+    if (a.m != b.m || (a.m && memcmp(a.cnts, b.cnts, a.m * sizeof(uint32_t)) != 0))
+      fail_msg("it %d (%ux%u, %zu points): %zu runs, literal %zu", it, h, w, k, a.m, b.m);
+    nonempty += rv_rle_area(&a) > 0;
+    rv_rle_free(&a);
+    rv_rle_free(&b);
+  }
+  assert_true(nonempty > 1000);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_encode),       cmocka_unit_test(test_frpoly),
@@ -526,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_iou),          cmocka_unit_test(test_random_roundtrip),
       cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_info_random),
       cmocka_unit_test(test_iou_random),   cmocka_unit_test(test_string_random),
+      cmocka_unit_test(test_poly_random),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
