@@ -118,7 +118,10 @@ static rv_status merge_coco_results(rv_coco_results *out, const rv_part *parts, 
       out->n++;
     }
   }
-  for (size_t p = 0; p < np; p++) out->n_unknown_category += res[p].n_unknown_category;
+  for (size_t p = 0; p < np; p++) {
+    out->n_unknown_category += res[p].n_unknown_category;
+    rv_coco_results_take_memory(out, &res[p]); /* the moved masks borrow from it */
+  }
 done:
   for (size_t p = 0; res && p < np; p++) {
     rv_coco_results_free(&res[p]);

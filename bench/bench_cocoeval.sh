@@ -11,7 +11,7 @@ W=${1:-/tmp/ravlt_cocobench}
 REF=0
 [ "${2:-}" = "--ref" ] && REF=${3:-100}
 mkdir -p "$W/full"
-SRC="eval/rle.c eval/cocoeval.c datasets/coco.c datasets/coco_results.c datasets/json_scan.c core/error.c"
+SRC="eval/rle.c eval/cocoeval.c datasets/coco.c datasets/coco_results.c datasets/json_scan.c core/error.c core/fs.c"
 FLAGS="-O3 -std=c11 -march=x86-64-v2 -fopenmp -I. -Wall -Wextra"
 gcc $FLAGS -o "$W/gen_coco_bench" bench/gen_coco_bench.c eval/rle.c core/error.c -lm
 gcc $FLAGS -o "$W/bench_cocoeval" bench/bench_cocoeval.c $SRC -lm

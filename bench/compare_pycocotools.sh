@@ -6,9 +6,8 @@
 #   bash bench/compare_pycocotools.sh PYTHONAPI_DIR [RAVLT_BIN=build/ravlt] [WORKDIR=/tmp/ravlt_cocobench]
 #        [--fixtures-only] [--rounds N (default 1)] [--threads T (default 2)]
 #
-# PYTHONAPI_DIR is a cocoapi checkout's PythonAPI folder after
-#   (cd PythonAPI && /usr/bin/python3 setup.py build_ext --inplace)
-# (Debian: apt-get install cython3 python3-numpy python3-dev python3-matplotlib).
+# PYTHONAPI_DIR is the PythonAPI folder of pycocotools built from the cocodataset/cocoapi
+# sources outside this repo (its pycocotools/_mask*.so next to cocoeval.py).
 # numpy >= 1.24 removed np.float, which cocoeval.py's accumulate() still uses: the runner sets
 # the alias np.float = float before importing pycocotools (the same shim the fixtures used).
 #
@@ -40,7 +39,7 @@ done
 PY=/usr/bin/python3
 FIX=../shared/fixtures/coco_eval
 [ -f "$PYAPI/pycocotools/cocoeval.py" ] || { echo "compare_pycocotools.sh: $PYAPI/pycocotools/cocoeval.py not found" >&2; exit 2; }
-ls "$PYAPI"/pycocotools/_mask*.so >/dev/null 2>&1 || { echo "compare_pycocotools.sh: $PYAPI/pycocotools/_mask*.so missing: run 'python3 setup.py build_ext --inplace' in $PYAPI" >&2; exit 2; }
+ls "$PYAPI"/pycocotools/_mask*.so >/dev/null 2>&1 || { echo "compare_pycocotools.sh: $PYAPI/pycocotools/_mask*.so missing: pycocotools is not built there" >&2; exit 2; }
 [ -x "$BIN" ] || { echo "compare_pycocotools.sh: ravlt binary $BIN not found" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "compare_pycocotools.sh: /usr/bin/time (Debian package time) needed" >&2; exit 2; }
 mkdir -p "$W"

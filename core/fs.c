@@ -1,11 +1,14 @@
 /* File-system helpers. */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_POPULATE */
 #include "core/fs.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -66,4 +69,74 @@ void rv_out_abort(rv_out_file *o) {
   free(o->tmp);
   o->f = NULL;
   o->tmp = NULL;
+}
+
+/* not a regular file (a pipe, /dev/stdin): read to the end */
+static rv_status read_stream(rv_mapped_file *m, int fd, const char *path, rv_ctx *ctx) {
+  size_t cap = 1 << 16, n = 0;
+  char *b = malloc(cap);
+  if (!b) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
+  for (;;) {
+    if (n == cap) {
+      char *nb = cap > ((size_t)-1) / 2 ? NULL : realloc(b, cap * 2);
+      if (!nb) {
+        free(b);
+        return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, n);
+      }
+      b = nb;
+      cap *= 2;
+    }
+    ssize_t got = read(fd, b + n, cap - n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      rv_status st = rv_error(ctx, RV_ERR_IO, "%s: read failed (%s)", path, strerror(errno));
+      free(b);
+      return st;
+    }
+    if (got == 0) break;
+    n += (size_t)got;
+  }
+  m->buf = b;
+  m->data = b;
+  m->len = n;
+  return RV_OK;
+}
+
+rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx) {
+  memset(m, 0, sizeof *m);
+  m->data = "";
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return rv_error(ctx, RV_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
+  struct stat sb;
+  rv_status st = RV_OK;
+  if (fstat(fd, &sb) != 0) {
+    st = rv_error(ctx, RV_ERR_IO, "%s: cannot stat (%s)", path, strerror(errno));
+  } else if (S_ISDIR(sb.st_mode)) {
+    st = rv_error(ctx, RV_ERR_IO, "%s: is a folder", path);
+  } else if (!S_ISREG(sb.st_mode)) {
+    st = read_stream(m, fd, path, ctx);
+  } else if (sb.st_size > 0) {
+#ifdef MAP_POPULATE
+    const int flags = MAP_PRIVATE | MAP_POPULATE;
+#else
+    const int flags = MAP_PRIVATE;
+#endif
+    void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, flags, fd, 0);
+    if (p == MAP_FAILED) {
+      st = read_stream(m, fd, path, ctx); /* e.g. a file system without mmap */
+    } else {
+      m->map = p;
+      m->data = p;
+      m->len = (size_t)sb.st_size;
+    }
+  }
+  close(fd);
+  return st;
+}
+
+void rv_file_unmap(rv_mapped_file *m) {
+  if (m->map) munmap(m->map, m->len);
+  free(m->buf);
+  memset(m, 0, sizeof *m);
+  m->data = "";
 }

@@ -6,6 +6,9 @@
  *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes stats.json.tmp.<pid>
  *   fprintf(o.f, ...);
  *   return rv_out_close(&o, ctx);                    // checks errors, renames into place
+ *
+ *   rv_mapped_file f;                                // a whole input file, mapped once
+ *   RV_TRY(rv_file_map(&f, "dt.json", ctx));  ...f.data, f.len...;  rv_file_unmap(&f);
  */
 #ifndef RV_CORE_FS_H
 #define RV_CORE_FS_H
@@ -32,6 +35,17 @@ typedef struct {
 rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
 rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
 void rv_out_abort(rv_out_file *o);
+
+/* A whole file in memory, read-only: mapped (MAP_POPULATE) when it is a regular file,
+ * otherwise read. data[len] is not guaranteed to be NUL. */
+typedef struct {
+  const char *data;
+  size_t len;
+  void *map;   /* mapping (munmap'd by rv_file_unmap) or NULL */
+  char *buf;   /* read buffer (freed) or NULL */
+} rv_mapped_file;
+rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx);
+void rv_file_unmap(rv_mapped_file *m);
 
 #ifdef __cplusplus
 }

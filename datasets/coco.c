@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/coco_internal.h"
 
+#include "core/fs.h"
 #include "datasets/json_scan.h"
 
 #include <ctype.h>
@@ -14,46 +15,92 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
-
-static rv_status read_all(const char *path, char **buf, size_t *len, rv_ctx *ctx) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot open (%s)", path, strerror(errno));
-  if (fseek(f, 0, SEEK_END) != 0) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_IO, "%s: cannot seek", path);
-  }
-  long n = ftell(f);
-  if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_IO, "%s: cannot read size", path);
-  }
-  char *b = malloc((size_t)n + 1);
-  if (!b) {
-    fclose(f);
-    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory (%ld bytes)", path, n);
-  }
-  size_t got = fread(b, 1, (size_t)n, f);
-  fclose(f);
-  if (got != (size_t)n) {
-    free(b);
-    return rv_error(ctx, RV_ERR_IO, "%s: short read", path);
-  }
-  b[n] = 0;
-  *buf = b;
-  *len = (size_t)n;
-  return RV_OK;
-}
-
 
 /* ---- segmentation (COCO.annToRLE) on the scanner ---- */
 
-/* RLE from a compressed string; on failure the message goes to c->err. */
-static int rle_string(rv_jcur *c, rv_rle *out, const char *s, uint32_t h, uint32_t w) {
-  if (rv_rle_from_string(out, s, h, w, "segmentation", NULL) == RV_OK) return 1;
+static double mono_s(void) { /* for the phase times in the debug log */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- the mask memory pool ---- */
+
+struct rv_coco_block {
+  rv_coco_block *next;
+  size_t cap, used; /* in uint32 */
+  uint32_t data[];
+};
+
+enum { POOL_BLOCK = 2 << 20 }; /* bytes (huge pages on request were slower here: zeroed at fault time) */
+
+uint32_t *rv_coco_pool_counts(rv_coco_pool *pool, size_t n) {
+  rv_coco_block *b = pool->head;
+  if (!b || b->cap - b->used < n) {
+    size_t hdr = offsetof(rv_coco_block, data), bytes = POOL_BLOCK;
+    if (n > (bytes - hdr) / sizeof(uint32_t)) {
+      if (n > (SIZE_MAX - hdr) / sizeof(uint32_t)) return NULL;
+      bytes = hdr + n * sizeof(uint32_t);
+    }
+    b = malloc(bytes);
+    if (!b) return NULL;
+    b->cap = (bytes - hdr) / sizeof(uint32_t);
+    b->used = 0;
+    /* a big single block goes behind the current one, which keeps its free space */
+    if (pool->head && b->cap == n) {
+      b->next = pool->head->next;
+      pool->head->next = b;
+    } else {
+      b->next = pool->head;
+      pool->head = b;
+    }
+  }
+  uint32_t *p = b->data + b->used;
+  b->used += n;
+  return p;
+}
+
+void rv_coco_pool_trim(rv_coco_pool *pool, const uint32_t *p, size_t n, size_t keep) {
+  rv_coco_block *b = pool->head;
+  if (b && p + n == b->data + b->used) b->used -= n - keep; /* the block's last allocation */
+}
+
+void rv_coco_pool_join(rv_coco_pool *dst, rv_coco_pool *src) {
+  if (!src->head) return;
+  rv_coco_block *t = src->head;
+  while (t->next) t = t->next;
+  t->next = dst->head;
+  dst->head = src->head;
+  src->head = NULL;
+}
+
+void rv_coco_pool_free(rv_coco_pool *pool) {
+  for (rv_coco_block *b = pool->head, *n; b; b = n) {
+    n = b->next;
+    free(b);
+  }
+  pool->head = NULL;
+}
+
+/* RLE from a compressed string of len characters (into pool when given); on failure the
+ * message goes to c->err. */
+static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32_t h, uint32_t w,
+                      rv_coco_pool *pool) {
+  if (pool) { /* room for len counts (at most one per character), the unused tail given back */
+    uint32_t *buf = rv_coco_pool_counts(pool, len);
+    if (!buf) return rv_jfail(c, "out of memory");
+    rv_status st = rv_rle_from_string_into(out, buf, s, len, h, w, "segmentation", NULL);
+    rv_coco_pool_trim(pool, buf, len, st == RV_OK ? out->m : 0);
+    if (st == RV_OK) return 1;
+  } else if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK)
+    return 1;
   rv_ctx *tctx = rv_ctx_create();
   rv_rle tmp = {0};
-  rv_rle_from_string(&tmp, s, h, w, "segmentation", tctx);
+  rv_rle_from_string_n(&tmp, s, len, h, w, "segmentation", tctx);
   rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "corrupt RLE");
   rv_rle_free(&tmp);
   rv_ctx_free(tctx);
@@ -89,7 +136,7 @@ static long numbers(rv_jcur *c, double **buf, size_t *cap, size_t at) {
   }
 }
 
-int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want) {
+int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want, rv_coco_pool *pool) {
   if (!want) return rv_jskip(c);
   if (rv_jpeek(c, '[')) { /* polygons: frPyObjects (a first part of 4 numbers = boxes) + merge */
     c->p++;
@@ -152,7 +199,7 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
   c->p++;
   double size[2] = {-1, -1};
   int have_size = 0, have_counts = 0, ok = 1;
-  const char *counts_at = NULL;
+  const char *counts_at = NULL, *counts_end = NULL;
   for (;;) {
     char k[32];
     size_t kl;
@@ -166,6 +213,7 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
       rv_jws(c);
       counts_at = c->p;
       if (!rv_jskip(c)) return 0;
+      counts_end = c->p;
       have_counts = 1;
     } else if (!rv_jskip(c))
       return 0;
@@ -179,17 +227,14 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
     return rv_jfail(c, "RLE 'size' [%g, %g] is not a valid mask size", size[0], size[1]);
   uint32_t rh = (uint32_t)size[0], rw = (uint32_t)size[1];
   rv_jcur sub = {counts_at, c->end, ""};
-  if (*counts_at == '"') {
-    size_t n = 0;
-    rv_jcur probe = sub;
-    rv_jstring(&probe, NULL, 0, &n);
-    char *str = malloc(n + 1);
+  if (*counts_at == '"') { /* unescaped into a buffer the size of the raw text (quotes included) */
+    size_t raw = (size_t)(counts_end - counts_at), got = 0;
+    char stack[2048], *str = raw <= sizeof stack ? stack : malloc(raw);
     if (!str) return rv_jfail(c, "out of memory");
-    size_t got = 0;
-    ok = rv_jstring(&sub, str, n + 1, &got);
-    if (ok && strlen(str) != got) ok = rv_jfail(c, "NUL character in RLE counts");
-    if (ok) ok = rle_string(c, out, str, rh, rw);
-    free(str);
+    ok = rv_jstring(&sub, str, raw, &got);
+    if (ok && memchr(str, 0, got)) ok = rv_jfail(c, "NUL character in RLE counts");
+    if (ok) ok = rle_string(c, out, str, got, rh, rw, pool);
+    if (str != stack) free(str);
     return ok;
   }
   if (*counts_at == '[') { /* uncompressed RLE (frUncompressedRLE, its own size) */
@@ -447,7 +492,7 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
   if (load_segm && im && rv_coco_find_category(gt, o->category_id)) {
     if (!seg_at) return rv_jfail(c, "(id %lld): no 'segmentation'", (long long)o->id);
     rv_jcur sc = {seg_at, c->end, ""};
-    if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
+    if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1, NULL))
       return rv_jfail(c, "(id %lld): %s", (long long)o->id, sc.err);
     o->has_segm = 1;
   }
@@ -586,12 +631,11 @@ fail:
 }
 
 rv_status rv_coco_load(rv_coco **out, const char *path, int load_segm, int threads, rv_ctx *ctx) {
-  char *buf = NULL;
-  size_t len = 0;
+  rv_mapped_file f;
   *out = NULL;
-  RV_TRY(read_all(path, &buf, &len, ctx));
-  rv_status st = rv_coco_load_mem(out, buf, len, path, load_segm, threads, ctx);
-  free(buf);
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = rv_coco_load_mem(out, f.data, f.len, path, load_segm, threads, ctx);
+  rv_file_unmap(&f);
   return st;
 }
 
@@ -601,6 +645,16 @@ void rv_coco_results_free(rv_coco_results *r) {
   free(r->dets);
   r->dets = NULL;
   r->n = 0;
+  rv_coco_pool pool = {r->pool};
+  rv_coco_pool_free(&pool);
+  r->pool = NULL;
+}
+
+void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src) {
+  rv_coco_pool d = {dst->pool}, s = {src->pool};
+  rv_coco_pool_join(&d, &s);
+  dst->pool = d.head;
+  src->pool = NULL;
 }
 
 rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t, rv_coco_area_mode mode,
@@ -656,20 +710,23 @@ rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_
 rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
                                    const char *name, rv_iou_type t, rv_coco_area_mode mode, int threads,
                                    rv_ctx *ctx) {
+  double t0 = mono_s();
   RV_TRY(rv_coco_parse_results(r, gt, json, len, name, t, mode, threads, ctx));
+  double t1 = mono_s();
   rv_status st = rv_coco_results_prepare(r, gt, t, mode, name, ctx);
   if (st != RV_OK) rv_coco_results_free(r);
+  else
+    rv_log(ctx, RV_LOG_DEBUG, "%s: parse and decode %.3f s, loadRes rules %.3f s", name, t1 - t0, mono_s() - t1);
   return st;
 }
 
 rv_status rv_coco_load_results(rv_coco_results *r, const rv_coco *gt, const char *path, rv_iou_type t,
                                rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
-  char *buf = NULL;
-  size_t len = 0;
+  rv_mapped_file f;
   memset(r, 0, sizeof *r);
-  RV_TRY(read_all(path, &buf, &len, ctx));
-  rv_status st = rv_coco_load_results_mem(r, gt, buf, len, path, t, mode, threads, ctx);
-  free(buf);
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = rv_coco_load_results_mem(r, gt, f.data, f.len, path, t, mode, threads, ctx);
+  rv_file_unmap(&f);
   return st;
 }
 
@@ -734,8 +791,13 @@ rv_status rv_coco_evaluate(rv_cocoeval **ev, const rv_coco *gt, const rv_coco_re
   for (size_t i = 0; i < gt->n_images; i++) img[i] = gt->images[i].id;
   for (size_t i = 0; i < gt->n_cats; i++) cat[i] = gt->cats[i].id;
   rv_cocoeval_input in = {img, gt->n_images, cat, gt->n_cats, gt->anns, gt->n_anns, res->dets, res->n};
+  double t0 = mono_s();
   rv_status st = rv_cocoeval_evaluate(ev, p, &in, ctx);
+  double t1 = mono_s();
   if (st == RV_OK) st = rv_cocoeval_accumulate(*ev, ctx);
+  if (st == RV_OK)
+    rv_log(ctx, RV_LOG_DEBUG, "cocoeval %s: evaluate %.3f s, accumulate %.3f s", p->iou_type == RV_IOU_BBOX ? "bbox" : "segm",
+           t1 - t0, mono_s() - t1);
   if (st != RV_OK) {
     rv_cocoeval_free(*ev);
     *ev = NULL;

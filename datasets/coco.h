@@ -22,9 +22,11 @@
  * category is not in the gt are kept but never evaluated (pycocotools drops them silently;
  * n_unknown_category counts them). An empty results list is accepted (pycocotools fails).
  *
- * Speed: files are read with a streaming scanner (datasets/json_scan.h), no JSON tree; list
- * elements (annotations, results) are parsed and their masks decoded in parallel (OpenMP).
- * A 5000-image set with 35k annotations and 490k mask results loads in ~2 s + ~5 s.
+ * Speed: files are mapped once and read with a streaming scanner (datasets/json_scan.h), no
+ * JSON tree; list elements (annotations, results) are parsed and their masks decoded in
+ * parallel (OpenMP), result masks into per-thread pool blocks (rv_coco_results.pool). A
+ * 5000-image set with 35k polygon annotations and 491k mask results (136 MB) loads in ~0.25 s
+ * + ~0.65 s of CPU time (bench/RESULTS_cocoeval.md).
  */
 #ifndef RV_DATASETS_COCO_H
 #define RV_DATASETS_COCO_H
@@ -74,6 +76,7 @@ typedef struct {
   rv_coco_obj *dets;
   size_t n;
   size_t n_unknown_category;
+  void *pool; /* run lengths of the masks read from a file (their segm.borrowed is set) */
 } rv_coco_results;
 
 /* Load a results file (a JSON list of {image_id, category_id, score, bbox?, segmentation?})
@@ -89,6 +92,9 @@ rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const 
 rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t,
                                   rv_coco_area_mode mode, const char *what, rv_ctx *ctx);
 void rv_coco_results_free(rv_coco_results *r);
+/* dst takes over src's mask memory: call it when detections read into src are moved into dst
+ * (src's masks may borrow from it). */
+void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src);
 
 /* Write detections as a COCO results JSON (the format mmdet's results2json writes; bbox and
  * score with 17 significant digits, segmentation as compressed RLE when with_segm), to a

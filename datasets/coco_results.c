@@ -1,8 +1,9 @@
 /* Fast COCO results reader: a results file is a flat JSON list of small objects (485k for a
  * val2017 run, ~140 MB with masks), so it is parsed without building a tree (json_scan.h): a
  * serial pass splits the list into element spans, then the elements are parsed in parallel
- * straight into rv_coco_obj, RLE strings decoded in place. Errors name the file and element
+ * straight into rv_coco_obj, RLE strings decoded in place into per-thread pool blocks. Errors name the file and element
  * ("dt.json: results[12]: ..."). */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "datasets/coco_internal.h"
 
 #include <ctype.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int int_id(double v, int64_t *out) {
   if (!(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
@@ -24,10 +26,12 @@ static int starts_number(rv_jcur *c) {
 }
 
 /* One element: {image_id, category_id, score, bbox?, segmentation?, anything else}. The
- * segmentation is decoded after the object (it may come before image_id). */
-static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm) {
+ * segmentation is decoded where it stands when image_id came before it (polygons need the
+ * image size), otherwise after the object. */
+static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm, rv_coco_pool *pool) {
   int have_img = 0, have_cat = 0, have_score = 0;
   const char *seg_at = NULL;
+  const rv_coco_image *seg_im = NULL; /* the image the mask was decoded for */
   if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
   if (!rv_jpeek(c, '}'))
     for (;;) {
@@ -58,7 +62,16 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
       } else if (rv_jkey_is(k, kl, "segmentation")) {
         rv_jws(c);
         seg_at = c->p;
-        if (!rv_coco_parse_segm(c, NULL, 0, 0, 0)) return 0;
+        if (d->has_segm) { /* a repeated key: the last one counts */
+          rv_rle_free(&d->segm);
+          d->has_segm = 0;
+        }
+        /* decoded right away when image_id came first (mmdet's key order), else after the object */
+        seg_im = want_segm && have_img ? rv_coco_find_image(gt, d->image_id) : NULL;
+        if (!rv_coco_parse_segm(c, seg_im ? &d->segm : NULL, seg_im ? (uint32_t)seg_im->height : 0,
+                                seg_im ? (uint32_t)seg_im->width : 0, seg_im != NULL, pool))
+          return 0;
+        d->has_segm = seg_im != NULL;
       } else if (!rv_jskip(c))
         return 0;
       int r = rv_jnext(c, '}');
@@ -74,8 +87,13 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm)
   if (seg_at && want_segm) {
     const rv_coco_image *im = rv_coco_find_image(gt, d->image_id);
     if (!im) return rv_jfail(c, "image_id %lld is not in the ground truth", (long long)d->image_id);
+    if (im == seg_im) return 1;
+    if (d->has_segm) { /* image_id changed after the mask (a repeated key) */
+      rv_rle_free(&d->segm);
+      d->has_segm = 0;
+    }
     rv_jcur sc = {seg_at, c->end, ""};
-    if (!rv_coco_parse_segm(&sc, &d->segm, (uint32_t)im->height, (uint32_t)im->width, 1))
+    if (!rv_coco_parse_segm(&sc, &d->segm, (uint32_t)im->height, (uint32_t)im->width, 1, pool))
       return rv_jfail(c, "%s", sc.err);
     d->has_segm = 1;
   }
@@ -89,7 +107,12 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   if (rv_jpeek(&c, '{')) return rv_error(ctx, RV_ERR_FORMAT, "%s: results must be a JSON list of detections", name);
   const char **starts = NULL;
   size_t n = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (!rv_jsplit_list(&c, &starts, &n)) return rv_jsyntax_error(ctx, name, json, c.p, c.err);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  rv_log(ctx, RV_LOG_DEBUG, "%s: %zu list elements found in %.3f s (one thread)", name, n,
+         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
   rv_jws(&c);
   if (c.p < c.end && *c.p) {
     free(starts);
@@ -105,9 +128,11 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   char msg[200] = "";
   /* element 0 first: without a bbox it selects loadRes' mask branch, where masks matter */
   int want = t == RV_IOU_SEGM || mode == RV_COCO_AREA_MASK;
+  /* compressed masks go to per-thread pools, joined into r->pool */
+  rv_coco_pool all = {NULL};
   if (n) {
     rv_jcur e = {starts[0], starts[1] - 1, ""};
-    if (!element(&e, &r->dets[0], gt, 1)) {
+    if (!element(&e, &r->dets[0], gt, 1, &all)) {
       first_bad = 0;
       snprintf(msg, sizeof msg, "%s", e.err);
     }
@@ -115,18 +140,25 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   }
   if (first_bad < 0) {
     int nth = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic, 256) num_threads(nth)
-    for (long i = 1; i < (long)n; i++) {
-      rv_jcur e = {starts[i], starts[i + 1] - 1, ""};
-      if (!element(&e, &r->dets[i], gt, want)) {
+#pragma omp parallel num_threads(nth)
+    {
+      rv_coco_pool mine = {NULL};
+#pragma omp for schedule(dynamic, 256)
+      for (long i = 1; i < (long)n; i++) {
+        rv_jcur e = {starts[i], starts[i + 1] - 1, ""};
+        if (!element(&e, &r->dets[i], gt, want, &mine)) {
 #pragma omp critical(rv_results_bad)
-        if (first_bad < 0 || i < first_bad) {
-          first_bad = i;
-          snprintf(msg, sizeof msg, "%s", e.err);
+          if (first_bad < 0 || i < first_bad) {
+            first_bad = i;
+            snprintf(msg, sizeof msg, "%s", e.err);
+          }
         }
       }
+#pragma omp critical(rv_results_pool)
+      rv_coco_pool_join(&all, &mine);
     }
   }
+  r->pool = all.head;
   free(starts);
   if (first_bad >= 0) {
     rv_coco_results_free(r);

@@ -11,6 +11,7 @@
 
 #include "core/rv.h"
 #include <stddef.h>
+#include <string.h>
 
 typedef struct {
   const char *p, *end;
@@ -30,7 +31,9 @@ int rv_jstring(rv_jcur *c, char *out, size_t cap, size_t *len);
 int rv_jskip(rv_jcur *c);
 /* "key": (a key longer than cap comes back empty) */
 int rv_jkey(rv_jcur *c, char *k, size_t cap, size_t *kl);
-int rv_jkey_is(const char *k, size_t kl, const char *want);
+static inline int rv_jkey_is(const char *k, size_t kl, const char *want) { /* inline: strlen of a literal folds */
+  return kl == strlen(want) && memcmp(k, want, kl) == 0;
+}
 /* After an element of an object or list: 1 if ',' follows (consumed), 0 if `close` (consumed),
  * -1 on anything else (error set). */
 int rv_jnext(rv_jcur *c, char close);

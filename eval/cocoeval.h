@@ -61,6 +61,7 @@ typedef struct {
   double area_rng[RV_COCO_MAX_AREAS][2]; /* all [0,1e10], small [0,1024], medium [1024,9216], large [9216,1e10] */
   const char *area_lbl[RV_COCO_MAX_AREAS];
   int threads; /* OpenMP threads, 0 = default */
+  int naive;   /* 1: accumulate with the literal reference code (tests compare the two) */
 } rv_cocoeval_params;
 
 /* pycocotools' Params (iouType bbox or segm). */

@@ -14,9 +14,10 @@
 
 void rv_rle_free(rv_rle *r) {
   if (!r) return;
-  free(r->cnts);
+  if (!r->borrowed) free(r->cnts);
   r->cnts = NULL;
   r->m = 0;
+  r->borrowed = 0;
 }
 
 static rv_status rle_set(rv_rle *r, uint32_t h, uint32_t w, const uint32_t *cnts, size_t m,
@@ -31,6 +32,7 @@ static rv_status rle_set(rv_rle *r, uint32_t h, uint32_t w, const uint32_t *cnts
   r->w = w;
   r->m = m;
   r->cnts = c;
+  r->borrowed = 0;
   return RV_OK;
 }
 
@@ -111,32 +113,21 @@ static rv_status check_sum(const uint32_t *cnts, size_t m, uint32_t h, uint32_t 
   return RV_OK;
 }
 
-rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
-                             rv_ctx *ctx) {
-  if (!what) what = "rle";
-  size_t len = strlen(s);
-  uint32_t *cnts = malloc((len + 1) * sizeof *cnts);
-  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what);
+/* The careful decoder: every check at its character, so the first problem in the string is
+ * the one reported. */
+static rv_status decode_checked(uint32_t *cnts, size_t *m_out, const char *s, size_t len, const char *what,
+                                rv_ctx *ctx) {
   size_t m = 0, p = 0;
-  rv_status st = RV_OK;
-  while (s[p]) {
+  while (p < len) {
     int64_t x = 0;
     int k = 0, more = 1;
     while (more) {
+      if (p >= len)
+        return rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (truncated at character %zu)", what, p);
       int c = (unsigned char)s[p] - 48;
-      if (s[p] == 0) {
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (truncated at character %zu)", what, p);
-        goto done;
-      }
-      if (c < 0 || c > 63) {
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (character '%c' at %zu)", what,
-                      s[p], p);
-        goto done;
-      }
-      if (k >= 8) {
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count too long at %zu)", what, p);
-        goto done;
-      }
+      if (c < 0 || c > 63)
+        return rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (character '%c' at %zu)", what, s[p], p);
+      if (k >= 8) return rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count too long at %zu)", what, p);
       x |= (int64_t)(c & 0x1f) << (5 * k);
       more = c & 0x20;
       p++;
@@ -144,18 +135,90 @@ rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, c
       if (!more && (c & 0x10)) x |= -((int64_t)1 << (5 * k));
     }
     if (m > 2) x += (int64_t)cnts[m - 2];
-    if (x < 0 || x > (int64_t)UINT32_MAX) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count %zu decodes to %lld)", what, m,
-                    (long long)x);
-      goto done;
-    }
+    if (x < 0 || x > (int64_t)UINT32_MAX)
+      return rv_error(ctx, RV_ERR_FORMAT, "%s: corrupt RLE string (count %zu decodes to %lld)", what, m,
+                      (long long)x);
     cnts[m++] = (uint32_t)x;
   }
-  st = check_sum(cnts, m, h, w, what, ctx);
-  if (st == RV_OK) st = rle_set(r, h, w, cnts, m, ctx);
-done:
-  free(cnts);
+  *m_out = m;
+  return RV_OK;
+}
+
+size_t rv_rle_string_max_counts(const char *s, size_t len) {
+  size_t m = 0; /* one count ends at each character without the continuation bit */
+  for (size_t p = 0; p < len; p++) m += !(((unsigned)(unsigned char)s[p] - 48u) & 0x20);
+  return m;
+}
+
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx) {
+  if (!what) what = "rle";
+  size_t m_max = 0;
+  unsigned bad = 0; /* all characters in '0'..'o'? */
+  for (size_t p = 0; p < len; p++) {
+    unsigned c = (unsigned)(unsigned char)s[p] - 48u;
+    bad |= c > 63;
+    m_max += !(c & 0x20);
+  }
+  size_t m = 0;
+  rv_status st = RV_OK;
+  if (bad || (len && (((unsigned char)s[len - 1] - 48u) & 0x20))) {
+    st = decode_checked(cnts, &m, s, len, what, ctx); /* reports the first problem */
+  } else {
+    /* pass 2 on valid characters with a complete last count: only over-long or out-of-range
+     * counts can still fail, and those go to the careful decoder for the message */
+    size_t p = 0;
+    int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
+    while (p < len) {
+      int64_t x = 0;
+      int k = 0;
+      unsigned c;
+      do {
+        c = (unsigned char)s[p++] - 48u;
+        x |= (int64_t)(c & 0x1f) << (5 * k);
+        k++;
+      } while ((c & 0x20) && k < 8);
+      if (c & 0x20) break; /* a ninth character */
+      if (c & 0x10) x |= -((int64_t)1 << (5 * k));
+      if (m > 2) x += prev2;
+      if (x < 0 || x > (int64_t)UINT32_MAX) break;
+      cnts[m++] = (uint32_t)x;
+      prev2 = prev1;
+      prev1 = x;
+    }
+    if (p < len || m != m_max) st = decode_checked(cnts, &m, s, len, what, ctx);
+  }
+  if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
+  if (st != RV_OK) return st;
+  r->h = h;
+  r->w = w;
+  r->m = m;
+  r->cnts = m ? cnts : NULL;
+  r->borrowed = 1;
+  return RV_OK;
+}
+
+rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
+                               const char *what, rv_ctx *ctx) {
+  size_t m_max = rv_rle_string_max_counts(s, len);
+  uint32_t *cnts = malloc((m_max ? m_max : 1) * sizeof *cnts);
+  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what ? what : "rle");
+  rv_rle t = {0};
+  rv_status st = rv_rle_from_string_into(&t, cnts, s, len, h, w, what, ctx);
+  if (st != RV_OK || !t.m) {
+    free(cnts);
+    t.cnts = NULL;
+  }
+  if (st == RV_OK) {
+    t.borrowed = 0;
+    *r = t;
+  }
   return st;
+}
+
+rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
+                             rv_ctx *ctx) {
+  return rv_rle_from_string_n(r, s, strlen(s), h, w, what, ctx);
 }
 
 rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w,
@@ -233,7 +296,8 @@ uint32_t rv_rle_area(const rv_rle *r) {
   return a;
 }
 
-void rv_rle_to_bbox(const rv_rle *r, double bb[4]) {
+/* maskApi rleToBbox literally: one division per run. The reference for rv_rle_info. */
+void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]) {
   uint32_t h = r->h, xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, xp = 0;
   size_t m = (r->m / 2) * 2;
   if (m == 0 || h == 0) {
@@ -260,15 +324,129 @@ void rv_rle_to_bbox(const rv_rle *r, double bb[4]) {
   bb[3] = (double)ye - ys + 1;
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  uint32_t c = *(const uint32_t *)a, d = *(const uint32_t *)b;
-  return c > d ? 1 : c < d ? -1 : 0;
+/* rleToBbox, rleArea and the regularity flag in one pass. The pixel index cc of the walk is
+ * kept as (column cx, row cy), so a run shorter than h costs a compare and a subtraction
+ * instead of maskApi's division; t = cc - 1 (end of a foreground run) is the previous pixel.
+ * Masks over 2^32 pixels (where maskApi's uint32 index wraps) take the literal path. */
+/* (cx, cy) with cy possibly >= h -> the same pixel with cy < h: one subtraction when the run
+ * was shorter than a column, a division otherwise */
+static inline void carry_rows(uint32_t *cx, uint64_t *cy, uint32_t h) {
+  if (*cy >= h) {
+    if (*cy - h < h) {
+      *cy -= h;
+      (*cx)++;
+    } else {
+      *cx += (uint32_t)(*cy / h);
+      *cy %= h;
+    }
+  }
+}
+
+void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
+  const uint32_t h = r->h, *cn = r->cnts;
+  const size_t m = r->m, m2 = (m / 2) * 2;
+  double *bb = o->bb;
+  o->area = 0;
+  o->irregular = 0;
+  if (m2 == 0 || h == 0 || (uint64_t)h * r->w > UINT32_MAX) {
+    rv_rle_to_bbox_naive(r, bb);
+    o->area = rv_rle_area(r);
+    for (size_t j = 1; j < m; j++) o->irregular |= cn[j] == 0;
+    return;
+  }
+  uint32_t xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, cx = 0, area = 0;
+  uint64_t cy = 0;
+  int zero = 0;
+  for (size_t j = 0; j < m2; j += 2) {
+    /* even j: a background run; its end t = cc is the first pixel of the next run */
+    uint32_t d = cn[j], x, y;
+    zero |= (j > 0) & (d == 0);
+    cc += d;
+    cy += d;
+    carry_rows(&cx, &cy, h);
+    const uint32_t xp = cx;
+    xs = umin32(xs, cx);
+    xe = umax32(xe, cx);
+    ys = umin32(ys, (uint32_t)cy);
+    ye = umax32(ye, (uint32_t)cy);
+    /* odd j: a foreground run; t = cc - 1 is its last pixel */
+    d = cn[j + 1];
+    zero |= d == 0;
+    area += d;
+    cc += d;
+    cy += d;
+    carry_rows(&cx, &cy, h);
+    if (cy) {
+      x = cx;
+      y = (uint32_t)cy - 1;
+    } else if (cc) {
+      x = cx - 1;
+      y = h - 1;
+    } else { /* t = 0 - 1 wraps, as in maskApi */
+      uint32_t t = UINT32_MAX;
+      y = t % h;
+      x = (t - y) / h;
+    }
+    if (xp < x) {
+      ys = 0;
+      ye = h - 1;
+    }
+    xs = umin32(xs, x);
+    xe = umax32(xe, x);
+    ys = umin32(ys, y);
+    ye = umax32(ye, y);
+  }
+  if (m2 < m) zero |= cn[m2] == 0; /* the trailing background run */
+  o->area = area;
+  o->irregular = zero;
+  bb[0] = xs;
+  bb[2] = (double)xe - xs + 1;
+  bb[1] = ys;
+  bb[3] = (double)ye - ys + 1;
+}
+
+void rv_rle_to_bbox(const rv_rle *r, double bb[4]) {
+  rv_rle_info in;
+  rv_rle_info_get(&in, r);
+  memcpy(bb, in.bb, sizeof in.bb);
+}
+
+/* Ascending sort of n uint32 (tmp: n entries): insertion sort when short, else LSD radix
+ * with 8-bit digits, skipping a digit that all values share. */
+static void sort_u32(uint32_t *a, uint32_t *tmp, size_t n) {
+  if (n <= 32) {
+    for (size_t i = 1; i < n; i++) {
+      uint32_t x = a[i];
+      size_t j = i;
+      for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  uint32_t *src = a, *dst = tmp;
+  for (int shift = 0; shift < 32; shift += 8) {
+    size_t cnt[256] = {0};
+    for (size_t i = 0; i < n; i++) cnt[(src[i] >> shift) & 255]++;
+    if (cnt[(src[0] >> shift) & 255] == n) continue;
+    size_t sum = 0;
+    for (int d = 0; d < 256; d++) {
+      size_t c = cnt[d];
+      cnt[d] = sum;
+      sum += c;
+    }
+    for (size_t i = 0; i < n; i++) dst[cnt[(src[i] >> shift) & 255]++] = src[i];
+    uint32_t *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, n * sizeof *a);
 }
 
 /* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
  * centre column, and turn those y-boundary points into run lengths (maskApi rleFrPoly).
  * Coordinates: (int)(5*x + .5) truncates toward zero, as in the reference. */
-rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, int literal,
+                           rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)
     if (!(fabs(xy[j]) < 1e6))
@@ -331,18 +509,30 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   if (!bx || !by) goto nomem;
   for (size_t j = 1; j < np; j++)
     if (u[j] != u[j - 1]) {
-      double xd = (double)(u[j] < u[j - 1] ? u[j] : u[j] - 1);
-      xd = (xd + .5) / scale - .5;
-      if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
-      double yd = (double)(v[j] < v[j - 1] ? v[j] : v[j - 1]);
-      yd = (yd + .5) / scale - .5;
-      if (yd < 0)
-        yd = 0;
-      else if (yd > h)
-        yd = h;
-      yd = ceil(yd);
-      bx[m] = (int)xd;
-      by[m] = (int)yd;
+      int xi = u[j] < u[j - 1] ? u[j] : u[j] - 1, yi = v[j] < v[j - 1] ? v[j] : v[j - 1];
+      if (literal) { /* maskApi's floating-point steps */
+        double xd = (double)xi;
+        xd = (xd + .5) / scale - .5;
+        if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
+        double yd = (double)yi;
+        yd = (yd + .5) / scale - .5;
+        if (yd < 0)
+          yd = 0;
+        else if (yd > h)
+          yd = h;
+        yd = ceil(yd);
+        bx[m] = (int)xd;
+        by[m] = (int)yd;
+      } else {
+        /* The same in integers: (i + .5) / 5 - .5 is (i - 2) / 5, computed exactly when that is
+         * an integer (n + .5 is a double) and otherwise at least 1/5 from one, far beyond the
+         * rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd) is the ceiling of
+         * (yi - 2) / 5, clamped to [0, h] like yd. */
+        if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) continue;
+        int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
+        bx[m] = (xi - 2) / 5;
+        by[m] = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
+      }
       m++;
     }
   /* run lengths from the sorted boundary indices */
@@ -352,7 +542,7 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   if (!a || !b) goto nomem;
   for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
   a[nk++] = (uint32_t)((size_t)h * w);
-  qsort(a, nk, sizeof(uint32_t), cmp_u32);
+  sort_u32(a, b, nk); /* b is free until the run lengths */
   uint32_t prev = 0;
   for (size_t j = 0; j < nk; j++) {
     uint32_t t = a[j];
@@ -385,6 +575,14 @@ done:
   return st;
 }
 
+rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return from_poly(R, xy, k, h, w, 0, ctx);
+}
+
+rv_status rv_rle_from_poly_naive(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return from_poly(R, xy, k, h, w, 1, ctx);
+}
+
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx) {
   double xs = bb[0], xe = xs + bb[2];
   double ys = bb[1], ye = ys + bb[3];
@@ -411,7 +609,11 @@ void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt, size_t
       o[d * n + g] = bb_iou1(dt + d * 4, gt + g * 4, iscrowd && iscrowd[g]);
 }
 
-double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd) {
+/* maskApi rleIou for one pair, literally: a walk over the runs of both masks counting the
+ * intersection and the union. The reference for rv_rle_iou_pair; it also stands in for it
+ * when a mask has an empty run after the first, where this loop can stop early (both masks
+ * on an empty run at the same pixel) and only following it gives maskApi's number. */
+double rv_rle_iou_pair_naive(const rv_rle *dt, const rv_rle *gt, int crowd) {
   if (dt->m == 0 || gt->m == 0) return 0;
   uint32_t ca = dt->cnts[0], cb = gt->cnts[0], c, ct = 1, i = 0, u = 0;
   size_t ka = dt->m, kb = gt->m, a = 1, b = 1;
@@ -443,37 +645,91 @@ double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd) {
   return (double)i / (double)u;
 }
 
-void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
-                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb) {
-  double *db = NULL, *gb = NULL;
-  if (!dt_bb) {
-    db = malloc(sizeof(double) * 4 * (m ? m : 1));
-    if (db)
-      for (size_t d = 0; d < m; d++) rv_rle_to_bbox(&dt[d], db + 4 * d);
-    dt_bb = db;
+/* Pixels in both masks: a merge of the foreground intervals [start, end) of the two run
+ * lists (one step per interval, not per run boundary of both). uint32 like maskApi's sum. */
+static uint32_t fg_intersection(const uint32_t *a, size_t ka, const uint32_t *b, size_t kb) {
+  if (ka < 2 || kb < 2) return 0;
+  uint64_t as = a[0], ae = as + a[1], bs = b[0], be = bs + b[1], inter = 0;
+  size_t i = 1, j = 1;
+  for (;;) {
+    uint64_t lo = as > bs ? as : bs, hi = ae < be ? ae : be;
+    if (hi > lo) inter += hi - lo;
+    if (ae <= be) {
+      if (i + 2 >= ka) break;
+      as = ae + a[i + 1];
+      ae = as + a[i + 2];
+      i += 2;
+    } else {
+      if (j + 2 >= kb) break;
+      bs = be + b[j + 1];
+      be = bs + b[j + 2];
+      j += 2;
+    }
   }
-  if (!gt_bb) {
-    gb = malloc(sizeof(double) * 4 * (n ? n : 1));
-    if (gb)
-      for (size_t g = 0; g < n; g++) rv_rle_to_bbox(&gt[g], gb + 4 * g);
-    gt_bb = gb;
-  }
-  double tmpb[8];
+  return (uint32_t)inter;
+}
+
+/* IoU from the intersection and the two areas: maskApi's union count is |a| + |b| - |a&b|
+ * (mod 2^32, as its uint32 counter), the crowd union |dt|. */
+static double iou_from(const rv_rle *dt, const rv_rle_info *di, const rv_rle *gt, const rv_rle_info *gi,
+                       int crowd) {
+  if (dt->m == 0 || gt->m == 0) return 0;
+  if (di->irregular || gi->irregular) return rv_rle_iou_pair_naive(dt, gt, crowd);
+  uint32_t i = fg_intersection(dt->cnts, dt->m, gt->cnts, gt->m);
+  uint32_t u = i == 0 ? 1 : crowd ? di->area : di->area + gi->area - i;
+  return (double)i / (double)u;
+}
+
+double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd) {
+  rv_rle_info di, gi;
+  rv_rle_info_get(&di, dt);
+  rv_rle_info_get(&gi, gt);
+  return iou_from(dt, &di, gt, &gi, crowd);
+}
+
+void rv_rle_iou_info(double *o, const rv_rle *dt, const rv_rle_info *di, size_t m, const rv_rle *gt,
+                     const rv_rle_info *gi, size_t n, const uint8_t *iscrowd) {
   for (size_t d = 0; d < m; d++)
     for (size_t g = 0; g < n; g++) {
       int crowd = iscrowd && iscrowd[g];
-      const double *D = dt_bb ? dt_bb + 4 * d : tmpb, *G = gt_bb ? gt_bb + 4 * g : tmpb + 4;
-      if (!dt_bb) rv_rle_to_bbox(&dt[d], tmpb);
-      if (!gt_bb) rv_rle_to_bbox(&gt[g], tmpb + 4);
-      double v = bb_iou1(D, G, crowd);
+      double v = bb_iou1(di[d].bb, gi[g].bb, crowd);
       if (v > 0) {
         if (dt[d].h != gt[g].h || dt[d].w != gt[g].w)
           v = -1;
         else
-          v = rv_rle_iou_pair(&dt[d], &gt[g], crowd);
+          v = iou_from(&dt[d], &di[d], &gt[g], &gi[g], crowd);
       }
       o[d * n + g] = v;
     }
-  free(db);
-  free(gb);
+}
+
+void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
+                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb) {
+  rv_rle_info *di = malloc(sizeof *di * (m ? m : 1)), *gi = malloc(sizeof *gi * (n ? n : 1));
+  if (!di || !gi) { /* no memory: one pair at a time */
+    free(di);
+    free(gi);
+    rv_rle_info a, b;
+    for (size_t d = 0; d < m; d++) {
+      rv_rle_info_get(&a, &dt[d]);
+      if (dt_bb) memcpy(a.bb, dt_bb + 4 * d, sizeof a.bb);
+      for (size_t g = 0; g < n; g++) {
+        rv_rle_info_get(&b, &gt[g]);
+        if (gt_bb) memcpy(b.bb, gt_bb + 4 * g, sizeof b.bb);
+        rv_rle_iou_info(o + d * n + g, &dt[d], &a, 1, &gt[g], &b, 1, iscrowd ? iscrowd + g : NULL);
+      }
+    }
+    return;
+  }
+  for (size_t d = 0; d < m; d++) {
+    rv_rle_info_get(&di[d], &dt[d]);
+    if (dt_bb) memcpy(di[d].bb, dt_bb + 4 * d, sizeof di[d].bb);
+  }
+  for (size_t g = 0; g < n; g++) {
+    rv_rle_info_get(&gi[g], &gt[g]);
+    if (gt_bb) memcpy(gi[g].bb, gt_bb + 4 * g, sizeof gi[g].bb);
+  }
+  rv_rle_iou_info(o, dt, di, m, gt, gi, n, iscrowd);
+  free(di);
+  free(gi);
 }

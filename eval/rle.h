@@ -27,8 +27,10 @@ typedef struct {
   uint32_t h, w;  /* mask size */
   size_t m;       /* number of runs */
   uint32_t *cnts; /* m run lengths (malloc'd, NULL when m == 0) */
+  int borrowed;   /* 1: cnts belong to a container (e.g. rv_coco_results' pool), not to the RLE */
 } rv_rle;
 
+/* Frees cnts unless borrowed; the RLE becomes empty. */
 void rv_rle_free(rv_rle *r);
 /* Deep copy. */
 rv_status rv_rle_copy(rv_rle *dst, const rv_rle *src, rv_ctx *ctx);
@@ -49,6 +51,14 @@ char *rv_rle_to_string(const rv_rle *r);
  * differs from h*w. */
 rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
                              rv_ctx *ctx);
+/* The same on len characters (not NUL-terminated); a NUL inside is a bad character. */
+rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
+                               const char *what, rv_ctx *ctx);
+/* The same into caller memory: cnts has rv_rle_string_max_counts(s, len) entries (an upper
+ * bound of the count), and r borrows it (r->borrowed = 1). */
+size_t rv_rle_string_max_counts(const char *s, size_t len);
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx);
 /* Uncompressed RLE (COCO {"counts": [...], "size": [h, w]}); validates the sum. */
 rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w,
                              const char *what, rv_ctx *ctx);
@@ -61,9 +71,22 @@ rv_status rv_rle_merge(rv_rle *out, const rv_rle *in, size_t n, int intersect, r
 uint32_t rv_rle_area(const rv_rle *r);
 /* Tight box [x, y, w, h] (maskApi rleToBbox: a run crossing a column widens to full height). */
 void rv_rle_to_bbox(const rv_rle *r, double bb[4]);
+/* Reference: rleToBbox literally (a division per run); rv_rle_to_bbox gives the same bits. */
+void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]);
+
+/* What the IoU kernel needs of one mask, from one pass over its runs. */
+typedef struct {
+  double bb[4];   /* rv_rle_to_bbox */
+  uint32_t area;  /* rv_rle_area */
+  int irregular;  /* a run after the first is empty (then IoUs take maskApi's literal walk) */
+} rv_rle_info;
+void rv_rle_info_get(rv_rle_info *info, const rv_rle *r);
 
 /* Polygon of k points xy[2k] rasterised exactly like maskApi rleFrPoly (x5 upsampling). */
 rv_status rv_rle_from_poly(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Reference: rleFrPoly's floating-point downsampling literally (rv_rle_from_poly does it in
+ * integers, with the same result). */
+rv_status rv_rle_from_poly_naive(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
 /* Box [x, y, w, h] -> RLE (rleFrBbox = the 4-corner polygon). */
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx);
 
@@ -76,9 +99,16 @@ void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t 
 /* Box IoU matrix o[d*n + g] in double, maskApi bbIou (crowd: union = dt box area). */
 void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt, size_t n,
                  const uint8_t *iscrowd);
-/* IoU of one pair (no crowd, sizes assumed equal): intersection / union with the
- * pycocotools conventions (0 when the intersection is empty). */
+/* rv_rle_iou with the masks' rv_rle_info computed beforehand (boxes for the overlap test,
+ * areas for the union); no allocation. */
+void rv_rle_iou_info(double *o, const rv_rle *dt, const rv_rle_info *dt_info, size_t m, const rv_rle *gt,
+                     const rv_rle_info *gt_info, size_t n, const uint8_t *iscrowd);
+/* IoU of one pair (sizes assumed equal, valid RLEs): intersection / union with the
+ * pycocotools conventions (0 when the intersection is empty; crowd: union = dt area). The
+ * intersection comes from a merge of the foreground intervals. */
 double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd);
+/* Reference: maskApi rleIou's run walk literally; rv_rle_iou_pair gives the same bits. */
+double rv_rle_iou_pair_naive(const rv_rle *dt, const rv_rle *gt, int crowd);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #include "eval_test_util.h"
 #include <unistd.h>
 #include "datasets/coco.h"
+#include "datasets/json_scan.h"
 #include "eval/cocoeval.h"
 #include <float.h>
 
@@ -175,6 +176,16 @@ static void test_threads_and_mmdet(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* One 10x8 image (id 7), category 3 ("a"), one 4x4 square annotation. */
+static rv_coco *tiny_gt(rv_ctx *ctx) {
+  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3,\"name\":\"a\"}],"
+                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
+                    "\"iscrowd\":0,\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
+  rv_coco *gt = NULL;
+  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  return gt;
+}
+
 static void expect_results_error(const rv_coco *gt, const char *json, rv_iou_type t, const char *needle) {
   rv_ctx *ctx = rv_ctx_create();
   rv_coco_results res;
@@ -188,11 +199,7 @@ static void expect_results_error(const rv_coco *gt, const char *json, rv_iou_typ
 static void test_bad_inputs(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3,\"name\":\"a\"}],"
-                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
-                    "\"iscrowd\":0,\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
-  rv_coco *gt = NULL;
-  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  rv_coco *gt = tiny_gt(ctx);
   expect_results_error(gt, "[{\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"score\":0.5", RV_IOU_BBOX,
                        "malformed JSON");
   expect_results_error(gt, "{\"a\":1}", RV_IOU_BBOX, "list");
@@ -255,11 +262,7 @@ static void test_bad_inputs(void **state) {
 static void test_results_reader(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  const char *gtj = "{\"images\":[{\"id\":7,\"width\":10,\"height\":8}],\"categories\":[{\"id\":3}],"
-                    "\"annotations\":[{\"id\":1,\"image_id\":7,\"category_id\":3,\"bbox\":[1,1,4,4],\"area\":16,"
-                    "\"segmentation\":[[1,1,5,1,5,5,1,5]]}]}";
-  rv_coco *gt = NULL;
-  assert_int_equal(rv_coco_load_mem(&gt, gtj, strlen(gtj), "gt.json", 1, 1, ctx), RV_OK);
+  rv_coco *gt = tiny_gt(ctx);
   /* the same 8x10 mask as: a compressed string with JSON escapes, an uncompressed RLE, a
    * polygon; extra keys with nested values are skipped */
   rv_rle ref = {0};
@@ -359,12 +362,191 @@ static void test_results_write(void **state) {
   rv_ctx_free(ctx);
 }
 
+
+/* accumulate's TP-only walk against the literal reference (params.naive) on random problems:
+ * score ties, crowd gt, areas on the range bounds, small maxDets, bbox and segm; the
+ * precision and recall arrays must be bit-identical, for 1 and 3 threads. */
+static void test_accumulate_random(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  uint64_t seed = 2024;
+  const double areas[] = {0, 100, 1024, 1500, 9216, 20000, 4e5};
+  int cells = 0, nonneg = 0;
+  for (int it = 0; it < 60; it++) {
+    rv_iou_type t = it % 3 == 2 ? RV_IOU_SEGM : RV_IOU_BBOX;
+    size_t I = 1 + (size_t)((test_rand(&seed) + 1) * 6), K = 1 + (size_t)((test_rand(&seed) + 1) * 2);
+    int64_t img[16], cat[8];
+    for (size_t i = 0; i < I; i++) img[i] = 100 + 3 * (int64_t)i;
+    for (size_t k = 0; k < K; k++) cat[k] = 1 + 2 * (int64_t)k;
+    size_t cap = 512, ng = 0, ndt = 0;
+    rv_coco_obj *gt = calloc(cap, sizeof *gt), *dt = calloc(cap * 8, sizeof *dt);
+    for (size_t i = 0; i < I; i++)
+      for (size_t k = 0; k < K; k++) {
+        int n_gt = (int)((test_rand(&seed) + 1) * 2.5f), n_dt = (int)((test_rand(&seed) + 1) * 12);
+        size_t g0 = ng;
+        for (int g = 0; g < n_gt && ng < cap; g++, ng++) {
+          rv_coco_obj *o = &gt[ng];
+          o->id = (int64_t)ng + 1;
+          o->image_id = img[i];
+          o->category_id = cat[k];
+          o->iscrowd = test_rand(&seed) > 0.75f;
+          o->bbox[0] = (double)(int)((test_rand(&seed) + 1) * 20);
+          o->bbox[1] = (double)(int)((test_rand(&seed) + 1) * 20);
+          o->bbox[2] = 2 + (double)(int)((test_rand(&seed) + 1) * 10);
+          o->bbox[3] = 2 + (double)(int)((test_rand(&seed) + 1) * 10);
+          o->area = areas[(int)((test_rand(&seed) + 1) * 3.49f)];
+          if (t == RV_IOU_SEGM) assert_int_equal(rv_rle_from_bbox(&o->segm, o->bbox, 48, 50, ctx), RV_OK);
+        }
+        for (int d = 0; d < n_dt; d++, ndt++) {
+          rv_coco_obj *o = &dt[ndt];
+          o->id = (int64_t)ndt + 1;
+          o->image_id = img[i];
+          o->category_id = cat[k];
+          o->score = (int)((test_rand(&seed) + 1) * 4) / 8.0; /* ties */
+          size_t src = ng > g0 && test_rand(&seed) > -0.5f ? g0 + (size_t)((test_rand(&seed) + 1) / 2 * (float)(ng - g0)) : ng;
+          if (src >= ng) src = ng - (ng > g0);
+          const double *b = ng > g0 ? gt[src].bbox : (const double[]){5, 5, 6, 6};
+          for (int j = 0; j < 4; j++) o->bbox[j] = b[j] + (double)(int)(test_rand(&seed) * 3);
+          if (o->bbox[2] < 1) o->bbox[2] = 1;
+          if (o->bbox[3] < 1) o->bbox[3] = 1;
+          o->area = test_rand(&seed) > 0.5f ? o->bbox[2] * o->bbox[3] : areas[(int)((test_rand(&seed) + 1) * 3.49f)];
+          if (t == RV_IOU_SEGM) assert_int_equal(rv_rle_from_bbox(&o->segm, o->bbox, 48, 50, ctx), RV_OK);
+        }
+      }
+    rv_cocoeval_params prm = rv_cocoeval_default_params(t);
+    if (it % 4 == 1) { /* small maxDets cut inside pairs */
+      prm.max_dets[0] = 1;
+      prm.max_dets[1] = 3;
+      prm.max_dets[2] = 7;
+    } else if (it % 4 == 3)
+      rv_cocoeval_params_mmdet(&prm);
+    rv_cocoeval_input in = {img, I, cat, K, gt, ng, dt, ndt};
+    const double *ref_p = NULL, *ref_r = NULL;
+    rv_cocoeval *ref = NULL;
+    size_t np = (size_t)prm.n_iou * prm.n_rec * K * prm.n_areas * prm.n_max_dets;
+    size_t nr = (size_t)prm.n_iou * K * prm.n_areas * prm.n_max_dets;
+    for (int v = 0; v < 3; v++) {
+      prm.naive = v == 0;
+      prm.threads = v == 2 ? 3 : 1;
+      rv_cocoeval *ev = NULL;
+      assert_int_equal(rv_cocoeval_evaluate(&ev, &prm, &in, ctx), RV_OK);
+      assert_int_equal(rv_cocoeval_accumulate(ev, ctx), RV_OK);
+      if (v == 0) {
+        ref = ev;
+        ref_p = rv_cocoeval_precision(ev);
+        ref_r = rv_cocoeval_recall(ev);
+        for (size_t q = 0; q < np; q++) nonneg += ref_p[q] > 0;
+        cells += (int)np;
+        continue;
+      }
+      if (memcmp(rv_cocoeval_precision(ev), ref_p, sizeof(double) * np) != 0) fail_msg("it %d v %d: precision differs", it, v);
+      if (memcmp(rv_cocoeval_recall(ev), ref_r, sizeof(double) * nr) != 0) fail_msg("it %d v %d: recall differs", it, v);
+      for (size_t k = 0; k < K; k++) assert_true(rv_cocoeval_category_ap(ev, k) == rv_cocoeval_category_ap(ref, k));
+      rv_cocoeval_free(ev);
+    }
+    rv_cocoeval_free(ref);
+    for (size_t j = 0; j < ng; j++) rv_rle_free(&gt[j].segm);
+    for (size_t j = 0; j < ndt; j++) rv_rle_free(&dt[j].segm);
+    free(gt);
+    free(dt);
+  }
+  assert_true(nonneg > cells / 20); /* the problems do have matches */
+  rv_ctx_free(ctx);
+}
+
+/* The results reader's number fast path against strtod, and a mask given before image_id
+ * (decoded after the object) or after it (decoded in place). */
+static void test_reader_numbers_order(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_coco *gt = tiny_gt(ctx);
+  uint64_t seed = 5;
+  char num[64][40], json[16384];
+  size_t len = 0;
+  len += (size_t)snprintf(json + len, sizeof json - len, "[");
+  for (int i = 0; i < 64; i++) {
+    float u = test_rand(&seed), v = test_rand(&seed);
+    int digits = 1 + (int)((v + 1) * 9), kind = i % 4;
+    if (kind == 0) snprintf(num[i], sizeof num[i], "%.*f", digits % 16, (double)u * 1000);
+    else if (kind == 1) snprintf(num[i], sizeof num[i], "%.*g", digits, (double)u * 1e-3);
+    else if (kind == 2) snprintf(num[i], sizeof num[i], "%.17g", (double)u);
+    else snprintf(num[i], sizeof num[i], "-0.%0*d", digits % 15 + 1, (int)((v + 1) * 999));
+    const char *seg = i % 2 ? "\"segmentation\":[[1,1,5,1,5,5,1,5]],\"image_id\":7"
+                            : "\"image_id\":7,\"segmentation\":[[1,1,5,1,5,5,1,5]]";
+    len += (size_t)snprintf(json + len, sizeof json - len, "%s{%s,\"category_id\":3,\"score\":%s}", i ? "," : "", seg,
+                            num[i]);
+  }
+  len += (size_t)snprintf(json + len, sizeof json - len, "]");
+  rv_coco_results res;
+  if (rv_coco_load_results_mem(&res, gt, json, len, "dt.json", RV_IOU_SEGM, RV_COCO_AREA_BOX, 2, ctx) != RV_OK)
+    fail_msg("%s", rv_ctx_errmsg(ctx));
+  assert_int_equal(res.n, 64);
+  for (int i = 0; i < 64; i++) {
+    double e = strtod(num[i], NULL);
+    if (memcmp(&res.dets[i].score, &e, sizeof e) != 0) fail_msg("'%s' read as %.17g, strtod %.17g", num[i], res.dets[i].score, e);
+    assert_true(res.dets[i].has_segm);
+    assert_int_equal(rv_rle_area(&res.dets[i].segm), 16);
+  }
+  rv_coco_results_free(&res);
+  rv_coco_free(gt);
+  rv_ctx_free(ctx);
+}
+
+
+/* rv_jnumber against strtod, bit for bit: random decimals of 1 to 22 digits (the one-division
+ * path up to 15, the long-double path up to 19, strtod beyond), exponents, and numbers
+ * exactly halfway between two doubles (2^53 + odd, 2^52 + 0.5, ...) where rounding twice
+ * would differ. */
+static void test_jnumber_strtod(void **state) {
+  (void)state;
+  uint64_t seed = 77;
+  char buf[64];
+  int n = 0;
+  for (int it = 0; it < 300000; it++) {
+    int nd = 1 + (int)((test_rand(&seed) + 1) * 11), point = (int)((test_rand(&seed) + 1) / 2 * (float)(nd + 1));
+    size_t k = 0;
+    if (test_rand(&seed) > 0.6f) buf[k++] = '-';
+    for (int i = 0; i < nd; i++) {
+      if (i == point && i > 0) buf[k++] = '.';
+      int dg = (int)((test_rand(&seed) + 1) * 5) % 10;
+      if (i == 0 && point > 1 && dg == 0) dg = 1; /* no leading zero before more integer digits */
+      if (i == 0 && point <= 1) dg = point == 1 ? dg : 0;
+      buf[k++] = (char)('0' + dg);
+    }
+    if (point == 0 && nd > 1) { /* "0.ddd" */
+      memmove(buf + (buf[0] == '-') + 2, buf + (buf[0] == '-') + 1, k - (size_t)(buf[0] == '-') - 1);
+      buf[(buf[0] == '-') + 1] = '.';
+      k++;
+    }
+    if (it % 50 == 0) k += (size_t)snprintf(buf + k, sizeof buf - k, "e%d", (int)(test_rand(&seed) * 30));
+    buf[k] = 0;
+    rv_jcur c = {buf, buf + k, ""};
+    double v;
+    if (!rv_jnumber(&c, &v)) fail_msg("'%s' rejected: %s", buf, c.err);
+    if (c.p != buf + k) continue; /* a shape the grammar stops early on (e.g. "00") */
+    double e = strtod(buf, NULL);
+    if (memcmp(&v, &e, sizeof v) != 0) fail_msg("'%s': %.17g, strtod %.17g", buf, v, e);
+    n++;
+  }
+  const char *halfway[] = {"9007199254740993", "9007199254740995", "18014398509481986", "4503599627370496.5",
+                           "4503599627370497.5", "36028797018963972", "9223372036854775809", "0.1000000000000000055511151231257827",
+                           "9007199254740993.0", "-9007199254740993", "1.00000000000000011102230246251565"};
+  for (size_t i = 0; i < sizeof halfway / sizeof halfway[0]; i++) {
+    rv_jcur c = {halfway[i], halfway[i] + strlen(halfway[i]), ""};
+    double v, e = strtod(halfway[i], NULL);
+    assert_true(rv_jnumber(&c, &v));
+    if (memcmp(&v, &e, sizeof v) != 0) fail_msg("'%s': %.17g, strtod %.17g", halfway[i], v, e);
+  }
+  assert_true(n > 200000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_linspace_mean),     cmocka_unit_test(test_fixture_cases),
       cmocka_unit_test(test_random_cases),      cmocka_unit_test(test_threads_and_mmdet),
       cmocka_unit_test(test_bad_inputs),        cmocka_unit_test(test_results_reader),
-      cmocka_unit_test(test_results_write),
+      cmocka_unit_test(test_results_write),     cmocka_unit_test(test_accumulate_random),
+      cmocka_unit_test(test_reader_numbers_order), cmocka_unit_test(test_jnumber_strtod),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

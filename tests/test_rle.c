@@ -1,6 +1,8 @@
 /* RLE mask API against pycocotools (rle/cases.json: encodings, strings, areas, boxes,
  * polygons, boxes, uncompressed RLE, merge, IoU with crowd and size mismatch), plus
- * round trips on random masks and corrupt strings. Exact equality everywhere. */
+ * round trips on random masks and corrupt strings, and the optimised kernels (rv_rle_info_get,
+ * rv_rle_iou_pair, rv_rle_from_string_n) against their literal references and a decoded-bitmap
+ * IoU on random masks. Exact equality everywhere. */
 #include "eval_test_util.h"
 #include "eval/rle.h"
 
@@ -302,12 +304,265 @@ static void test_corrupt(void **state) {
   rv_ctx_free(ctx);
 }
 
+
+/* A random RLE of h*w pixels: runs of random lengths (short, about a column, or long), with
+ * empty runs inside when `holes` (what only a hand-made string gives). */
+static void random_rle(rv_rle *r, uint32_t h, uint32_t w, int holes, uint64_t *seed) {
+  size_t a = (size_t)h * w, cap = a + 8, m = 0, used = 0;
+  uint32_t *c = malloc(cap * sizeof *c);
+  int style = (int)((test_rand(seed) + 1) * 2); /* 0: short runs, 1: column-sized, 2..: mixed */
+  while (used < a && m + 2 < cap) {
+    float u = (test_rand(seed) + 1) / 2;
+    size_t len;
+    if (holes && u < 0.15f)
+      len = 0;
+    else if (style == 0 || u < 0.4f)
+      len = 1 + (size_t)(u * 4);
+    else if (style == 1 || u < 0.8f)
+      len = (size_t)(u * 1.5f * h) + 1;
+    else
+      len = (size_t)(u * a / 3) + 1;
+    if (m == 0 && (test_rand(seed) > 0.5f)) len = 0; /* starts with foreground */
+    if (len > a - used) len = a - used;
+    c[m++] = (uint32_t)len;
+    used += len;
+  }
+  if (used < a) c[m++] = (uint32_t)(a - used);
+  r->h = h;
+  r->w = w;
+  r->m = m;
+  r->cnts = c;
+}
+
+static void decode_bitmap(const rv_rle *r, uint8_t *M) {
+  size_t a = (size_t)r->h * r->w;
+  memset(M, 0, a);
+  rv_rle_decode(r, M);
+}
+
+static void test_info_random(void **state) {
+  (void)state;
+  uint64_t seed = 777;
+  int n = 0;
+  for (int it = 0; it < 3000; it++) {
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * (it % 3 ? 30 : 3));
+    uint32_t w = 1 + (uint32_t)((test_rand(&seed) + 1) * (it % 5 ? 30 : 2));
+    rv_rle r;
+    random_rle(&r, h, w, it % 4 == 0, &seed);
+    if (it % 7 == 0 && r.m > 1) r.m--; /* a count list that stops early (m odd or even) */
+    rv_rle_info in;
+    double bb[4];
+    rv_rle_info_get(&in, &r);
+    rv_rle_to_bbox_naive(&r, bb);
+    for (int i = 0; i < 4; i++)
+      if (in.bb[i] != bb[i]) fail_msg("it %d (%ux%u, m %zu): bbox[%d] %g, naive %g", it, h, w, r.m, i, in.bb[i], bb[i]);
+    assert_int_equal(in.area, rv_rle_area(&r));
+    int zero = 0;
+    for (size_t j = 1; j < r.m; j++) zero |= r.cnts[j] == 0;
+    assert_int_equal(in.irregular, zero);
+    rv_rle_to_bbox(&r, bb);
+    assert_memory_equal(bb, in.bb, sizeof bb);
+    free(r.cnts);
+    n++;
+  }
+  assert_int_equal(n, 3000);
+}
+
+static void test_iou_random(void **state) {
+  (void)state;
+  uint64_t seed = 4242;
+  int n_nonzero = 0, n_irregular = 0;
+  for (int it = 0; it < 3000; it++) {
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * 20), w = 1 + (uint32_t)((test_rand(&seed) + 1) * 20);
+    int holes = it % 5 == 0;
+    rv_rle a, b;
+    random_rle(&a, h, w, holes, &seed);
+    random_rle(&b, h, w, holes && it % 2, &seed);
+    size_t px = (size_t)h * w;
+    uint8_t *ma = malloc(px), *mb = malloc(px);
+    decode_bitmap(&a, ma);
+    decode_bitmap(&b, mb);
+    uint32_t inter = 0, uni = 0, area_a = 0;
+    for (size_t i = 0; i < px; i++) {
+      inter += ma[i] && mb[i];
+      uni += ma[i] || mb[i];
+      area_a += ma[i];
+    }
+    rv_rle_info ia, ib;
+    rv_rle_info_get(&ia, &a);
+    rv_rle_info_get(&ib, &b);
+    n_irregular += ia.irregular || ib.irregular;
+    for (int crowd = 0; crowd < 2; crowd++) {
+      double fast = rv_rle_iou_pair(&a, &b, crowd), naive = rv_rle_iou_pair_naive(&a, &b, crowd);
+      if (fast != naive) fail_msg("it %d crowd %d: iou %.17g, naive walk %.17g", it, crowd, fast, naive);
+      if (!ia.irregular && !ib.irregular) { /* the bitmap agrees where maskApi's walk is exact */
+        double bm = inter ? (double)inter / (double)(crowd ? area_a : uni) : 0.0;
+        if (fast != bm) fail_msg("it %d crowd %d: iou %.17g, bitmap %.17g", it, crowd, fast, bm);
+      }
+      n_nonzero += fast > 0;
+      /* the matrix form with and without the info */
+      uint8_t cr = (uint8_t)crowd;
+      double o1, o2;
+      rv_rle_iou(&o1, &a, 1, &b, 1, &cr, NULL, NULL);
+      rv_rle_iou_info(&o2, &a, &ia, 1, &b, &ib, 1, &cr);
+      double bbv;
+      rv_bbox_iou(&bbv, ia.bb, 1, ib.bb, 1, &cr);
+      double expect = bbv > 0 ? naive : 0; /* boxes apart: 0 without a walk */
+      if (o1 != expect || o2 != expect) fail_msg("it %d: matrix iou %.17g / %.17g, expected %.17g", it, o1, o2, expect);
+    }
+    free(ma);
+    free(mb);
+    free(a.cnts);
+    free(b.cnts);
+  }
+  assert_true(n_nonzero > 1000 && n_irregular > 100);
+}
+
+/* maskApi rleFrString as written there, for the decoder's cross-check (no validation: only
+ * used on strings the decoder accepted). */
+static size_t ref_from_string(uint32_t *cnts, const char *s) {
+  size_t m = 0, p = 0;
+  while (s[p]) {
+    long x = 0;
+    int k = 0, more = 1;
+    while (more) {
+      long c = (long)s[p] - 48;
+      x |= (c & 0x1f) << 5 * k;
+      more = c & 0x20;
+      p++;
+      k++;
+      if (!more && (c & 0x10)) x |= -(1L << 5 * k);
+    }
+    if (m > 2) x += (long)cnts[m - 2];
+    cnts[m++] = (uint32_t)x;
+  }
+  return m;
+}
+
+static void test_string_random(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  uint64_t seed = 99;
+  int ok = 0, bad = 0;
+  for (int it = 0; it < 4000; it++) {
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * 25), w = 1 + (uint32_t)((test_rand(&seed) + 1) * 25);
+    rv_rle r;
+    random_rle(&r, h, w, it % 3 == 0, &seed);
+    char *s = rv_rle_to_string(&r);
+    size_t len = strlen(s);
+    if (it % 2) { /* corrupt it: a changed character, a cut, or a long count */
+      size_t at = (size_t)((test_rand(&seed) + 1) / 2 * (float)len);
+      if (at >= len) at = len ? len - 1 : 0;
+      float u = (test_rand(&seed) + 1) / 2;
+      if (len && u < 0.3f)
+        s[at] = (char)(40 + (int)(u * 300) % 80); /* may leave '0'..'o' */
+      else if (len && u < 0.6f)
+        len = at;
+      else if (len && u < 0.8f)
+        s[at] = (char)(48 + 32 + (int)(u * 100) % 32); /* a continuation bit */
+      else {
+        char *t = malloc(len + 12);
+        memcpy(t, s, at);
+        memcpy(t + at, "oooooooooo0", 11);
+        memcpy(t + at + 11, s + at, len - at + 1);
+        free(s);
+        s = t;
+        len += 11;
+      }
+    }
+    char *z = malloc(len + 1);
+    memcpy(z, s, len);
+    z[len] = 0;
+    rv_rle q = {0};
+    rv_status st = rv_rle_from_string_n(&q, s, len, h, w, "t", ctx);
+    if (st == RV_OK) {
+      uint32_t *ref = malloc(sizeof(uint32_t) * (len + 1));
+      size_t m = ref_from_string(ref, z);
+      assert_int_equal(q.m, m);
+      if (m) assert_memory_equal(q.cnts, ref, m * sizeof(uint32_t));
+      uint64_t sum = 0;
+      for (size_t j = 0; j < m; j++) sum += ref[j];
+      assert_true(sum == (uint64_t)h * w);
+      free(ref);
+      ok++;
+    } else {
+      assert_int_equal(st, RV_ERR_FORMAT);
+      assert_non_null(strstr(rv_ctx_errmsg(ctx), "t: "));
+      assert_null(q.cnts);
+      bad++;
+    }
+    /* into caller memory: the same counts, borrowed (rv_rle_free leaves the buffer) */
+    size_t cap = rv_rle_string_max_counts(s, len);
+    uint32_t *buf = malloc(sizeof(uint32_t) * (cap + 1));
+    rv_rle qb = {0};
+    assert_int_equal(rv_rle_from_string_into(&qb, buf, s, len, h, w, "t", ctx), st);
+    if (st == RV_OK) {
+      assert_true(qb.borrowed && qb.m == q.m && qb.m <= cap);
+      if (q.m) assert_memory_equal(qb.cnts, q.cnts, q.m * sizeof(uint32_t));
+      assert_false(q.borrowed);
+    }
+    rv_rle_free(&qb);
+    assert_true(qb.cnts == NULL && !qb.borrowed);
+    free(buf);
+    /* the NUL-terminated entry point agrees */
+    rv_rle q2 = {0};
+    assert_int_equal(rv_rle_from_string(&q2, z, h, w, "t", ctx), st);
+    assert_int_equal(q2.m, q.m);
+    if (q.m) assert_memory_equal(q2.cnts, q.cnts, q.m * sizeof(uint32_t));
+    rv_rle_free(&q);
+    rv_rle_free(&q2);
+    free(z);
+    free(s);
+    free(r.cnts);
+  }
+  assert_true(ok > 2000 && bad > 500);
+  rv_ctx_free(ctx);
+}
+
+/* rv_rle_from_poly (integer downsampling) against rleFrPoly's floating-point steps on random
+ * polygons: vertices inside and outside the image, on the 0.1 / 0.2 / 0.5 grids where
+ * 5x + .5 lands on integers, repeated points, 1 to 14 vertices. */
+static void test_poly_random(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  uint64_t seed = 31337;
+  int nonempty = 0;
+  for (int it = 0; it < 4000; it++) {
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * 30), w = 1 + (uint32_t)((test_rand(&seed) + 1) * 30);
+    size_t k = 1 + (size_t)((test_rand(&seed) + 1) * 7);
+    double xy[28];
+    const double grid[4] = {0.5, 0.2, 0.1, 0.01};
+    double g = grid[it % 4];
+    for (size_t j = 0; j < k; j++) {
+      if (j && test_rand(&seed) > 0.8f) { /* a repeated point */
+        xy[2 * j] = xy[2 * j - 2];
+        xy[2 * j + 1] = xy[2 * j - 1];
+        continue;
+      }
+      xy[2 * j] = round(((test_rand(&seed) + 1) / 2 * (w + 12.0) - 6) / g) * g;
+      xy[2 * j + 1] = round(((test_rand(&seed) + 1) / 2 * (h + 12.0) - 6) / g) * g;
+    }
+    rv_rle a = {0}, b = {0};
+    assert_int_equal(rv_rle_from_poly(&a, xy, k, h, w, ctx), RV_OK);
+    assert_int_equal(rv_rle_from_poly_naive(&b, xy, k, h, w, ctx), RV_OK);
+    if (a.m != b.m || (a.m && memcmp(a.cnts, b.cnts, a.m * sizeof(uint32_t)) != 0))
+      fail_msg("it %d (%ux%u, %zu points): %zu runs, literal %zu", it, h, w, k, a.m, b.m);
+    nonempty += rv_rle_area(&a) > 0;
+    rv_rle_free(&a);
+    rv_rle_free(&b);
+  }
+  assert_true(nonempty > 1000);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_encode),       cmocka_unit_test(test_frpoly),
       cmocka_unit_test(test_frbbox_uncompressed), cmocka_unit_test(test_merge),
       cmocka_unit_test(test_iou),          cmocka_unit_test(test_random_roundtrip),
-      cmocka_unit_test(test_corrupt),
+      cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_info_random),
+      cmocka_unit_test(test_iou_random),   cmocka_unit_test(test_string_random),
+      cmocka_unit_test(test_poly_random),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
