@@ -1,5 +1,6 @@
-/* `ravlt detect --weights W IMAGE...`: object detection / instance segmentation with an
- * mmdet checkpoint (Cascade Mask R-CNN, Mask R-CNN, RetinaNet). */
+/* `ravlt detect [--weights W] IMAGE...`: object detection / instance segmentation with an
+ * mmdet checkpoint (Cascade Mask R-CNN, Mask R-CNN, RetinaNet); without --weights the
+ * built-in demo detector (synthetic shapes). */
 #include "apps/cli.h"
 #include "apps/draw.h"
 #include "apps/inputs.h"
@@ -13,14 +14,17 @@
 #include <string.h>
 
 static const char *USAGE =
-    "usage: ravlt detect --weights W [options] IMAGE|DIR|GLOB...\n"
+    "usage: ravlt detect [--weights W] [options] IMAGE|DIR|GLOB...\n"
     "\n"
     "Detection and instance segmentation with a RAVLT Cascade Mask R-CNN, Mask R-CNN or\n"
     "RetinaNet checkpoint (mmdet .pth or its safetensors conversion). The test pipeline is\n"
-    "mmdet's: keep-ratio resize to (1333, 800), normalize, pad to 32, the checkpoint's\n"
-    "test_cfg (score > 0.05, NMS, at most 100 per image).\n"
+    "mmdet's: keep-ratio resize to the checkpoint's img_scale ((1333, 800) for the official\n"
+    "ones, (320, 240) for the demo detector), normalize, pad to 32, the checkpoint's test_cfg\n"
+    "(score > 0.05, NMS, at most 100 per image).\n"
     "\n"
-    "  --weights W      checkpoint (.pth or .safetensors)\n"
+    "  --weights W      checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo-det'\n"
+    "                   (default): the built-in demo detector, a RetinaNet for the 5 classes\n"
+    "                   of synthetic shapes (`ravlt synth --task det`)\n"
     "  --model NAME     architecture when the checkpoint has no config (e.g. mask-rcnn-ravlt-t)\n"
     "  --out-dir D      folder for drawings <name>_det.jpg (default: det-out)\n"
     "  --score-thr T    draw detections with score >= T (default 0.3; the JSON keeps all)\n"
@@ -54,11 +58,8 @@ int rv_cmd_detect(int argc, char **argv) {
     else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("detect", "unknown or incomplete option '%s'", a); }
     else inputs[ninputs++] = argv[i];
   }
-  if (!weights) {
-    free(inputs);
-    return rv_cli_usage_error("detect", "--weights is required: there is no built-in detection demo model (only "
-                                        "'ravlt segment' has one); 'ravlt models' lists the official checkpoints");
-  }
+  int demo = !weights;
+  if (demo) weights = RV_CLI_DEMO_DET;
   if (!ninputs) { free(inputs); return rv_cli_usage_error("detect", "no input images"); }
   if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
   if (thr < 0 || thr > 1) { free(inputs); return rv_cli_usage_error("detect", "--score-thr must be in 0..1"); }
@@ -75,8 +76,10 @@ int rv_cmd_detect(int argc, char **argv) {
   size_t n_part = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
   if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", weights, rv_model_arch(m));
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'%s", weights,
+                  rv_model_arch(m), strcmp(weights, RV_CLI_DEMO) ? "" : " (the demo detector is --weights " RV_CLI_DEMO_DET ")");
   if (st == RV_OK && draw) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");

@@ -56,7 +56,8 @@ static const char *const COCO_USAGE =
     "model mode (run a detector over the gt's images, sorted by image id, then evaluate bbox and,\n"
     "when the model has masks, segm):\n"
     "  --images DIR        folder holding every image's file_name\n"
-    "  --weights W         detector checkpoint (.pth / .safetensors); --model NAME if it has no config\n"
+    "  --weights W         detector checkpoint (.pth / .safetensors); --model NAME if it has no config;\n"
+    "                      'demo-det': the built-in demo detector (on `ravlt synth --task det` sets)\n"
     "  --out R.json        also write the results as `ravlt detect --json` does (R.json: bbox,\n"
     "                      R.segm.json: masks), atomically\n"
     "  --shard i/N         run only images k with k mod N == i (0 <= i < N) and write a part for\n"
@@ -254,8 +255,9 @@ static int cmd_coco_model(const coco_opts *o) {
   const int mpi = rv_mpi_size() > 1;
   rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?)",
-                  o->weights, rv_model_arch(m));
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?%s)",
+                  o->weights, rv_model_arch(m),
+                  strcmp(o->weights, RV_CLI_DEMO) ? "" : "; the demo detector is --weights " RV_CLI_DEMO_DET);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
   double t0 = rv_now();

@@ -1,33 +1,49 @@
-/* The offline demo segmentation model (models/demo_seg.safetensors, trained by
- * tools/train_demo.py on `ravlt synth` shapes), embedded in the ravlt binary at build time
- * with the assembler's .incbin, so that it is found on any machine and from any working
- * directory. RV_DEMO_SEG_FILE (the file's absolute path) comes from CMakeLists.txt, which
- * also rebuilds this object when the file changes. */
+/* The offline demo models, embedded in the ravlt binary at build time with the assembler's
+ * .incbin, so that they are found on any machine and from any working directory:
+ *  - "demo": the segmentation model models/demo_seg.safetensors (tools/train_demo.py);
+ *  - "demo-det": the detector models/demo_det.safetensors (tools/train_det_demo.py, a
+ *    RetinaNet).
+ * Both are trained on `ravlt synth` shapes. RV_DEMO_SEG_FILE and RV_DEMO_DET_FILE (the files'
+ * absolute paths) come from CMakeLists.txt, which also rebuilds this object when they change. */
 #include "apps/model_run.h"
 
 #include "apps/cli.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #ifndef RV_DEMO_SEG_FILE
 #error "RV_DEMO_SEG_FILE: the path of models/demo_seg.safetensors (set by CMakeLists.txt)"
 #endif
+#ifndef RV_DEMO_DET_FILE
+#error "RV_DEMO_DET_FILE: the path of models/demo_det.safetensors (set by CMakeLists.txt)"
+#endif
 
-__asm__(".pushsection .rodata\n"
-        ".balign 64\n"
-        ".type rv_demo_seg_begin, @object\n"
-        "rv_demo_seg_begin:\n"
-        ".incbin \"" RV_DEMO_SEG_FILE "\"\n"
-        ".type rv_demo_seg_end, @object\n"
-        "rv_demo_seg_end:\n"
-        ".byte 0\n"
-        ".popsection\n");
-extern const unsigned char rv_demo_seg_begin[], rv_demo_seg_end[];
+#define RV_INCBIN(sym, file)                                                                       \
+  __asm__(".pushsection .rodata\n"                                                                 \
+          ".balign 64\n"                                                                           \
+          ".type " #sym "_begin, @object\n" #sym "_begin:\n"                                       \
+          ".incbin \"" file "\"\n"                                                                 \
+          ".type " #sym "_end, @object\n" #sym "_end:\n"                                           \
+          ".byte 0\n"                                                                              \
+          ".popsection\n");                                                                        \
+  extern const unsigned char sym##_begin[], sym##_end[]
 
-rv_status rv_cli_load_demo(rv_model **m, rv_ctx *ctx) {
+RV_INCBIN(rv_demo_seg, RV_DEMO_SEG_FILE);
+RV_INCBIN(rv_demo_det, RV_DEMO_DET_FILE);
+
+int rv_cli_is_demo(const char *weights) {
+  return !strcmp(weights, RV_CLI_DEMO) || !strcmp(weights, RV_CLI_DEMO_DET);
+}
+
+rv_status rv_cli_load_demo(rv_model **m, const char *which, rv_ctx *ctx) {
+  int det = !strcmp(which, RV_CLI_DEMO_DET);
+  if (!det && strcmp(which, RV_CLI_DEMO))
+    return rv_error(ctx, RV_ERR_ARG, "unknown demo model '%s' (%s or %s)", which, RV_CLI_DEMO, RV_CLI_DEMO_DET);
+  const unsigned char *b = det ? rv_demo_det_begin : rv_demo_seg_begin;
+  const unsigned char *e = det ? rv_demo_det_end : rv_demo_seg_end;
   rv_weights *w = NULL;
-  RV_TRY(rv_safetensors_parse(&w, rv_demo_seg_begin, (size_t)(rv_demo_seg_end - rv_demo_seg_begin),
-                              "<built-in demo model>", ctx));
+  RV_TRY(rv_safetensors_parse(&w, b, (size_t)(e - b), det ? "<built-in demo detector>" : "<built-in demo model>", ctx));
   rv_status st = rv_model_from_weights(m, w, NULL, ctx);
   rv_weights_free(w);
   return st;
@@ -35,6 +51,7 @@ rv_status rv_cli_load_demo(rv_model **m, rv_ctx *ctx) {
 
 void rv_cli_demo_notice(const char *cmd, const rv_model *m) {
   if (!rv_cli.quiet)
-    fprintf(stderr, "ravlt %s: no --weights: using the built-in demo model (synthetic shapes, %d classes); see "
-                    "'ravlt models' for real checkpoints\n", cmd, rv_model_num_classes(m));
+    fprintf(stderr, "ravlt %s: no --weights: using the built-in demo %s (synthetic shapes, %d classes); see "
+                    "'ravlt models' for real checkpoints\n", cmd,
+            rv_model_task(m) == RV_TASK_DETECT ? "detector" : "model", rv_model_num_classes(m));
 }

@@ -75,8 +75,8 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
 }
 
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
-  if (!strcmp(weights, RV_CLI_DEMO) && !is_file(weights)) {
-    RV_TRY(rv_cli_load_demo(m, ctx));
+  if (rv_cli_is_demo(weights) && !is_file(weights)) {
+    RV_TRY(rv_cli_load_demo(m, weights, ctx));
   } else {
     char path[4096];
     const char *zoo_model = NULL;

@@ -13,12 +13,17 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
                                  rv_ctx *ctx);
 /* Load (weights: a file or a zoo name) with a log line "model: ... (architecture from ...)"; errors in ctx. */
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx);
-/* The offline demo segmentation model (tools/train_demo.py, models/demo_seg.safetensors),
- * embedded in the binary (apps/demo_model.c): --weights RV_CLI_DEMO, and what `segment` and
- * `video` use without --weights. rv_cli_load_model loads it for that name unless a file of
- * that name exists. There is no detection demo model. */
+/* The offline demo models embedded in the binary (apps/demo_model.c): the segmentation model
+ * (tools/train_demo.py, models/demo_seg.safetensors), --weights RV_CLI_DEMO, which `segment`
+ * and `video` use without --weights; the detector (tools/train_det_demo.py, a RetinaNet,
+ * models/demo_det.safetensors), --weights RV_CLI_DEMO_DET, which `detect` uses without
+ * --weights. rv_cli_load_model loads them for those names unless a file of that name exists. */
 #define RV_CLI_DEMO "demo"
-rv_status rv_cli_load_demo(rv_model **m, rv_ctx *ctx);
+#define RV_CLI_DEMO_DET "demo-det"
+/* 1 if weights is one of the two demo names. */
+int rv_cli_is_demo(const char *weights);
+/* which: RV_CLI_DEMO or RV_CLI_DEMO_DET. */
+rv_status rv_cli_load_demo(rv_model **m, const char *which, rv_ctx *ctx);
 /* The one-line notice on stderr (not with --quiet) of a command run without --weights. */
 void rv_cli_demo_notice(const char *cmd, const rv_model *m);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
