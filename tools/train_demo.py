@@ -142,6 +142,18 @@ def miou(pred, gt, nc):
     return (inter / union.clamp(min=1)).mean().item() * 100
 
 
+def lr_at(a, it, t0):
+    """The learning rate at iteration `it` (None once training is over). Progress in [0, 1]:
+    iterations done out of a.iters or, with a.time_limit, the time spent since t0, whichever is
+    further; linear warm-up over the first 5%, then cosine decay to 0 at the end."""
+    p = it / a.iters
+    if a.time_limit:
+        p = max(p, (time.time() - t0) / a.time_limit)
+    if p >= 1:
+        return None
+    return a.lr * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * (p - 0.05) / 0.95)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ravlt", required=True, help="the ravlt binary (synth, convert)")
@@ -187,14 +199,9 @@ def main():
     model.train()
     it = 0
     while True:
-        # progress in [0, 1]: iterations done or, with --time-limit, time spent, whichever is
-        # further; linear warm-up over the first 5%, then cosine decay to 0 at the end.
-        p = it / a.iters
-        if a.time_limit:
-            p = max(p, (time.time() - t0) / a.time_limit)
-        if p >= 1:
+        lr = lr_at(a, it, t0)
+        if lr is None:
             break
-        lr = a.lr * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * (p - 0.05) / 0.95)))
         for g in opt.param_groups:
             g["lr"] = lr
         idx = torch.randint(0, n, (a.batch,))

@@ -68,6 +68,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import det_torch  # noqa: E402
 import ravlt_torch  # noqa: E402
+import train_demo  # noqa: E402
 from seg_torch import ConvModule  # noqa: E402
 
 CLASSES = ("circle", "triangle", "square", "hexagon", "ellipse")
@@ -484,12 +485,9 @@ def main():
     model.train()
     it = 0
     while True:
-        p = it / a.iters
-        if a.time_limit:
-            p = max(p, (time.time() - t0) / a.time_limit)
-        if p >= 1:
+        lr = train_demo.lr_at(a, it, t0)  # warm-up + cosine, by iterations or time
+        if lr is None:
             break
-        lr = a.lr * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * (p - 0.05) / 0.95)))
         for g in opt.param_groups:
             g["lr"] = lr
         idx = torch.randint(0, n, (a.batch,)).tolist()
