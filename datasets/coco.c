@@ -731,16 +731,9 @@ rv_status rv_coco_load_results(rv_coco_results *r, const rv_coco *gt, const char
 }
 
 rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_t n, int with_segm, rv_ctx *ctx) {
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 32);
-  if (!tmp) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
-  snprintf(tmp, plen + 32, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", tmp, strerror(errno));
-    free(tmp);
-    return st;
-  }
+  rv_out_file o;
+  RV_TRY(rv_out_open(&o, path, ctx));
+  FILE *f = o.f;
   int bad = fputc('[', f) == EOF;
   for (size_t i = 0; i < n && !bad; i++) {
     const rv_coco_obj *d = &dets[i];
@@ -751,8 +744,8 @@ rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_
     if (with_segm && d->has_segm) {
       char *s = rv_rle_to_string(&d->segm);
       if (!s) {
-        bad = 1;
-        break;
+        rv_out_abort(&o);
+        return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
       }
       /* the alphabet '0'..'o' includes '\\' (92), which JSON must escape */
       bad |= fprintf(f, ", \"segmentation\": {\"size\": [%u, %u], \"counts\": \"", d->segm.h, d->segm.w) < 0;
@@ -766,14 +759,11 @@ rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_
     bad |= fputc('}', f) == EOF;
   }
   bad |= fputs("]\n", f) == EOF;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    remove(tmp);
-    free(tmp);
+  if (bad) {
+    rv_out_abort(&o);
     return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(errno));
   }
-  free(tmp);
-  return RV_OK;
+  return rv_out_close(&o, ctx);
 }
 
 rv_status rv_coco_evaluate(rv_cocoeval **ev, const rv_coco *gt, const rv_coco_results *res,

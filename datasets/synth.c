@@ -628,18 +628,14 @@ static rv_status coco_annotations(cJSON *arr, const rv_synth_sample *s, int64_t 
 }
 
 static rv_status write_text(const char *path, const char *text, rv_ctx *ctx) {
-  char tmp[4500];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+  rv_out_file o;
+  RV_TRY(rv_out_open(&o, path, ctx));
   size_t n = strlen(text);
-  int bad = fwrite(text, 1, n, f) != n;
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    remove(tmp);
+  if (fwrite(text, 1, n, o.f) != n) {
+    rv_out_abort(&o);
     return rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
   }
-  return RV_OK;
+  return rv_out_close(&o, ctx);
 }
 
 rv_status rv_synth_write(const char *out_dir, const rv_synth_opts *o, rv_ctx *ctx) {
