@@ -111,15 +111,21 @@ data = dict(test=dict(type='ADE20KDataset', pipeline=test_pipeline))
 """
 
 
-def load_raw(path):
+def read_raw(path):
+    """A `ravlt synth --raw` file -> (uint8 BGR images [n, 3, h, w], uint8 labels [n, h, w] as in
+    the annotation PNGs: 1 = background, 2.. the shapes)."""
     with open(path, "rb") as f:
         buf = f.read()
     assert buf[:8] == b"RVSYNTH1", path
     n, h, w = struct.unpack("<3i", buf[8:20])
     img = torch.frombuffer(bytearray(buf[20:20 + n * h * w * 3]), dtype=torch.uint8).reshape(n, h, w, 3)
     lab = torch.frombuffer(bytearray(buf[20 + n * h * w * 3:]), dtype=torch.uint8).reshape(n, h, w)
-    y = lab.long() - 1  # reduce_zero_label: 1..6 -> 0..5 (0 would be ignored: -1)
-    return img.permute(0, 3, 1, 2), y  # uint8 BGR NCHW (normalised per batch: memory)
+    return img.permute(0, 3, 1, 2).contiguous(), lab
+
+
+def load_raw(path):
+    img, lab = read_raw(path)
+    return img, lab.long() - 1  # reduce_zero_label: 1..6 -> 0..5 (0 would be ignored: -1)
 
 
 def normalize(xb):

@@ -55,7 +55,6 @@ import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -72,8 +71,6 @@ import train_demo  # noqa: E402
 from seg_torch import ConvModule  # noqa: E402
 
 CLASSES = ("circle", "triangle", "square", "hexagon", "ellipse")
-MEAN = [123.675, 116.28, 103.53]
-STD = [58.395, 57.12, 57.375]
 STRIDES = (8, 16, 32, 64, 128)
 RATIOS = (0.5, 1.0, 2.0)
 SCALES = tuple(4.0 * 2.0 ** (i / 3.0) for i in range(3))
@@ -314,16 +311,6 @@ def focal_loss(logits, target, gamma=2.0, alpha=0.25):
 
 
 # ---- data -------------------------------------------------------------------------------------
-def load_raw(path):
-    with open(path, "rb") as f:
-        buf = f.read()
-    assert buf[:8] == b"RVSYNTH1", path
-    n, h, w = struct.unpack("<3i", buf[8:20])
-    img = torch.frombuffer(bytearray(buf[20:20 + n * h * w * 3]), dtype=torch.uint8).reshape(n, h, w, 3)
-    lab = torch.frombuffer(bytearray(buf[20 + n * h * w * 3:]), dtype=torch.uint8).reshape(n, h, w)
-    return img.permute(0, 3, 1, 2).contiguous(), lab
-
-
 def synth(ravlt, tmp, name, count, seed):
     """Pixels (raw) + boxes (COCO json) for one seed -> (uint8 BGR [n,3,h,w], boxes, labels, ids, json)."""
     raw = os.path.join(tmp, name + ".bin")
@@ -332,7 +319,7 @@ def synth(ravlt, tmp, name, count, seed):
                     "--seed", str(seed)], check=True)
     subprocess.run([ravlt, "--quiet", "synth", "--task", "det", "--out", d, "--count", str(count),
                     "--seed", str(seed)], check=True)
-    x, lab = load_raw(raw)
+    x, lab = train_demo.read_raw(raw)
     os.remove(raw)
     ann_path = os.path.join(d, "annotations", "instances.json")
     with open(ann_path) as f:
@@ -362,8 +349,7 @@ def synth(ravlt, tmp, name, count, seed):
 
 
 def normalize(xb, ph, pw):
-    x = xb.flip(1).float()  # BGR -> RGB
-    x = (x - torch.tensor(MEAN).view(1, 3, 1, 1)) / torch.tensor(STD).view(1, 3, 1, 1)
+    x = train_demo.normalize(xb)  # BGR -> RGB, mean/std
     return F.pad(x, (0, pw - x.shape[3], 0, ph - x.shape[2]))  # Pad: zeros right/bottom
 
 
