@@ -697,9 +697,11 @@ rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_
                         "%s: results[%zu]: no 'segmentation' although results[0] has no bbox (pycocotools' "
                         "loadRes needs it)",
                         what, i);
-      d->area = (double)rv_rle_area(&d->segm);
+      rv_rle_info in; /* area and toBbox from one pass over the runs */
+      rv_rle_info_get(&in, &d->segm);
+      d->area = (double)in.area;
       if (!d->has_bbox) {
-        rv_rle_to_bbox(&d->segm, d->bbox);
+        memcpy(d->bbox, in.bb, sizeof in.bb);
         d->has_bbox = 1;
       }
     }
@@ -758,12 +760,8 @@ rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_
     }
     bad |= fputc('}', f) == EOF;
   }
-  bad |= fputs("]\n", f) == EOF;
-  if (bad) {
-    rv_out_abort(&o);
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(errno));
-  }
-  return rv_out_close(&o, ctx);
+  fputs("]\n", f);
+  return rv_out_close(&o, ctx); /* checks the stream's error flag: "write failed" */
 }
 
 rv_status rv_coco_evaluate(rv_cocoeval **ev, const rv_coco *gt, const rv_coco_results *res,
