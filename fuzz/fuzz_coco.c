@@ -39,6 +39,7 @@ static void results(const rv_coco *gt, const char *json, size_t len, rv_iou_type
                     rv_coco_area_mode mode, rv_ctx *ctx) {
   rv_coco_results r;
   memset(&r, 0, sizeof r);
+  rv_ctx_clear_error(ctx); /* a message must come from this call */
   if (rv_coco_load_results_mem(&r, gt, json, len, "fuzz_dt.json", t, mode, 1, ctx) != RV_OK) {
     if (r.dets || r.n || rv_ctx_errmsg(ctx)[0] == 0) abort();
     return;
@@ -56,6 +57,7 @@ static void results(const rv_coco *gt, const char *json, size_t len, rv_iou_type
     rv_cocoeval_params p = rv_cocoeval_default_params(t);
     p.threads = 1;
     rv_cocoeval *ev = NULL;
+    rv_ctx_clear_error(ctx);
     if (rv_coco_evaluate(&ev, gt, &r, &p, ctx) == RV_OK) {
       double stats[12];
       rv_cocoeval_summarize(ev, stats);
