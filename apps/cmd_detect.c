@@ -75,7 +75,7 @@ int rv_cmd_detect(int argc, char **argv) {
   rv_part_image *part = NULL;
   size_t n_part = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
-  if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'%s", weights,

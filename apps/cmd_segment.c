@@ -81,7 +81,7 @@ int rv_cmd_segment(int argc, char **argv) {
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO;
-  if (st == RV_OK) st = rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("segment", m);
   if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", weights, rv_model_arch(m));

@@ -74,22 +74,23 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
   return st;
 }
 
+void rv_cli_log_model(const rv_model *m, rv_ctx *ctx) {
+  rv_log(ctx, RV_LOG_DEBUG, "model: %s %s, %d classes (architecture from %s)", rv_model_arch(m),
+         rv_model_task(m) == RV_TASK_SEGMENT ? "segmentor" : "detector", rv_model_num_classes(m),
+         rv_model_source(m));
+}
+
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
-  if (rv_cli_is_demo(weights) && !is_file(weights)) {
-    RV_TRY(rv_cli_load_demo(m, weights, ctx));
-  } else {
-    char path[4096];
-    const char *zoo_model = NULL;
-    RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
-    const rv_zoo_entry *e = zoo_model ? rv_zoo_find(weights) : NULL;
-    if (e && e->task == RV_ZOO_CLASSIFY)
-      return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
-                      weights, weights);
-    RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
-  }
-  rv_log(ctx, RV_LOG_DEBUG, "model: %s %s, %d classes (architecture from %s)", rv_model_arch(*m),
-         rv_model_task(*m) == RV_TASK_SEGMENT ? "segmentor" : "detector", rv_model_num_classes(*m),
-         rv_model_source(*m));
+  if (rv_cli_is_demo(weights) && !is_file(weights)) return rv_cli_load_demo(m, !strcmp(weights, RV_CLI_DEMO_DET), ctx);
+  char path[4096];
+  const char *zoo_model = NULL;
+  RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
+  const rv_zoo_entry *e = zoo_model ? rv_zoo_find(weights) : NULL;
+  if (e && e->task == RV_ZOO_CLASSIFY)
+    return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
+                    weights, weights);
+  RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
+  rv_cli_log_model(*m, ctx);
   return RV_OK;
 }
 

@@ -17,14 +17,18 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
  * (tools/train_demo.py, models/demo_seg.safetensors), --weights RV_CLI_DEMO, which `segment`
  * and `video` use without --weights; the detector (tools/train_det_demo.py, a RetinaNet,
  * models/demo_det.safetensors), --weights RV_CLI_DEMO_DET, which `detect` uses without
- * --weights. rv_cli_load_model loads them for those names unless a file of that name exists. */
+ * --weights. rv_cli_load_model loads them for those names unless a file of that name exists; the
+ * commands run without --weights load them with rv_cli_load_demo whatever files exist. */
 #define RV_CLI_DEMO "demo"
 #define RV_CLI_DEMO_DET "demo-det"
+/* The debug log line "model: ARCH segmentor|detector, N classes (architecture from ...)". */
+void rv_cli_log_model(const rv_model *m, rv_ctx *ctx);
 /* 1 if weights is one of the two demo names. */
 int rv_cli_is_demo(const char *weights);
-/* which: RV_CLI_DEMO or RV_CLI_DEMO_DET. */
-rv_status rv_cli_load_demo(rv_model **m, const char *which, rv_ctx *ctx);
-/* The one-line notice on stderr (not with --quiet) of a command run without --weights. */
+/* det 0: the segmentation model (RV_CLI_DEMO), 1: the detector (RV_CLI_DEMO_DET). */
+rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx);
+/* The one-line notice on stderr (not with --quiet; rank 0 only under mpirun) of a command run
+ * without --weights. */
 void rv_cli_demo_notice(const char *cmd, const rv_model *m);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
