@@ -425,7 +425,7 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
   if (!A) return nomem(ctx);
   A->o = *o;
   A->show = o->show;
-  rv_status st = rv_cli_load_model(&A->m, o->weights, o->model, ctx);
+  rv_status st = o->demo ? rv_cli_load_demo(&A->m, 0, ctx) : rv_cli_load_model(&A->m, o->weights, o->model, ctx);
   if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
   if (st == RV_OK) {
     A->task = rv_model_task(A->m);
@@ -551,7 +551,9 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   progress prog = {0};
   prog.enabled = !rv_cli.quiet && !j->quiet && isatty(2);
   prog.total = info.frame_count > 0 ? info.frame_count - j->first : 0;
-  long max_frames = j->count > 0 ? j->count : o->max_frames;
+  /* a range's own count, else --max-frames counted from frame 0 (the last range of a split
+   * file runs to the end: it stops where one process would) */
+  long max_frames = j->count > 0 ? j->count : o->max_frames > 0 ? o->max_frames - j->first : 0;
   if (max_frames > 0 && (prog.total <= 0 || prog.total > max_frames)) prog.total = max_frames;
   c.progress = on_progress;
   c.progress_user = &prog;

@@ -154,7 +154,7 @@ static void *decode_main(void *arg) {
     if (bad) p->st.corrupt++;
     pthread_mutex_unlock(&p->mu);
     if (bad) {
-      rv_log(ctx, RV_LOG_WARN, "frame %ld: %dx%dx%d instead of %dx%dx3: skipped as corrupt", nread, it.img.w,
+      rv_log(ctx, RV_LOG_WARN, "frame %ld: %dx%dx%d instead of %dx%dx3: skipped as corrupt", c->first_index + nread, it.img.w,
              it.img.h, it.img.c, p->width, p->height);
       rv_image_free(&it.img);
       continue;
@@ -296,8 +296,10 @@ rv_status rv_vp_run(const rv_vp_config *cfg, rv_vp_stats *stats, rv_ctx *ctx) {
   if (!cfg->read || !cfg->infer)
     return rv_error(ctx, RV_ERR_ARG, "video pipeline: read and infer callbacks are required");
   if (cfg->every < 1 || cfg->queue < 1 || cfg->max_frames < 0 || cfg->first_index < 0 || cfg->stall_s < 0 || cfg->width < 0 || cfg->height < 0)
-    return rv_error(ctx, RV_ERR_ARG, "video pipeline: every %d, queue %d, max_frames %ld, stall %g s: out of range",
-                    cfg->every, cfg->queue, cfg->max_frames, cfg->stall_s);
+    return rv_error(ctx, RV_ERR_ARG,
+                    "video pipeline: every %d, queue %d, max_frames %ld, first_index %ld, stall %g s, size %dx%d: "
+                    "out of range",
+                    cfg->every, cfg->queue, cfg->max_frames, cfg->first_index, cfg->stall_s, cfg->width, cfg->height);
   pipe_t p;
   memset(&p, 0, sizeof p);
   p.cfg = cfg;
