@@ -3,6 +3,7 @@
  * (datasets/synth.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
+#include "core/fs.h"
 #include "datasets/synth.h"
 
 #include <stdio.h>
@@ -35,12 +36,11 @@ static const char *USAGE =
     "                       \"RVSYNTH1\", int32 n, h, w, then n*h*w*3 BGR bytes (after a JPEG\n"
     "                       round trip, as the .jpg files decode) and n*h*w label bytes\n";
 
-/* The --raw file: written to FILE.tmp, then renamed. */
+/* The --raw file: written to a temporary file, then renamed (rv_out_file). */
 static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot write", tmp);
+  rv_out_file out;
+  RV_TRY(rv_out_open(&out, path, ctx));
+  FILE *f = out.f;
   int32_t hdr[3] = {o->count, o->height, o->width};
   int bad = fwrite("RVSYNTH1", 1, 8, f) != 8 || fwrite(hdr, sizeof hdr, 1, f) != 1;
   size_t plane = (size_t)o->width * o->height;
@@ -63,10 +63,11 @@ static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx
   }
   if (st == RV_OK && !bad) bad |= fwrite(labels, 1, plane * (size_t)o->count, f) != plane * (size_t)o->count;
   free(labels);
-  bad |= fclose(f) != 0;
-  if (st == RV_OK && (bad || rename(tmp, path) != 0)) st = rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
-  if (st != RV_OK) remove(tmp);
-  return st;
+  if (st != RV_OK || bad) {
+    rv_out_abort(&out);
+    return st != RV_OK ? st : rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+  }
+  return rv_out_close(&out, ctx);
 }
 
 int rv_cmd_synth(int argc, char **argv) {

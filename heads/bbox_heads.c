@@ -99,7 +99,7 @@ rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
   }
   const float *x = roi_feats;
   if (h->num_convs) {
-    /* the shared convs run in chunks of rois (bounded im2col), each layer one GEMM */
+    /* the shared convs: each layer one conv over all rois (rv_det_conv_stack_rois) */
     if (rv_det_conv_stack_rois(conv_out, h->convs, h->num_convs, x, n, s, scratch) != RV_OK) {
       rv_arena_release(scratch, mk);
       return rv_error(ctx, RV_ERR_NOMEM, "bbox head: out of scratch memory for shared convs");
