@@ -38,6 +38,7 @@ rv_conv_params rv_conv_default_params(int k, int stride, int pad) {
   p.groups = 1;
   p.act = RV_ACT_NONE;
   p.algo = RV_CONV_AUTO;
+  p.accumulate = 0;
   return p;
 }
 
@@ -80,6 +81,7 @@ void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *
               }
             }
           }
+          if (p.accumulate) s += yp[(size_t)oy * ow + ox];
           yp[(size_t)oy * ow + ox] = (float)s;
         }
       rv_act_serial_f32(yp, (size_t)oh * ow, p.act);
@@ -196,7 +198,10 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
         float *yp = y + ((size_t)(n0 + j) * cout + (size_t)g * cog + co) * ohw;
         const float *tp = tmp + (size_t)co * ld + (size_t)j * ohw;
         float bv = b ? b[g * cog + co] : 0.0f;
-        for (size_t i = 0; i < ohw; i++) yp[i] = tp[i] + bv;
+        if (p->accumulate)
+          for (size_t i = 0; i < ohw; i++) yp[i] += tp[i] + bv;
+        else
+          for (size_t i = 0; i < ohw; i++) yp[i] = tp[i] + bv;
         rv_act_serial_f32(yp, ohw, p->act);
       }
     }
@@ -238,7 +243,7 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
 
   if (p.groups == cin && cin == cout && p.kh == p.kw && (p.kh & 1) && p.sh == p.sw &&
       p.ph == p.pw && p.dh == 1 && p.dw == 1) {
-    rv_dwconv2d_f32(y, x, w, b, NULL, n, cin, h, wd, p.kh, p.sh, p.ph);
+    rv_dwconv2d_f32(y, x, w, b, p.accumulate ? y : NULL, n, cin, h, wd, p.kh, p.sh, p.ph);
     rv_bias_act_f32(y, NULL, n, cout, ohw, p.act);
     return RV_OK;
   }
@@ -256,6 +261,7 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
   int G = p.groups, cig = cin / G, cog = cout / G;
   size_t kk = (size_t)cig * p.kh * p.kw;
   int pointwise = p.kh == 1 && p.kw == 1 && p.sh == 1 && p.sw == 1 && p.ph == 0 && p.pw == 0;
+  const float beta = p.accumulate ? 1.0f : 0.0f;
 
   /* batch images when outputs are small and at least two images fit the workspace budget */
   if (n > 1 && ohw < SMALL_OHW && (kk + (size_t)cog) * ohw * 2 <= COL_BUDGET &&
@@ -268,7 +274,7 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
       for (int g = 0; g < G; g++) {
         float *yg = y + ((size_t)ni * cout + (size_t)g * cog) * ohw;
         rv_gemm_f32(0, 0, cog, (int)ohw, cig, 1.0f, w + (size_t)g * cog * kk, (int)kk,
-                    x + ((size_t)ni * cin + (size_t)g * cig) * ihw, (int)ihw, 0.0f, yg,
+                    x + ((size_t)ni * cin + (size_t)g * cig) * ihw, (int)ihw, beta, yg,
                     (int)ohw);
         epilogue(yg, ohw, 0, ohw, b ? b + (size_t)g * cog : NULL, cog, p.act);
       }
@@ -289,7 +295,7 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
           int r = oh - oy0 < rows ? oh - oy0 : rows;
           im2col_rows(col, xg, cig, h, wd, oy0, r, ow, &p);
           rv_gemm_f32(0, 0, cog, r * ow, (int)kk, 1.0f, w + (size_t)g * cog * kk, (int)kk, col,
-                      r * ow, 0.0f, yg + (size_t)oy0 * ow, (int)ohw);
+                      r * ow, beta, yg + (size_t)oy0 * ow, (int)ohw);
           epilogue(yg, ohw, (size_t)oy0 * ow, (size_t)r * ow, b ? b + (size_t)g * cog : NULL, cog,
                    p.act);
         }

@@ -53,12 +53,15 @@ typedef struct {
   int groups;
   rv_act act;     /* applied after the bias */
   rv_conv_algo algo; /* RV_CONV_AUTO from rv_conv_default_params */
+  int accumulate; /* 1: y = act(y + b + conv): y's contents are added before the act
+                   * (a conv over a channel concatenation as a sum of per-slice convs) */
 } rv_conv_params;
 
 rv_conv_params rv_conv_default_params(int k, int stride, int pad); /* square, groups 1 */
 int rv_conv_out_size(int in, int k, int stride, int pad, int dilation); /* floor formula */
 
-/* y[n,co,oy,ox] = act(b[co] + sum_{ci in group, ky, kx} w[co, ci, ky, kx] *
+/* y[n,co,oy,ox] = act([y[n,co,oy,ox] if p.accumulate] + b[co] +
+ *                 sum_{ci in group, ky, kx} w[co, ci, ky, kx] *
  *                 x[n, g*cin/groups + ci, oy*sh - ph + ky*dh, ox*sw - pw + kx*dw])
  * w: [cout, cin/groups, kh, kw]; b may be NULL. Returns RV_ERR_NOMEM if scratch is short. */
 rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,

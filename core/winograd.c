@@ -190,10 +190,11 @@ static void input_transform_channel(float *v, size_t ld, const float *x, const w
 }
 
 /* y tiles of channel co for tiles [t0, t0 + nt) from mrow[k*ks + t - t0] (channel co's row
- * of M, positions k ks apart), + bias, act; buf: (a m + m m) SEG floats. */
+ * of M, positions k ks apart), + bias (+ y's contents if acc), act; buf: (a m + m m) SEG
+ * floats. */
 static void output_transform_channel(float *y, const float *mrow, size_t ks, const wino_geom *g,
-                                     int co, float bias, rv_act act, size_t t0, int nt,
-                                     float *buf) {
+                                     int co, float bias, rv_act act, int acc, size_t t0,
+                                     int nt, float *buf) {
   int m = g->m, a = g->a;
   float *hor = buf, *out = buf + (size_t)a * m * SEG;
   for (int done = 0; done < nt;) {
@@ -215,7 +216,10 @@ static void output_transform_channel(float *y, const float *mrow, size_t ks, con
       float *yr = yp + (size_t)p * g->ow;
       for (int q = 0; q < m; q++) {
         const float *op = out + (size_t)(p * m + q) * SEG;
-        for (int t = 0; t * m + q < cols; t++) yr[t * m + q] = op[t] + bias;
+        if (acc)
+          for (int t = 0; t * m + q < cols; t++) yr[t * m + q] += op[t] + bias;
+        else
+          for (int t = 0; t * m + q < cols; t++) yr[t * m + q] = op[t] + bias;
       }
       rv_act_serial_f32(yr, (size_t)cols, act);
     }
@@ -275,7 +279,7 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
 #pragma omp parallel for schedule(static) if (work >= 65536)
       for (int j = 0; j < nc; j++)
         output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j,
-                                 b ? b[co0 + j] : 0.0f, p.act, t0, cnt,
+                                 b ? b[co0 + j] : 0.0f, p.act, p.accumulate, t0, cnt,
                                  tb + per_thread * (size_t)omp_get_thread_num());
     }
   }

@@ -79,6 +79,58 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
   free(x), free(w), free(b), free(y), free(ref), free(bound);
 }
 
+/* p.accumulate (y = act(y + b + conv)) on every path of rv_conv2d_f32: im2col, F(2x2),
+ * F(4x4), pointwise GEMM, batched small images, depthwise, strided; against the naive conv
+ * with accumulate. Tolerance 4e-6 of the largest |y0| + |b| + sum |w||x| of the call. */
+static void test_conv_accumulate(void **state) {
+  (void)state;
+  rv_arena *ar = rv_arena_create(0);
+  struct {
+    int n, cin, h, w, cout, k, stride, groups;
+    rv_conv_algo algo;
+  } cs[] = {{1, 64, 19, 23, 48, 3, 1, 1, RV_CONV_IM2COL},    {1, 64, 19, 23, 48, 3, 1, 1, RV_CONV_WINOGRAD2},
+            {2, 40, 21, 18, 36, 3, 1, 1, RV_CONV_WINOGRAD4}, {1, 70, 13, 11, 33, 1, 1, 1, RV_CONV_AUTO},
+            {12, 32, 7, 7, 40, 3, 1, 1, RV_CONV_IM2COL},    {2, 24, 15, 17, 24, 3, 1, 24, RV_CONV_AUTO},
+            {1, 16, 20, 20, 24, 3, 2, 1, RV_CONV_AUTO}};
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+    rv_conv_params p = rv_conv_default_params(cs[c].k, cs[c].stride, cs[c].k / 2);
+    p.groups = cs[c].groups;
+    p.algo = cs[c].algo;
+    p.act = RV_ACT_RELU;
+    p.accumulate = 1;
+    int oh = rv_conv_out_size(cs[c].h, cs[c].k, cs[c].stride, cs[c].k / 2, 1);
+    int ow = rv_conv_out_size(cs[c].w, cs[c].k, cs[c].stride, cs[c].k / 2, 1);
+    size_t nx = (size_t)cs[c].n * cs[c].cin * cs[c].h * cs[c].w;
+    size_t nw = (size_t)cs[c].cout * (cs[c].cin / cs[c].groups) * cs[c].k * cs[c].k;
+    size_t ny = (size_t)cs[c].n * cs[c].cout * oh * ow;
+    float *x = frand(nx, 100 + c), *w = frand(nw, 200 + c), *b = frand((size_t)cs[c].cout, 300 + c);
+    float *y = frand(ny, 400 + c), *ref = malloc(ny * sizeof(float)), *bound = malloc(ny * sizeof(float));
+    assert_non_null(ref);
+    assert_non_null(bound);
+    memcpy(ref, y, ny * sizeof(float));
+    for (size_t i = 0; i < ny; i++) bound[i] = fabsf(y[i]);
+    /* a forced Winograd algo is taken by rv_conv2d_f32 for these 3x3 stride-1 convs */
+    assert_int_equal(rv_conv2d_f32(y, x, w, b, cs[c].n, cs[c].cin, cs[c].h, cs[c].w, cs[c].cout, p, ar),
+                     RV_OK);
+    assert_int_equal(rv_arena_used(ar), 0);
+    rv_conv2d_naive_f32(ref, x, w, b, cs[c].n, cs[c].cin, cs[c].h, cs[c].w, cs[c].cout, p);
+    for (size_t i = 0; i < nx; i++) x[i] = fabsf(x[i]);
+    for (size_t i = 0; i < nw; i++) w[i] = fabsf(w[i]);
+    for (int i = 0; i < cs[c].cout; i++) b[i] = fabsf(b[i]);
+    p.act = RV_ACT_NONE;
+    rv_conv2d_naive_f32(bound, x, w, b, cs[c].n, cs[c].cin, cs[c].h, cs[c].w, cs[c].cout, p);
+    double scale = 0, err = 0;
+    for (size_t i = 0; i < ny; i++) {
+      scale = bound[i] > scale ? bound[i] : scale;
+      double d = fabs((double)y[i] - ref[i]);
+      err = d > err ? d : err;
+    }
+    if (!(err <= 4e-6 * scale)) fail_msg("accumulate case %zu: err %g, scale %g", c, err, scale);
+    free(x), free(w), free(b), free(y), free(ref), free(bound);
+  }
+  rv_arena_free(ar);
+}
+
 /* every size 1..8 and a few larger odd ones, pads 0..2, both m, small channel counts */
 static void test_winograd_shapes(void **state) {
   (void)state;
@@ -151,6 +203,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_winograd_shapes),
       cmocka_unit_test(test_winograd_channels),
+      cmocka_unit_test(test_conv_accumulate),
       cmocka_unit_test(test_conv_dispatch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
