@@ -119,14 +119,15 @@ void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow) {
   *ow = rv_conv_out_size(w, m->k, m->stride, m->pad, 1);
 }
 
-rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_stride,
-                                  rv_tensor x, rv_arena *a, rv_ctx *ctx) {
+static rv_status forward_into(const rv_convmod *m, float *y, size_t y_batch_stride, rv_tensor x,
+                              int accumulate, rv_arena *a, rv_ctx *ctx) {
   RV_ASSERT(m && m->w && y && x.data);
   if (x.c != m->cin)
     return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
   rv_conv_params p = rv_conv_default_params(m->k, m->stride, m->pad);
   p.act = m->act;
   p.algo = m->algo;
+  p.accumulate = accumulate;
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
   for (int i = 0; i < x.n; i++) {
     rv_status st = rv_conv2d_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item, m->w,
@@ -135,6 +136,43 @@ rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_
       return rv_error(ctx, st, "conv %dx%d (%d -> %d channels, %dx%d input): %s", m->k, m->k, m->cin,
                       m->cout, x.h, x.w, rv_status_str(st));
   }
+  return RV_OK;
+}
+
+rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                  rv_tensor x, rv_arena *a, rv_ctx *ctx) {
+  return forward_into(m, y, y_batch_stride, x, 0, a, ctx);
+}
+
+rv_status rv_convmod_accumulate_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                     rv_tensor x, rv_arena *a, rv_ctx *ctx) {
+  return forward_into(m, y, y_batch_stride, x, 1, a, ctx);
+}
+
+rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0, int cin,
+                                  int with_bias_act, rv_ctx *ctx) {
+  memset(dst, 0, sizeof *dst);
+  if (c0 < 0 || cin <= 0 || c0 + cin > src->cin)
+    return rv_error(ctx, RV_ERR_INTERNAL, "conv input slice [%d, %d) outside %d channels", c0,
+                    c0 + cin, src->cin);
+  const size_t kk = (size_t)src->k * (size_t)src->k, row = (size_t)cin * kk;
+  dst->w = rv_malloc(sizeof(float) * row * (size_t)src->cout);
+  if (!dst->w) return rv_error(ctx, RV_ERR_NOMEM, "out of memory (conv weights)");
+  for (int co = 0; co < src->cout; co++)
+    memcpy(dst->w + (size_t)co * row, src->w + ((size_t)co * src->cin + (size_t)c0) * kk,
+           sizeof(float) * row);
+  if (with_bias_act && src->b) {
+    dst->b = rv_malloc(sizeof(float) * (size_t)src->cout);
+    if (!dst->b) {
+      rv_convmod_free(dst);
+      return rv_error(ctx, RV_ERR_NOMEM, "out of memory (conv bias)");
+    }
+    memcpy(dst->b, src->b, sizeof(float) * (size_t)src->cout);
+  }
+  dst->cin = cin, dst->cout = src->cout, dst->k = src->k, dst->stride = src->stride;
+  dst->pad = src->pad;
+  dst->act = with_bias_act ? src->act : RV_ACT_NONE;
+  dst->algo = RV_CONV_AUTO;
   return RV_OK;
 }
 

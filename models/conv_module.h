@@ -51,6 +51,16 @@ rv_status rv_convmod_forward(const rv_convmod *m, rv_tensor *y, rv_tensor x, rv_
  * straight into a channel slice of a concatenation buffer. */
 rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_stride,
                                   rv_tensor x, rv_arena *a, rv_ctx *ctx);
+/* y = act(y + conv(x) + b) (y's contents added before the act), same layout as _into. */
+rv_status rv_convmod_accumulate_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                     rv_tensor x, rv_arena *a, rv_ctx *ctx);
+
+/* dst = the conv of src restricted to input channels [c0, c0 + cin) (weights copied:
+ * [cout, cin, k, k]); with_bias_act: src's bias and act, else none (the parts of a conv
+ * over a concatenation, summed with rv_convmod_accumulate_into, the last one with the bias
+ * and act). dst's algo is RV_CONV_AUTO. */
+rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0, int cin,
+                                  int with_bias_act, rv_ctx *ctx);
 
 #ifdef __cplusplus
 }
