@@ -155,6 +155,10 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   if (!det->bboxes || !det->scores || !det->labels)
     return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory");
   if (n <= 0) return RV_OK;
+  /* channels-last copies of the levels for every RoIAlign below; they stay in the arena
+   * with the detections (the box stages' scratch is released before the masks are made) */
+  rv_roi_feats rf;
+  RV_TRY(rv_roi_feats_prepare(&rf, feats, 4, arena, ctx));
 
   rv_arena_mark mk = rv_arena_get_mark(arena);
   rv_status st = RV_OK;
@@ -178,7 +182,7 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
     const rv_bbox_head *bh = &h->bbox[s];
     snprintf(name, sizeof name, "roi.stage%d.rois", s);
     trace2(trace, name, rois, n, 5);
-    if ((st = rv_roi_extract(feat7, feats, roi_strides, 4, rois, n, 7, arena, ctx)) != RV_OK)
+    if ((st = rv_roi_extract(feat7, &rf, roi_strides, rois, n, 7, arena, ctx)) != RV_OK)
       goto done;
     if ((st = rv_bbox_head_forward(cls, reg, bh, feat7, n, arena, ctx)) != RV_OK) goto done;
     if (S == 1) {
@@ -250,7 +254,7 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
         pbox[r * 4 + k] = (float)((double)mrois[r * 5 + 1 + k] / (double)meta->scale_factor[k]);
     }
     trace2(trace, "mask.rois", mrois, nd, 5);
-    if ((st = rv_roi_extract(feat14, feats, roi_strides, 4, mrois, nd, 14, arena, ctx)) != RV_OK)
+    if ((st = rv_roi_extract(feat14, &rf, roi_strides, mrois, nd, 14, arena, ctx)) != RV_OK)
       goto done;
     memset(prob, 0, (size_t)nd * kc * M * sizeof(float));
     for (int s = 0; s < h->num_mask_heads; s++) {

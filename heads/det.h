@@ -95,23 +95,37 @@ int rv_multiclass_nms_candidates(const float *scores, int score_stride, int n, i
 
 /* ---- RoIAlign (heads/roi_align.c) ------------------------------------------------------ */
 /* mmcv RoIAlign (avg, aligned flag, sampling_ratio 0 = adaptive ceil(roi/out)) on one
- * feature map feat [C, H, W] (batch index of the rois is ignored: batch 1).
- * rois: n rows of 5 (batch, x1, y1, x2, y2); only rows with sel == NULL or sel[r] != 0
- * are computed. out [n, C, oh, ow]. */
-void rv_roi_align_f32(float *out, const float *feat, int c, int h, int w, const float *rois,
-                      int n, const unsigned char *sel, float spatial_scale, int oh, int ow,
-                      int sampling_ratio, int aligned);
+ * feature map in channels-last layout, feat_hwc [H, W, C] (every sample reads C contiguous
+ * floats per tap; batch index of the rois ignored: batch 1). rois: n rows of 5 (batch, x1,
+ * y1, x2, y2); only rows with sel == NULL or sel[r] != 0 are computed. out [n, C, oh, ow].
+ * Scratch: threads x C floats; RV_ERR_NOMEM if short. */
+rv_status rv_roi_align_f32(float *out, const float *feat_hwc, int c, int h, int w,
+                           const float *rois, int n, const unsigned char *sel,
+                           float spatial_scale, int oh, int ow, int sampling_ratio, int aligned,
+                           rv_arena *scratch);
+/* dst [h, w, c] = src [c, h, w] */
+void rv_nchw_to_hwc_f32(float *dst, const float *src, int c, int h, int w);
 /* Plain reference (per sample bilinear in the mmcv order) for tests. */
 void rv_roi_align_naive_f32(float *out, const float *feat, int c, int h, int w,
                             const float *rois, int n, float spatial_scale, int oh, int ow,
                             int sampling_ratio, int aligned);
 /* SingleRoIExtractor level: floor(log2(sqrt(w*h)/finest_scale + 1e-6)) clamped [0, L-1]. */
 void rv_roi_map_levels(int *lvl, const float *rois, int n, int num_levels, double finest_scale);
-/* SingleRoIExtractor: out [n, C, s, s] from feats (levels 0..num_levels-1, NCHW batch 1, all
- * C channels) with strides[l]; aligned, sampling 0, finest_scale 56. */
-rv_status rv_roi_extract(float *out, const rv_tensor *feats, const int *strides,
-                         int num_levels, const float *rois, int n, int s, rv_arena *scratch,
-                         rv_ctx *ctx);
+/* The feature levels of a SingleRoIExtractor in channels-last copies (arena), made once per
+ * image and shared by every RoI stage. */
+#define RV_ROI_MAX_LEVELS 8
+typedef struct {
+  const float *data[RV_ROI_MAX_LEVELS]; /* level l: [h[l], w[l], c] */
+  int h[RV_ROI_MAX_LEVELS], w[RV_ROI_MAX_LEVELS];
+  int c, num_levels;
+} rv_roi_feats;
+/* From NCHW levels (batch 1, the same C on every level). */
+rv_status rv_roi_feats_prepare(rv_roi_feats *rf, const rv_tensor *feats, int num_levels,
+                               rv_arena *a, rv_ctx *ctx);
+/* SingleRoIExtractor: out [n, C, s, s] from the levels of rf with strides[l]; aligned,
+ * sampling 0, finest_scale 56. */
+rv_status rv_roi_extract(float *out, const rv_roi_feats *rf, const int *strides,
+                         const float *rois, int n, int s, rv_arena *scratch, rv_ctx *ctx);
 
 /* ---- layers shared by heads (heads/det_layers.c) ---------------------------------------- */
 typedef struct {

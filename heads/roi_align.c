@@ -1,8 +1,10 @@
 /* RoIAlign (mmcv 1.7 CPU kernel semantics: avg pooling, aligned, adaptive sampling) and the
  * SingleRoIExtractor level mapping of mmdet 2.11. */
 #include "heads/det.h"
+#include "core/vmath.h"
 
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 /* One sample coordinate along an axis of length `len`: indices and weights with mmcv's
@@ -66,63 +68,88 @@ static roi_geom geom(const float *roi, float spatial_scale, int oh, int ow, int 
   return g;
 }
 
-static void roi_one(float *out, const float *feat, int c, int h, int w, const float *roi,
-                    float spatial_scale, int oh, int ow, int sampling_ratio, int aligned,
-                    tap *ty, tap *tx) {
+/* One roi on a channels-last map f [h, w, c]: out [c, oh, ow] (channel stride oh ow), each
+ * bin the mean of its gh x gw samples, summed per channel in the sample order of mmcv's
+ * kernel (rows iy, then columns ix), 4 taps each; acc: c floats of scratch. */
+RV_CLONES static void roi_one(float *out, const float *f, int c, int h, int w, const float *roi,
+                              float spatial_scale, int oh, int ow, int sampling_ratio,
+                              int aligned, float *restrict acc) {
   roi_geom g = geom(roi, spatial_scale, oh, ow, sampling_ratio, aligned);
   int cnt = g.gw * g.gh;
   float inv = 1.0f / (float)(cnt > 1 ? cnt : 1);
-  for (int p = 0; p < oh; p++)
-    for (int i = 0; i < g.gh; i++)
-      ty[p * g.gh + i] = make_tap(g.sy + p * g.bh + (i + 0.5) * g.bh / g.gh, h);
-  for (int p = 0; p < ow; p++)
-    for (int i = 0; i < g.gw; i++)
-      tx[p * g.gw + i] = make_tap(g.sx + p * g.bw + (i + 0.5) * g.bw / g.gw, w);
-  for (int ch = 0; ch < c; ch++) {
-    const float *f = feat + (size_t)ch * h * w;
-    float *o = out + (size_t)ch * oh * ow;
-    for (int py = 0; py < oh; py++) {
-      const tap *yy = ty + py * g.gh;
-      for (int px = 0; px < ow; px++) {
-        const tap *xx = tx + px * g.gw;
-        float acc = 0.0f;
-        for (int iy = 0; iy < g.gh; iy++) {
-          const tap a = yy[iy];
-          if (a.wl == 0.0f && a.wh == 0.0f) continue;
-          const float *rl = f + (size_t)a.lo * w, *rh = f + (size_t)a.hi * w;
-          for (int ix = 0; ix < g.gw; ix++) {
-            const tap b = xx[ix];
-            acc += a.wl * (b.wl * rl[b.lo] + b.wh * rl[b.hi]) +
-                   a.wh * (b.wl * rh[b.lo] + b.wh * rh[b.hi]);
-          }
+  const size_t row = (size_t)w * c, plane = (size_t)oh * ow;
+  for (int py = 0; py < oh; py++)
+    for (int px = 0; px < ow; px++) {
+      for (int ch = 0; ch < c; ch++) acc[ch] = 0.0f;
+      for (int iy = 0; iy < g.gh; iy++) {
+        const tap a = make_tap(g.sy + py * g.bh + (iy + 0.5) * g.bh / g.gh, h);
+        if (a.wl == 0.0f && a.wh == 0.0f) continue;
+        const float *rl = f + (size_t)a.lo * row, *rh = f + (size_t)a.hi * row;
+        for (int ix = 0; ix < g.gw; ix++) {
+          const tap b = make_tap(g.sx + px * g.bw + (ix + 0.5) * g.bw / g.gw, w);
+          const float *restrict p00 = rl + (size_t)b.lo * c, *restrict p01 = rl + (size_t)b.hi * c;
+          const float *restrict p10 = rh + (size_t)b.lo * c, *restrict p11 = rh + (size_t)b.hi * c;
+          const float awl = a.wl, awh = a.wh, bwl = b.wl, bwh = b.wh;
+          for (int ch = 0; ch < c; ch++)
+            acc[ch] += awl * (bwl * p00[ch] + bwh * p01[ch]) + awh * (bwl * p10[ch] + bwh * p11[ch]);
         }
-        o[py * ow + px] = acc * inv;
       }
+      float *o = out + (size_t)py * ow + px;
+      for (int ch = 0; ch < c; ch++) o[(size_t)ch * plane] = acc[ch] * inv;
     }
-  }
 }
 
-/* taps per axis held on the stack: output size x samples per bin (7 x 64 or 14 x 32);
- * rois needing more (bins over 64 / 32 feature pixels) take the plain per-sample path */
-#define MAX_TAPS 896
-
-void rv_roi_align_f32(float *out, const float *feat, int c, int h, int w, const float *rois,
-                      int n, const unsigned char *sel, float spatial_scale, int oh, int ow,
-                      int sampling_ratio, int aligned) {
+rv_status rv_roi_align_f32(float *out, const float *feat_hwc, int c, int h, int w,
+                           const float *rois, int n, const unsigned char *sel,
+                           float spatial_scale, int oh, int ow, int sampling_ratio, int aligned,
+                           rv_arena *scratch) {
+  int nth = omp_get_max_threads();
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  float *acc = rv_arena_floats(scratch, (size_t)nth * (size_t)c);
+  if (!acc) return RV_ERR_NOMEM;
 #pragma omp parallel for schedule(dynamic, 4)
   for (int r = 0; r < n; r++) {
     if (sel && !sel[r]) continue;
-    const float *roi = rois + (size_t)r * 5;
-    float *o = out + (size_t)r * c * oh * ow;
-    roi_geom g = geom(roi, spatial_scale, oh, ow, sampling_ratio, aligned);
-    if ((size_t)g.gh * oh > MAX_TAPS || (size_t)g.gw * ow > MAX_TAPS) {
-      rv_roi_align_naive_f32(o, feat, c, h, w, roi, 1, spatial_scale, oh, ow, sampling_ratio,
-                             aligned);
-      continue;
-    }
-    tap ty[MAX_TAPS], tx[MAX_TAPS];
-    roi_one(o, feat, c, h, w, roi, spatial_scale, oh, ow, sampling_ratio, aligned, ty, tx);
+    roi_one(out + (size_t)r * c * oh * ow, feat_hwc, c, h, w, rois + (size_t)r * 5, spatial_scale,
+            oh, ow, sampling_ratio, aligned, acc + (size_t)omp_get_thread_num() * c);
   }
+  rv_arena_release(scratch, mk);
+  return RV_OK;
+}
+
+void rv_nchw_to_hwc_f32(float *dst, const float *src, int c, int h, int w) {
+  const size_t hw = (size_t)h * w;
+  enum { TB = 32 };
+#pragma omp parallel for schedule(static) if ((size_t)c * hw >= 65536)
+  for (long p0 = 0; p0 < (long)hw; p0 += TB)
+    for (int c0 = 0; c0 < c; c0 += TB) {
+      const size_t pe = (size_t)p0 + TB < hw ? (size_t)p0 + TB : hw;
+      const int ce = c0 + TB < c ? c0 + TB : c;
+      for (size_t p = (size_t)p0; p < pe; p++)
+        for (int ch = c0; ch < ce; ch++) dst[p * c + ch] = src[(size_t)ch * hw + p];
+    }
+}
+
+rv_status rv_roi_feats_prepare(rv_roi_feats *rf, const rv_tensor *feats, int num_levels,
+                               rv_arena *a, rv_ctx *ctx) {
+  memset(rf, 0, sizeof *rf);
+  if (num_levels < 1 || num_levels > RV_ROI_MAX_LEVELS)
+    return rv_error(ctx, RV_ERR_ARG, "roi extractor: %d levels (1..%d allowed)", num_levels,
+                    RV_ROI_MAX_LEVELS);
+  rf->c = feats[0].c;
+  rf->num_levels = num_levels;
+  for (int l = 0; l < num_levels; l++) {
+    if (feats[l].c != rf->c || feats[l].n != 1 || !feats[l].data)
+      return rv_error(ctx, RV_ERR_SHAPE, "roi extractor: level %d has %d channels (batch %d), "
+                      "expected %d (batch 1)", l, feats[l].c, feats[l].n, rf->c);
+    float *d = rv_arena_floats(a, rv_tensor_numel(feats[l]));
+    if (!d) return rv_error(ctx, RV_ERR_NOMEM, "roi extractor: out of memory (level %d)", l);
+    rv_nchw_to_hwc_f32(d, feats[l].data, rf->c, feats[l].h, feats[l].w);
+    rf->data[l] = d;
+    rf->h[l] = feats[l].h;
+    rf->w[l] = feats[l].w;
+  }
+  return RV_OK;
 }
 
 /* mmcv bilinear_interpolate, literally */
@@ -182,15 +209,10 @@ void rv_roi_map_levels(int *lvl, const float *rois, int n, int num_levels, doubl
   }
 }
 
-rv_status rv_roi_extract(float *out, const rv_tensor *feats, const int *strides,
-                         int num_levels, const float *rois, int n, int s, rv_arena *scratch,
-                         rv_ctx *ctx) {
+rv_status rv_roi_extract(float *out, const rv_roi_feats *rf, const int *strides,
+                         const float *rois, int n, int s, rv_arena *scratch, rv_ctx *ctx) {
   if (n <= 0) return RV_OK;
-  int c = feats[0].c;
-  for (int l = 1; l < num_levels; l++)
-    if (feats[l].c != c)
-      return rv_error(ctx, RV_ERR_SHAPE, "roi extractor: level %d has %d channels, expected %d",
-                      l, feats[l].c, c);
+  const int num_levels = rf->num_levels, c = rf->c;
   rv_arena_mark mk = rv_arena_get_mark(scratch);
   int *lvl = rv_arena_alloc(scratch, (size_t)n * sizeof(int));
   unsigned char *sel = rv_arena_alloc(scratch, (size_t)n);
@@ -199,16 +221,18 @@ rv_status rv_roi_extract(float *out, const rv_tensor *feats, const int *strides,
     return rv_error(ctx, RV_ERR_NOMEM, "roi extractor: out of memory for %d rois", n);
   }
   rv_roi_map_levels(lvl, rois, n, num_levels, 56.0);
-  for (int l = 0; l < num_levels; l++) {
+  rv_status st = RV_OK;
+  for (int l = 0; l < num_levels && st == RV_OK; l++) {
     int any = 0;
     for (int r = 0; r < n; r++) {
       sel[r] = lvl[r] == l;
       any |= sel[r];
     }
     if (!any) continue;
-    rv_roi_align_f32(out, feats[l].data, c, feats[l].h, feats[l].w, rois, n, sel,
-                     1.0f / (float)strides[l], s, s, 0, 1);
+    st = rv_roi_align_f32(out, rf->data[l], c, rf->h[l], rf->w[l], rois, n, sel,
+                          1.0f / (float)strides[l], s, s, 0, 1, scratch);
+    if (st != RV_OK) st = rv_error(ctx, st, "roi extractor: out of memory for %d rois", n);
   }
   rv_arena_release(scratch, mk);
-  return RV_OK;
+  return st;
 }

@@ -288,6 +288,8 @@ static void run_stagewise(const char *kind, int stages) {
     assert_non_null(owned[no++] = load_io(io, p, &neck[l]));
   }
   const int strides[5] = {4, 8, 16, 32, 64};
+  rv_roi_feats rf; /* levels 0-3 channels-last, for the roi extractor */
+  assert_int_equal(rv_roi_feats_prepare(&rf, neck, 4, a, ctx), RV_OK);
   rv_rpn_cfg rc = rv_rpn_cfg_default();
   float *props, *pscores;
   int np;
@@ -321,7 +323,7 @@ static void run_stagewise(const char *kind, int stages) {
     n = rois.h;
     float *f7 = rv_arena_floats(a, (size_t)n * C * 49), *oc = rv_arena_floats(a, (size_t)n * K1);
     float *orr = rv_arena_floats(a, (size_t)n * 4 * K);
-    assert_int_equal(rv_roi_extract(f7, neck, strides, 4, rois.data, n, 7, a, ctx), RV_OK);
+    assert_int_equal(rv_roi_extract(f7, &rf, strides, rois.data, n, 7, a, ctx), RV_OK);
     assert_int_equal(rv_bbox_head_forward(oc, orr, &rh.bbox[st], f7, n, a, ctx), RV_OK);
     if (stages == 1) /* the StandardRoIHead padding rule, as in the stored tensors */
       for (int r = 0; r < n; r++)
@@ -366,7 +368,7 @@ static void run_stagewise(const char *kind, int stages) {
   assert_non_null(owned[no++] = load_io(io, "mask.paste_bboxes", &pb));
   const int nm = mr.h, kept = mp.n;
   float *f14 = rv_arena_floats(a, (size_t)nm * C * 196), *lg = rv_arena_floats(a, (size_t)nm * K * 784);
-  assert_int_equal(rv_roi_extract(f14, neck, strides, 4, mr.data, nm, 14, a, ctx), RV_OK);
+  assert_int_equal(rv_roi_extract(f14, &rf, strides, mr.data, nm, 14, a, ctx), RV_OK);
   for (int st = 0; st < stages; st++) {
     rv_tensor ref;
     snprintf(p, sizeof p, "mask.stage%d.mask_pred", st);

@@ -195,7 +195,9 @@ static void test_roi_align_ramp(void **state) {
     for (int x = 0; x < W; x++) f[y * W + x] = (float)x + 100.0f * y;
   const float rois[5] = {0, 20.4f, 16.2f, 120.8f, 90.0f}; /* stride 4: 5.1..30.2, 4.05..22.5 */
   float out[49];
-  rv_roi_align_f32(out, f, 1, H, W, rois, 1, NULL, 0.25f, 7, 7, 0, 1);
+  rv_arena *A = rv_arena_create(0);
+  /* one channel: [H, W, 1] is also the NCHW layout */
+  assert_int_equal(rv_roi_align_f32(out, f, 1, H, W, rois, 1, NULL, 0.25f, 7, 7, 0, 1, A), RV_OK);
   for (int py = 0; py < 7; py++)
     for (int px = 0; px < 7; px++) {
       double cx = 20.4 * 0.25 - 0.5 + (px + 0.5) * (120.8 - 20.4) * 0.25 / 7;
@@ -204,28 +206,36 @@ static void test_roi_align_ramp(void **state) {
     }
   /* a roi far outside the map: all samples beyond -1 -> zeros */
   const float far[5] = {0, -400, -400, -100, -100};
-  rv_roi_align_f32(out, f, 1, H, W, far, 1, NULL, 0.25f, 7, 7, 0, 1);
+  assert_int_equal(rv_roi_align_f32(out, f, 1, H, W, far, 1, NULL, 0.25f, 7, 7, 0, 1, A), RV_OK);
   for (int i = 0; i < 49; i++) assert_float_equal(out[i], 0, 0);
   /* samples in (-1, 0) clamp to row/col 0; beyond the last row/col they repeat it */
   const float edge[5] = {0, -2, -2, 2, 2}; /* scale 1: start -2.5, 1 sample/bin at -2.5+k/7*4.. */
   float o1[1];
-  rv_roi_align_f32(o1, f, 1, H, W, edge, 1, NULL, 1.0f, 1, 1, 1, 1);
+  assert_int_equal(rv_roi_align_f32(o1, f, 1, H, W, edge, 1, NULL, 1.0f, 1, 1, 1, 1, A), RV_OK);
   /* single sample at (-0.5, -0.5) -> clamped to (0, 0) -> f = 0 */
   assert_float_equal(o1[0], 0, 0);
   const float edge2[5] = {0, 48, 38, 51, 41}; /* sample at (39, 49) = last row/col */
-  rv_roi_align_f32(o1, f, 1, H, W, edge2, 1, NULL, 1.0f, 1, 1, 1, 1);
+  assert_int_equal(rv_roi_align_f32(o1, f, 1, H, W, edge2, 1, NULL, 1.0f, 1, 1, 1, 1, A), RV_OK);
   assert_float_equal(o1[0], 49 + 100 * 39, 0);
   const float edge3[5] = {0, 52, 42, 52.4f, 42.4f}; /* sample at (41.7, 51.7): > H -> 0 */
-  rv_roi_align_f32(o1, f, 1, H, W, edge3, 1, NULL, 1.0f, 1, 1, 1, 1);
+  assert_int_equal(rv_roi_align_f32(o1, f, 1, H, W, edge3, 1, NULL, 1.0f, 1, 1, 1, 1, A), RV_OK);
   assert_float_equal(o1[0], 0, 0);
+  assert_int_equal(rv_arena_used(A), 0);
+  rv_arena_free(A);
 }
 
 static void test_roi_align_vs_naive(void **state) {
   (void)state;
   uint64_t seed = 11;
-  const int C = 5, H = 23, W = 31, N = 60;
-  float *f = malloc(sizeof(float) * C * H * W), rois[60 * 5];
+  const int C = 19, H = 23, W = 31, N = 60; /* C: vector lanes and a remainder */
+  float *f = malloc(sizeof(float) * C * H * W), *fh = malloc(sizeof(float) * C * H * W), rois[60 * 5];
   fill_rand(f, (size_t)C * H * W, 3);
+  rv_nchw_to_hwc_f32(fh, f, C, H, W);
+  for (int c = 0; c < C; c++)
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++)
+        assert_float_equal(fh[((size_t)y * W + x) * C + c], f[((size_t)c * H + y) * W + x], 0);
+  rv_arena *A = rv_arena_create(0);
   for (int i = 0; i < N; i++) {
     float x1 = (test_rand(&seed) + 0.8f) * 70, y1 = (test_rand(&seed) + 0.8f) * 50;
     float w = (test_rand(&seed) + 1.0f) * (i % 3 == 0 ? 5 : 60);
@@ -236,13 +246,13 @@ static void test_roi_align_vs_naive(void **state) {
     rois[i * 5 + 3] = x1 + w;
     rois[i * 5 + 4] = y1 + h;
   }
-  /* a huge roi: > 64 samples per bin, the per-sample path */
+  /* a huge roi: > 64 samples per bin */
   const float huge[5] = {0, -100, -60, 2000, 1900};
   memcpy(rois + 5 * 5, huge, sizeof huge);
   float *o1 = malloc(sizeof(float) * N * C * 49), *o2 = malloc(sizeof(float) * N * C * 49);
   for (int aligned = 0; aligned < 2; aligned++)
     for (int sr = 0; sr < 3; sr++) {
-      rv_roi_align_f32(o1, f, C, H, W, rois, N, NULL, 0.25f, 7, 7, sr, aligned);
+      assert_int_equal(rv_roi_align_f32(o1, fh, C, H, W, rois, N, NULL, 0.25f, 7, 7, sr, aligned, A), RV_OK);
       rv_roi_align_naive_f32(o2, f, C, H, W, rois, N, 0.25f, 7, 7, sr, aligned);
       assert_true(max_abs_diff(o1, o2, (size_t)N * C * 49) < 1e-5);
     }
@@ -250,9 +260,12 @@ static void test_roi_align_vs_naive(void **state) {
   unsigned char sel[60];
   for (int i = 0; i < N; i++) sel[i] = i & 1;
   for (size_t i = 0; i < (size_t)N * C * 49; i++) o1[i] = 42;
-  rv_roi_align_f32(o1, f, C, H, W, rois, N, sel, 0.25f, 7, 7, 0, 1);
+  assert_int_equal(rv_roi_align_f32(o1, fh, C, H, W, rois, N, sel, 0.25f, 7, 7, 0, 1, A), RV_OK);
   assert_float_equal(o1[0], 42, 0);
   assert_true(max_abs_diff(o1 + C * 49, o2 + C * 49, (size_t)C * 49) < 1e-5);
+  assert_int_equal(rv_arena_used(A), 0);
+  rv_arena_free(A);
+  free(fh);
   free(f);
   free(o1);
   free(o2);
