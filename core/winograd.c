@@ -18,16 +18,21 @@
  * error is larger than a direct conv's: tests/test_winograd.c states the measured bounds.
  *
  * Layout: U [a^2][cout][cin], V [a^2][cin][T], M [a^2][cout][T] for a block of T tiles
- * numbered over (image, tile row, tile column), so many small images (RoI heads) share one
- * block. Transforms are separable: 1-D passes over rows of tiles, contiguous in the tile
- * index (vectorisable); the input's 1-D pass along image rows runs over the whole row
- * segment. OpenMP over channels for the transforms; the a^2 GEMMs go through rv_gemm_f32
- * (BLAS threads) outside every parallel region.
+ * numbered over (image, tile row, tile column). Transforms are separable: 1-D passes over
+ * rows of tiles, contiguous in the tile index (vectorisable); the input's 1-D pass along
+ * image rows runs over the whole row segment. Batches of small images (n >= 4, under 8 x 8
+ * tiles each: RoI heads) instead number a block's tiles (tile position, image) and run the
+ * transforms with up to 64 images as lanes (each channel staged in a [row][col][image]
+ * buffer): the row-of-tiles passes would have 2-4 lanes there. `bench_ops wino`, 2 threads,
+ * F(4x4) CPU time 2026-12-01: 256->256 7x7 n=500 184-191 -> 152-154 ms, 14x14 n=100 125-127
+ * -> 122-128 ms; F(2x2) 7x7 260-263 -> 225-247, 14x14 152-153 -> 136-137. OpenMP over
+ * channels for the transforms; the a^2 GEMMs go through rv_gemm_f32 (BLAS threads) outside
+ * every parallel region.
  * Workspace (scratch arena, released on return): U (a^2 cout cin floats: (a/3)^2 times the
  * weights; above U_BUDGET the output channels are processed in chunks, each redoing the input
- * transform: 3 chunks for UperNet's 2048->512 bottleneck with m = 4, ~17% more CPU time there
- * than one 151 MB U, and 100 MB less memory), V + M for T tiles (T
- * from BLOCK_BUDGET, at least MIN_TILES), and small per-thread row buffers: at most ~128 MB
+ * transform; UperNet's 2048-channel fpn_bottleneck is run as 4 convs of 512 channels for this
+ * reason, necks/uper.c), V + M for T tiles (T
+ * from BLOCK_BUDGET, at least MIN_TILES), and small per-thread buffers: at most ~128 MB
  * plus MIN_TILES blocks for very wide convs, independent of the image size. A 64 MB block took ~10% less CPU time than
  * 32 MB on the 2048->512 UperNet bottleneck (wider GEMMs re-pack U less often). */
 #include "core/ops.h"
@@ -67,6 +72,7 @@ RV_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *re
     }
   }
 }
+
 
 RV_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
                             int n) {
@@ -189,6 +195,14 @@ static void input_transform_channel(float *v, size_t ld, const float *x, const w
   }
 }
 
+/* act over one output row: ReLU and none inline (RoI maps have rows of 7 or 14) */
+static inline void finish_row(float *yr, size_t n, rv_act act) {
+  if (act == RV_ACT_RELU)
+    for (size_t i = 0; i < n; i++) yr[i] = yr[i] > 0.0f ? yr[i] : 0.0f;
+  else if (act != RV_ACT_NONE)
+    rv_act_serial_f32(yr, n, act);
+}
+
 /* y tiles of channel co for tiles [t0, t0 + nt) from mrow[k*ks + t - t0] (channel co's row
  * of M, positions k ks apart), + bias (+ y's contents if acc), act; buf: (a m + m m) SEG
  * floats. */
@@ -221,9 +235,101 @@ static void output_transform_channel(float *y, const float *mrow, size_t ks, con
         else
           for (int t = 0; t * m + q < cols; t++) yr[t * m + q] = op[t] + bias;
       }
-      rv_act_serial_f32(yr, (size_t)cols, act);
+      finish_row(yr, (size_t)cols, act);
     }
     done += seg;
+  }
+}
+
+/* ---- small images in batches (RoI heads: hundreds of 7x7 or 14x14 maps) ----------------
+ * With few tiles per tile row the transforms above run on 2-4 lanes. Here a block holds nb
+ * whole images and its tiles are numbered t = pos * nb + j (pos = ty * tw + tx, j the image
+ * in the block), so the transforms run with the block's images as lanes: the a x a patch
+ * at pos is gathered for up to LANES images at a time (every image has the same borders),
+ * transformed along rows for all (column, image) lanes at once, then along columns. */
+#define LANES 64
+
+/* Padded size of a batched image: PH x PW (th m + 2 by tw m + 2). */
+static size_t pad_rows(const wino_geom *g) { return (size_t)g->th * g->m + 2; }
+static size_t pad_cols(const wino_geom *g) { return (size_t)g->tw * g->m + 2; }
+
+/* V[k][c][pos * nb + j] for images j < nb of the block starting at image n0. Per chunk of
+ * up to LANES images, channel c of each is written into pad [PH][PW][lane] (zero borders),
+ * from which every patch is a strided view: no per-patch gather. buf: PH PW LANES + a^2
+ * LANES floats. */
+static void input_transform_batched(float *v, size_t ld, const float *x, const wino_geom *g,
+                                    int c, int n0, int nb, float *buf) {
+  const int m = g->m, a = g->a, h = g->h, w = g->wd;
+  const size_t img = (size_t)g->cin * h * w, ks = (size_t)g->cin * ld;
+  const size_t PH = pad_rows(g), PW = pad_cols(g);
+  float *pad = buf, *tr = buf + PH * PW * LANES;
+  for (int j0 = 0; j0 < nb; j0 += LANES) {
+    const int nl = nb - j0 < LANES ? nb - j0 : LANES;
+    const size_t rl = PW * nl; /* floats per padded row */
+    /* zero borders: rows above/below the image, columns left/right of it */
+    for (size_t r = 0; r < PH; r++) {
+      float *pr = pad + r * rl;
+      if (r < (size_t)g->ph || r >= (size_t)g->ph + h) {
+        memset(pr, 0, sizeof(float) * rl);
+        continue;
+      }
+      memset(pr, 0, sizeof(float) * (size_t)g->pw * nl);
+      memset(pr + ((size_t)g->pw + w) * nl, 0, sizeof(float) * (PW - g->pw - w) * nl);
+    }
+    for (int j = 0; j < nl; j++) {
+      const float *xp = x + ((size_t)n0 + j0 + j) * img + (size_t)c * h * w;
+      for (int iy = 0; iy < h; iy++) {
+        float *pr = pad + ((size_t)(iy + g->ph) * PW + g->pw) * nl + j;
+        for (int ix = 0; ix < w; ix++) pr[(size_t)ix * nl] = xp[(size_t)iy * w + ix];
+      }
+    }
+    for (int ty = 0; ty < g->th; ty++)
+      for (int tx = 0; tx < g->tw; tx++) {
+        const int pos = ty * g->tw + tx;
+        /* along columns of the patch: lanes (col, j) contiguous, taps r one padded row apart */
+        bt_1d(m, tr, (size_t)a * nl, pad + ((size_t)ty * m * PW + (size_t)tx * m) * nl, rl, 1,
+              a * nl);
+        /* along rows: for each transformed row i, lanes j, taps col */
+        float *vo = v + (size_t)c * ld + (size_t)pos * nb + j0;
+        for (int i = 0; i < a; i++)
+          bt_1d(m, vo + (size_t)i * a * ks, ks, tr + (size_t)i * a * nl, (size_t)nl, 1, nl);
+      }
+  }
+}
+
+/* y for channel co of the block's images from M[k][co][pos * nb + j] (row mrow, positions
+ * ks apart), + bias (+ y if acc), act. Per chunk of up to LANES images the tiles go to
+ * out [th m][tw m][lane], then each image's plane is written row by row. buf: (th m tw m +
+ * a m) LANES floats. */
+static void output_transform_batched(float *y, const float *mrow, size_t ks, const wino_geom *g,
+                                     int co, float bias, rv_act act, int acc, int n0, int nb,
+                                     float *buf) {
+  const int m = g->m, a = g->a, oh = g->oh, ow = g->ow;
+  const size_t img = (size_t)g->cout * oh * ow, OW = (size_t)g->tw * m;
+  float *out = buf, *hor = buf + (size_t)g->th * m * OW * LANES;
+  for (int j0 = 0; j0 < nb; j0 += LANES) {
+    const int nl = nb - j0 < LANES ? nb - j0 : LANES;
+    for (int ty = 0; ty < g->th; ty++)
+      for (int tx = 0; tx < g->tw; tx++) {
+        const float *mp = mrow + ((size_t)ty * g->tw + tx) * nb + j0;
+        for (int i = 0; i < a; i++) /* along rows: hor[i][q][j] */
+          at_1d(m, hor + (size_t)i * m * nl, (size_t)nl, mp + (size_t)i * a * ks, ks, nl);
+        /* along columns, lanes (q, j): output row p of the tile into out */
+        at_1d(m, out + ((size_t)ty * m * OW + (size_t)tx * m) * nl, OW * nl, hor, (size_t)m * nl,
+              m * nl);
+      }
+    for (int j = 0; j < nl; j++) {
+      float *yc = y + ((size_t)n0 + j0 + j) * img + (size_t)co * oh * ow;
+      for (int oy = 0; oy < oh; oy++) {
+        float *yr = yc + (size_t)oy * ow;
+        const float *op = out + (size_t)oy * OW * nl + j;
+        if (acc)
+          for (int ox = 0; ox < ow; ox++) yr[ox] += op[(size_t)ox * nl] + bias;
+        else
+          for (int ox = 0; ox < ow; ox++) yr[ox] = op[(size_t)ox * nl] + bias;
+        finish_row(yr, (size_t)ow, act);
+      }
+    }
   }
 }
 
@@ -249,9 +355,22 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
   size_t nt = BLOCK_BUDGET / (a2 * ((size_t)cin + cc));
   if (nt < MIN_TILES) nt = MIN_TILES;
   if (nt > total) nt = total;
+  /* small images (tile rows under 8 tiles) in batches of whole images, images as lanes */
+  const size_t tpi = (size_t)g.th * g.tw; /* tiles per image */
+  const int batched = n >= 4 && g.tw < 8 && g.th < 8;
+  int nbi = 1; /* images per block when batched */
+  if (batched) {
+    nbi = (int)(nt / tpi > 0 ? nt / tpi : 1);
+    if (nbi > n) nbi = n;
+    nt = (size_t)nbi * tpi;
+  }
   int nth = omp_get_max_threads();
   size_t per_thread = (size_t)2 * g.a * (SEG * m + 2);
   if ((size_t)(g.a * m + m * m) * SEG > per_thread) per_thread = (size_t)(g.a * m + m * m) * SEG;
+  if (batched && (pad_rows(&g) * pad_cols(&g) + a2) * LANES > per_thread)
+    per_thread = (pad_rows(&g) * pad_cols(&g) + a2) * LANES;
+  if (batched && ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES > per_thread)
+    per_thread = ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES;
 
   rv_arena_mark mark = rv_arena_get_mark(scratch);
   float *u = rv_arena_floats(scratch, a2 * cc * cin);
@@ -267,20 +386,31 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
     weight_transform(u, w + (size_t)co0 * cin * 9, nc, cin, m);
     for (size_t t0 = 0; t0 < total; t0 += nt) {
       int cnt = (int)(total - t0 < nt ? total - t0 : nt);
+      const int n0 = (int)(t0 / tpi), nb = (int)(cnt / tpi); /* batched: whole images */
       size_t work = (size_t)cnt * cin * a2;
 #pragma omp parallel for schedule(static) if (work >= 65536)
-      for (int c = 0; c < cin; c++)
-        input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt,
-                                tb + per_thread * (size_t)omp_get_thread_num());
+      for (int c = 0; c < cin; c++) {
+        float *buf = tb + per_thread * (size_t)omp_get_thread_num();
+        if (batched)
+          input_transform_batched(v, (size_t)cnt, x, &g, c, n0, nb, buf);
+        else
+          input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt, buf);
+      }
       for (size_t k = 0; k < a2; k++)
         rv_gemm_f32(0, 0, nc, cnt, cin, 1.0f, u + k * nc * cin, cin, v + k * cin * cnt, cnt, 0.0f,
                     mm + k * nc * cnt, cnt);
       work = (size_t)cnt * nc * a2;
 #pragma omp parallel for schedule(static) if (work >= 65536)
-      for (int j = 0; j < nc; j++)
-        output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j,
-                                 b ? b[co0 + j] : 0.0f, p.act, p.accumulate, t0, cnt,
-                                 tb + per_thread * (size_t)omp_get_thread_num());
+      for (int j = 0; j < nc; j++) {
+        float *buf = tb + per_thread * (size_t)omp_get_thread_num();
+        const float bias = b ? b[co0 + j] : 0.0f;
+        if (batched)
+          output_transform_batched(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j, bias,
+                                   p.act, p.accumulate, n0, nb, buf);
+        else
+          output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j, bias,
+                                   p.act, p.accumulate, t0, cnt, buf);
+      }
     }
   }
   rv_arena_release(scratch, mark);

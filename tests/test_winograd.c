@@ -80,8 +80,8 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
 }
 
 /* p.accumulate (y = act(y + b + conv)) on every path of rv_conv2d_f32: im2col, F(2x2),
- * F(4x4), pointwise GEMM, batched small images, depthwise, strided; against the naive conv
- * with accumulate. Tolerance 4e-6 of the largest |y0| + |b| + sum |w||x| of the call. */
+ * F(4x4), pointwise GEMM, batched small images (im2col and Winograd), depthwise, strided;
+ * against the naive conv with accumulate (one case without: plain batched Winograd). Tolerance 4e-6 of the largest |y0| + |b| + sum |w||x| of the call. */
 static void test_conv_accumulate(void **state) {
   (void)state;
   rv_arena *ar = rv_arena_create(0);
@@ -91,13 +91,17 @@ static void test_conv_accumulate(void **state) {
   } cs[] = {{1, 64, 19, 23, 48, 3, 1, 1, RV_CONV_IM2COL},    {1, 64, 19, 23, 48, 3, 1, 1, RV_CONV_WINOGRAD2},
             {2, 40, 21, 18, 36, 3, 1, 1, RV_CONV_WINOGRAD4}, {1, 70, 13, 11, 33, 1, 1, 1, RV_CONV_AUTO},
             {12, 32, 7, 7, 40, 3, 1, 1, RV_CONV_IM2COL},    {2, 24, 15, 17, 24, 3, 1, 24, RV_CONV_AUTO},
-            {1, 16, 20, 20, 24, 3, 2, 1, RV_CONV_AUTO}};
+            {1, 16, 20, 20, 24, 3, 2, 1, RV_CONV_AUTO},
+            /* batches of small images (images as lanes), over 64 of them (lane chunks) */
+            {12, 32, 7, 7, 40, 3, 1, 1, RV_CONV_WINOGRAD4},  {5, 24, 9, 11, 20, 3, 1, 1, RV_CONV_WINOGRAD2},
+            {70, 8, 5, 6, 8, 3, 1, 1, RV_CONV_WINOGRAD4},    {70, 8, 7, 7, 16, 3, 1, 1, RV_CONV_WINOGRAD2},
+            {67, 12, 14, 14, 9, 3, 1, 1, RV_CONV_WINOGRAD4}};
   for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
     rv_conv_params p = rv_conv_default_params(cs[c].k, cs[c].stride, cs[c].k / 2);
     p.groups = cs[c].groups;
     p.algo = cs[c].algo;
-    p.act = RV_ACT_RELU;
-    p.accumulate = 1;
+    p.act = c % 3 == 2 ? RV_ACT_GELU : RV_ACT_RELU;
+    p.accumulate = c != 9; /* one batched case without, the others with accumulate */
     int oh = rv_conv_out_size(cs[c].h, cs[c].k, cs[c].stride, cs[c].k / 2, 1);
     int ow = rv_conv_out_size(cs[c].w, cs[c].k, cs[c].stride, cs[c].k / 2, 1);
     size_t nx = (size_t)cs[c].n * cs[c].cin * cs[c].h * cs[c].w;
