@@ -1,14 +1,27 @@
-/* Activation arena: a list of blocks, bump allocation, reset keeps the blocks. */
+/* Activation arena: a list of blocks, bump allocation, reset keeps the blocks.
+ *
+ * The first block of an arena created without an initial size is a reservation of
+ * RESERVE_BYTES of address space (mmap, MAP_NORESERVE): pages become memory only when
+ * touched, so one contiguous block serves every forward pass and the resident memory is
+ * the true peak of the allocations. Growing by separate blocks instead leaves the tail of
+ * each outgrown block unused but resident (RAVLT-S at 512x512: 132 MB of bump peak in
+ * blocks of 200 MB, against 82 MB in one block). Where the reservation is refused (strict
+ * overcommit, a small address-space limit) or outgrown, blocks are allocated as before:
+ * double the capacity at least. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "core/tensor.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define RV_ARENA_MAX_BLOCKS 48
+#define RESERVE_BYTES ((size_t)32 << 30)
 
 struct rv_arena {
   char *block[RV_ARENA_MAX_BLOCKS];
   size_t size[RV_ARENA_MAX_BLOCKS];
+  int mapped; /* block 0 is the mmap reservation */
   int nblocks;
   size_t cur;      /* index of the block being filled */
   size_t used;     /* bytes used in block cur */
@@ -29,8 +42,33 @@ rv_arena *rv_arena_create(size_t initial_bytes) {
 
 void rv_arena_free(rv_arena *a) {
   if (!a) return;
-  for (int i = 0; i < a->nblocks; i++) rv_free(a->block[i]);
+  for (int i = 0; i < a->nblocks; i++) {
+    if (i == 0 && a->mapped)
+      munmap(a->block[0], a->size[0]);
+    else
+      rv_free(a->block[i]);
+  }
   free(a);
+}
+
+/* The reservation as block 0, if the system grants it. */
+static int reserve(rv_arena *a, size_t need) {
+#if defined(MAP_NORESERVE) && defined(MAP_ANONYMOUS)
+  if (need > RESERVE_BYTES) return 0;
+  void *p = mmap(NULL, RESERVE_BYTES, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return 0;
+  a->block[0] = p;
+  a->size[0] = RESERVE_BYTES;
+  a->nblocks = 1;
+  a->mapped = 1;
+  a->cur = 0;
+  a->used = 0;
+  return 1;
+#else
+  (void)a, (void)need;
+  return 0;
+#endif
 }
 
 size_t rv_arena_used(const rv_arena *a) {
@@ -67,6 +105,7 @@ void *rv_arena_alloc(rv_arena *a, size_t bytes) {
         continue;
       }
     }
+    if (a->nblocks == 0 && reserve(a, need)) continue;
     if (a->nblocks >= RV_ARENA_MAX_BLOCKS) return NULL;
     size_t total = rv_arena_capacity(a);
     size_t sz = total > need ? total : need; /* double the capacity at least */

@@ -27,7 +27,8 @@ static void test_arena(void **state) {
   assert_non_null(p);
   assert_int_equal((uintptr_t)p % 64, 0);
   rv_arena_mark m = rv_arena_get_mark(a);
-  float *q = rv_arena_floats(a, (size_t)3 << 20); /* forces a second block */
+  float *q = rv_arena_floats(a, (size_t)3 << 20); /* past 1 MB: a second block, or further
+                                                  * into the reservation (core/arena.c) */
   assert_non_null(q);
   q[((size_t)3 << 20) - 1] = 1.0f;
   size_t cap = rv_arena_capacity(a);
