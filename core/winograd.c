@@ -73,7 +73,6 @@ RV_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *re
   }
 }
 
-
 RV_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
                             int n) {
   if (m == 4) {
@@ -244,9 +243,10 @@ static void output_transform_channel(float *y, const float *mrow, size_t ks, con
 /* ---- small images in batches (RoI heads: hundreds of 7x7 or 14x14 maps) ----------------
  * With few tiles per tile row the transforms above run on 2-4 lanes. Here a block holds nb
  * whole images and its tiles are numbered t = pos * nb + j (pos = ty * tw + tx, j the image
- * in the block), so the transforms run with the block's images as lanes: the a x a patch
- * at pos is gathered for up to LANES images at a time (every image has the same borders),
- * transformed along rows for all (column, image) lanes at once, then along columns. */
+ * in the block), so the transforms run with the block's images as lanes: one channel of up
+ * to LANES images is staged as [padded row][padded column][image] (every image has the
+ * same borders), each a x a patch is then a strided view of it, transformed along its
+ * columns for all (column, image) lanes at once, then along its rows. */
 #define LANES 64
 
 /* Padded size of a batched image: PH x PW (th m + 2 by tw m + 2). */
