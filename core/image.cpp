@@ -415,6 +415,13 @@ static bool is_camera_index(const char *s, int *idx) {
   return true;
 }
 
+static bool is_url(const char *s) { return std::strstr(s, "://") != NULL; }
+
+int rv_video_is_live(const char *source) {
+  int cam;
+  return is_camera_index(source, &cam) || is_url(source);
+}
+
 rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) {
   *out = NULL;
   rv_video_reader *r = NULL;
@@ -426,7 +433,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
     std::memset(&r->info, 0, sizeof r->info);
     r->info.frame_count = -1;
     int cam = 0;
-    bool is_url = std::strstr(source, "://") != NULL;
+    const bool url = is_url(source);
     if (is_camera_index(source, &cam)) {
       r->info.is_camera = 1;
       if (!r->cap.open(cam)) {
@@ -434,7 +441,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
         return rv_error(ctx, RV_ERR_IO, "video: cannot open camera %d", cam);
       }
     } else {
-      if (!is_url) {
+      if (!url) {
         struct stat sb;
         if (stat(source, &sb) != 0) {
           delete r;
@@ -448,15 +455,15 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
       }
       // Network streams: bounded waits so a dead stream fails instead of hanging.
       std::vector<int> params;
-      if (is_url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
+      if (url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
       // Files and URLs go to FFmpeg directly: probing every backend (GStreamer, libusb
       // cameras...) is slow and leaks inside those plugins. A printf-style pattern
       // ("frame_%04d.png") is an image sequence, which only CAP_ANY (CAP_IMAGES) opens.
-      int api = (is_url || !std::strchr(source, '%')) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+      int api = (url || !std::strchr(source, '%')) ? cv::CAP_FFMPEG : cv::CAP_ANY;
       if (!r->cap.open(source, api, params)) {
         delete r;
-        return rv_error(ctx, is_url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
-                        source, is_url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
+        return rv_error(ctx, url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
+                        source, url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
       }
     }
     if (!r->cap.read(r->first) || r->first.empty()) {
@@ -469,7 +476,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
     double fps = r->cap.get(cv::CAP_PROP_FPS);
     r->info.fps = (fps > 0 && fps < 1000) ? fps : 0;
     double fc = r->cap.get(cv::CAP_PROP_FRAME_COUNT);
-    r->info.frame_count = (!r->info.is_camera && !is_url && fc > 0) ? (long)fc : -1;
+    r->info.frame_count = (!r->info.is_camera && !url && fc > 0) ? (long)fc : -1;
     *out = r;
     return RV_OK;
   } catch (const cv::Exception &e) {
