@@ -2,6 +2,7 @@
 // Every entry point catches all exceptions (cv::Exception, std::bad_alloc, ...) and returns
 // an rv_status with a one-line message; nothing here prints or exits.
 #include "core/image.h"
+#include "core/fs.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -128,8 +129,9 @@ std::string lower_ext(const char *path) {
   return e;
 }
 
-// "dir/name.ext" -> "dir/.name.tmpXXXXXX" created with mkstemp (fd returned); the caller
-// writes and renames.
+// "dir/name.ext" -> "dir/.name.tmpXXXXXX.ext" created with mkstemps (fd returned) for the
+// video writer, whose file name must keep the extension (cv::VideoWriter picks the container
+// by it); the caller writes and renames.
 int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
   std::string p(path);
   size_t slash = p.rfind('/');
@@ -290,36 +292,14 @@ rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
       std::string msg = rv_ctx_errmsg(ctx);
       return rv_error(ctx, st, "image %s: %s", path, msg.c_str());
     }
-    std::string tmp;
-    int fd = make_temp(path, tmp, "");
-    if (fd < 0) {
-      int err = errno;
-      std::free(buf);
-      return rv_error(ctx, RV_ERR_IO, "image %s: cannot create a file there: %s", path, std::strerror(err));
-    }
-    size_t off = 0;
-    int err = 0;
-    while (off < len) {
-      ssize_t w = ::write(fd, buf + off, len - off);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        err = errno;
-        break;
-      }
-      off += (size_t)w;
+    rv_out_file o; // PATH.tmp.<pid>, renamed into place (removed on a write error)
+    st = rv_out_open(&o, path, ctx);
+    if (st == RV_OK) {
+      std::fwrite(buf, 1, len, o.f);
+      st = rv_out_close(&o, ctx);
     }
     std::free(buf);
-    if (::close(fd) != 0 && !err) err = errno;
-    if (!err && std::rename(tmp.c_str(), path) != 0) err = errno;
-    if (err) {
-      ::unlink(tmp.c_str());
-      return rv_error(ctx, RV_ERR_IO, "image %s: write failed: %s", path, std::strerror(err));
-    }
-    // mkstemp creates 0600; give the usual permissions (respecting umask).
-    mode_t um = umask(0);
-    umask(um);
-    chmod(path, 0666 & ~um);
-    return RV_OK;
+    return st;
   }
   RV_CATCH(ctx, path)
 }
