@@ -323,7 +323,7 @@ ran:
   }
   goto done;
 fail:
-  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
+  rc = rv_cli_fail_once(ctx, cmd, st);
 done:
   free(imgs);
   rv_det_json_free(dj);
@@ -562,7 +562,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if ((st = rv_cli_ade_report(&acc, n_done, o->json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
-  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
+  rc = rv_cli_fail_once(ctx, cmd, st);
 done:
   free(done);
   rv_seg_areas_free(&acc);

@@ -75,8 +75,8 @@ static const char *USAGE =
     "frames are cut into N contiguous ranges at multiples of --every; each rank seeks to its\n"
     "range and writes a lossless part beside --output, rank 0 re-encodes the parts in order\n"
     "into --output and writes --json: the JSON lines of one process. Threads per rank: cores\n"
-    "/ ranks on the node. A failure on any rank: reported by rank and input, exit 1, no\n"
-    "output (one INPUT) or none for that input (several).\n";
+    "/ ranks on the node. A failure on any rank: reported once by rank and input, every rank\n"
+    "exits 1 (2 for a usage error), no output (one INPUT) or none for that input (several).\n";
 
 static volatile sig_atomic_t g_interrupted;
 

@@ -136,7 +136,7 @@ static int whole_files(rv_video_app *A, const rv_video_opts *o, char **inputs, i
   st = rv_mpi_agree(st != RV_OK ? st : g, ctx);
   if (me == 0 && recs && !rv_cli.quiet) report(recs, R, rv_now() - t0, rv_now() - t_done, "");
   free(recs);
-  if (st != RV_OK) return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) return rv_cli_fail_once(ctx, "video", st);
   return 0;
 }
 
@@ -248,7 +248,7 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   st = rv_mpi_agree(st, ctx);
   if (st != RV_OK) {
     rv_video_writer_discard(final);
-    return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+    return rv_cli_fail_once(ctx, "video", st);
   }
   if (st == RV_OK && !empty) {
     j.input = input;
@@ -309,7 +309,7 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   free(recs);
   free(all);
   free(offs);
-  if (st != RV_OK) return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) return rv_cli_fail_once(ctx, "video", st);
   return 0;
 }
 
@@ -319,7 +319,7 @@ int rv_mpi_video(const rv_video_opts *o, char **inputs, int n_inputs, const char
   if (st == RV_OK) st = rv_video_app_open(&A, o, ctx);
   st = rv_mpi_agree(st, ctx);
   int rc;
-  if (st != RV_OK) rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) rc = rv_cli_fail_once(ctx, "video", st);
   else if (n_inputs > 1) rc = whole_files(A, o, inputs, n_inputs, ctx);
   else if (!o->out_dir) rc = split_file(A, o, inputs[0], output, json, ctx);
   else { /* one input into DIR/NAME.*: split too */
