@@ -254,10 +254,7 @@ static int cmd_coco_model(const coco_opts *o) {
   /* under mpirun (apps/mpi_run.h) every rank reaches the gather, failed or not */
   const int mpi = rv_mpi_size() > 1;
   rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?%s)",
-                  o->weights, rv_model_arch(m),
-                  strcmp(o->weights, RV_CLI_DEMO) ? "" : "; the demo detector is --weights " RV_CLI_DEMO_DET);
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
   double t0 = rv_now();
@@ -510,9 +507,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
   if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor (eval coco?)", o->weights,
-                  rv_model_arch(m));
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, o->weights, "eval coco", ctx);
   /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):
    * the metrics run over the model's classes, annotations 1..C. */
   if (st == RV_OK && rv_model_num_classes(m) > 254)
