@@ -499,6 +499,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   rv_name_list list = {0};
   rv_seg_areas acc = {0};
   char **done = NULL;
+  const char **names = NULL; /* the model's class names for the table (NULL: indices) */
   size_t n_done = 0;
   int rc = 0;
   char img_dir[4096], ann_dir[4096];
@@ -554,11 +555,20 @@ static int cmd_ade20k_model(const ade_opts *o) {
             o->shard.index, o->shard.count, n_done, list.n, o->out);
     goto done;
   }
-  if ((st = rv_cli_ade_report(&acc, n_done, o->json, ctx)) != RV_OK) goto fail;
+  if (rv_model_has_class_names(m)) {
+    const int C = rv_model_num_classes(m);
+    if (!(names = malloc(sizeof *names * (size_t)C))) {
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      goto fail;
+    }
+    for (int k = 0; k < C; k++) names[k] = rv_model_class_name(m, k);
+  }
+  if ((st = rv_cli_ade_report(&acc, n_done, names, o->json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail_once(ctx, cmd, st);
 done:
+  free(names);
   free(done);
   rv_seg_areas_free(&acc);
   rv_name_list_free(&list);
@@ -644,7 +654,7 @@ static int cmd_ade20k(int argc, char **argv) {
                            rv_cli.threads, &n, ctx);
   if (st != RV_OK) goto fail;
   rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-  if ((st = rv_cli_ade_report(&acc, n, o.json, ctx)) != RV_OK) goto fail;
+  if ((st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);
