@@ -703,33 +703,15 @@ void rv_rle_iou_info(double *o, const rv_rle *dt, const rv_rle_info *di, size_t 
     }
 }
 
-void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
-                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb) {
-  rv_rle_info *di = malloc(sizeof *di * (m ? m : 1)), *gi = malloc(sizeof *gi * (n ? n : 1));
-  if (!di || !gi) { /* no memory: one pair at a time */
-    free(di);
-    free(gi);
-    rv_rle_info a, b;
+void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n, const uint8_t *iscrowd) {
+  enum { GT_BLOCK = 64 };
+  rv_rle_info gi[GT_BLOCK], di;
+  for (size_t g0 = 0; g0 < n; g0 += GT_BLOCK) { /* columns g0 .. g0 + k - 1 of every row */
+    const size_t k = n - g0 < GT_BLOCK ? n - g0 : GT_BLOCK;
+    for (size_t g = 0; g < k; g++) rv_rle_info_get(&gi[g], &gt[g0 + g]);
     for (size_t d = 0; d < m; d++) {
-      rv_rle_info_get(&a, &dt[d]);
-      if (dt_bb) memcpy(a.bb, dt_bb + 4 * d, sizeof a.bb);
-      for (size_t g = 0; g < n; g++) {
-        rv_rle_info_get(&b, &gt[g]);
-        if (gt_bb) memcpy(b.bb, gt_bb + 4 * g, sizeof b.bb);
-        rv_rle_iou_info(o + d * n + g, &dt[d], &a, 1, &gt[g], &b, 1, iscrowd ? iscrowd + g : NULL);
-      }
+      rv_rle_info_get(&di, &dt[d]);
+      rv_rle_iou_info(o + d * n + g0, &dt[d], &di, 1, gt + g0, gi, k, iscrowd ? iscrowd + g0 : NULL);
     }
-    return;
   }
-  for (size_t d = 0; d < m; d++) {
-    rv_rle_info_get(&di[d], &dt[d]);
-    if (dt_bb) memcpy(di[d].bb, dt_bb + 4 * d, sizeof di[d].bb);
-  }
-  for (size_t g = 0; g < n; g++) {
-    rv_rle_info_get(&gi[g], &gt[g]);
-    if (gt_bb) memcpy(gi[g].bb, gt_bb + 4 * g, sizeof gi[g].bb);
-  }
-  rv_rle_iou_info(o, dt, di, m, gt, gi, n, iscrowd);
-  free(di);
-  free(gi);
 }
