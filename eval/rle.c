@@ -153,28 +153,26 @@ size_t rv_rle_string_max_counts(const char *s, size_t len) {
 rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
                                   const char *what, rv_ctx *ctx) {
   if (!what) what = "rle";
-  size_t m_max = 0;
-  unsigned bad = 0; /* all characters in '0'..'o'? */
-  for (size_t p = 0; p < len; p++) {
-    unsigned c = (unsigned)(unsigned char)s[p] - 48u;
-    bad |= c > 63;
-    m_max += !(c & 0x20);
-  }
-  size_t m = 0;
-  rv_status st = RV_OK;
-  if (bad || (len && (((unsigned char)s[len - 1] - 48u) & 0x20))) {
-    st = decode_checked(cnts, &m, s, len, what, ctx); /* reports the first problem */
-  } else {
-    /* pass 2 on valid characters with a complete last count: only over-long or out-of-range
-     * counts can still fail, and those go to the careful decoder for the message */
-    size_t p = 0;
-    int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
-    while (p < len) {
+  /* One pass that trusts the characters; any problem (a character outside '0'..'o', a count
+   * over 8 characters or outside 0..2^32-1) sends the string to the careful decoder, which
+   * reports the first one. With the last character ending a count (no continuation bit) no
+   * count can run past the end, whatever the characters before it. */
+  size_t m = 0, p = 0;
+  int fast = 0;          /* decoded to the end without a problem */
+  unsigned seen = 0;     /* OR of every character - 48: above 63 if one is outside '0'..'o' */
+  int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
+  if (len && !(((unsigned char)s[len - 1] - 48u) & 0x20)) {
+    for (;;) {
+      if (p == len) {
+        fast = seen <= 63;
+        break;
+      }
       int64_t x = 0;
       int k = 0;
       unsigned c;
       do {
         c = (unsigned char)s[p++] - 48u;
+        seen |= c;
         x |= (int64_t)(c & 0x1f) << (5 * k);
         k++;
       } while ((c & 0x20) && k < 8);
@@ -186,8 +184,10 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
       prev2 = prev1;
       prev1 = x;
     }
-    if (p < len || m != m_max) st = decode_checked(cnts, &m, s, len, what, ctx);
+  } else if (!len) {
+    fast = 1;
   }
+  rv_status st = fast ? RV_OK : decode_checked(cnts, &m, s, len, what, ctx);
   if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
   if (st != RV_OK) return st;
   r->h = h;
