@@ -25,10 +25,16 @@ rv_ctx *rv_cli_ctx(void) {
   return ctx;
 }
 
+int rv_cli_exit_code(rv_status st) { return st == RV_ERR_ARG ? 2 : 1; }
+
 int rv_cli_fail(rv_ctx *ctx, const char *cmd, rv_status st) {
   const char *m = rv_ctx_errmsg(ctx);
   fprintf(stderr, "ravlt %s: %s\n", cmd, (m && *m) ? m : rv_status_str(st));
-  return st == RV_ERR_ARG ? 2 : 1;
+  return rv_cli_exit_code(st);
+}
+
+int rv_cli_fail_once(rv_ctx *ctx, const char *cmd, rv_status st) {
+  return rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : rv_cli_exit_code(st);
 }
 
 int rv_cli_usage_error(const char *cmd, const char *fmt, ...) {

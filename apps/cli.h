@@ -18,9 +18,15 @@ extern rv_cli_opts rv_cli; /* set once by main() before a subcommand runs */
 /* A context whose log hook prints to stderr ("ravlt: warning: ..."), honouring --quiet
  * and --verbose and --threads. */
 rv_ctx *rv_cli_ctx(void);
-/* Print "ravlt <cmd>: <errmsg>" on stderr and return the exit code for st (1, or 2 for
- * usage errors). */
+/* Exit status of every command: 0 done, 1 error, 2 usage error (RV_ERR_ARG); `video` adds 3
+ * (the stream ended early or stalled) and 130 (Ctrl-C). Under mpirun every rank exits with
+ * the same status. */
+int rv_cli_exit_code(rv_status st); /* 1, or 2 for RV_ERR_ARG */
+/* Print "ravlt <cmd>: <errmsg>" on stderr and return rv_cli_exit_code(st). */
 int rv_cli_fail(rv_ctx *ctx, const char *cmd, rv_status st);
+/* rv_cli_fail for a status every rank holds (after rv_mpi_agree, whose message on rank 0
+ * names the failing rank): printed once, by rank 0; every rank returns the same code. */
+int rv_cli_fail_once(rv_ctx *ctx, const char *cmd, rv_status st);
 /* Print a one-line usage error and return 2. */
 int rv_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 1 if argv[i] is -h or --help. */

@@ -77,9 +77,7 @@ int rv_cmd_detect(int argc, char **argv) {
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'%s", weights,
-                  rv_model_arch(m), strcmp(weights, RV_CLI_DEMO) ? "" : " (the demo detector is --weights " RV_CLI_DEMO_DET ")");
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, weights, "segment", ctx);
   if (st == RV_OK && draw) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");

@@ -254,10 +254,7 @@ static int cmd_coco_model(const coco_opts *o) {
   /* under mpirun (apps/mpi_run.h) every rank reaches the gather, failed or not */
   const int mpi = rv_mpi_size() > 1;
   rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_DETECT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s segmentor, not a detector (eval ade20k?%s)",
-                  o->weights, rv_model_arch(m),
-                  strcmp(o->weights, RV_CLI_DEMO) ? "" : "; the demo detector is --weights " RV_CLI_DEMO_DET);
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
   double t0 = rv_now();
@@ -323,7 +320,7 @@ ran:
   }
   goto done;
 fail:
-  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
+  rc = rv_cli_fail_once(ctx, cmd, st);
 done:
   free(imgs);
   rv_det_json_free(dj);
@@ -502,6 +499,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   rv_name_list list = {0};
   rv_seg_areas acc = {0};
   char **done = NULL;
+  const char **names = NULL; /* the model's class names for the table (NULL: indices) */
   size_t n_done = 0;
   int rc = 0;
   char img_dir[4096], ann_dir[4096];
@@ -510,9 +508,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
   if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor (eval coco?)", o->weights,
-                  rv_model_arch(m));
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, o->weights, "eval coco", ctx);
   /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):
    * the metrics run over the model's classes, annotations 1..C. */
   if (st == RV_OK && rv_model_num_classes(m) > 254)
@@ -559,11 +555,20 @@ static int cmd_ade20k_model(const ade_opts *o) {
             o->shard.index, o->shard.count, n_done, list.n, o->out);
     goto done;
   }
-  if ((st = rv_cli_ade_report(&acc, n_done, o->json, ctx)) != RV_OK) goto fail;
+  if (rv_model_has_class_names(m)) {
+    const int C = rv_model_num_classes(m);
+    if (!(names = malloc(sizeof *names * (size_t)C))) {
+      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+      goto fail;
+    }
+    for (int k = 0; k < C; k++) names[k] = rv_model_class_name(m, k);
+  }
+  if ((st = rv_cli_ade_report(&acc, n_done, names, o->json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
-  rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, cmd, st) : (st == RV_ERR_ARG ? 2 : 1);
+  rc = rv_cli_fail_once(ctx, cmd, st);
 done:
+  free(names);
   free(done);
   rv_seg_areas_free(&acc);
   rv_name_list_free(&list);
@@ -649,7 +654,7 @@ static int cmd_ade20k(int argc, char **argv) {
                            rv_cli.threads, &n, ctx);
   if (st != RV_OK) goto fail;
   rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-  if ((st = rv_cli_ade_report(&acc, n, o.json, ctx)) != RV_OK) goto fail;
+  if ((st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);

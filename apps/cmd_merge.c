@@ -243,7 +243,7 @@ static rv_status merge_ade(rv_part *parts, size_t np, const char *out, const cha
     if (st == RV_OK) st = rv_part_write_ade(out, &whole, T, names, T, &acc, ctx);
     free(names);
   }
-  if (st == RV_OK) st = rv_cli_ade_report(&acc, parts[0].total, json, ctx);
+  if (st == RV_OK) st = rv_cli_ade_report(&acc, parts[0].total, NULL, json, ctx);
   rv_seg_areas_free(&acc);
   return st;
 }

@@ -6,6 +6,7 @@
 #include "apps/model_args.h"
 #include "apps/model_run.h"
 #include "backbone/rank.h"
+#include "core/fs.h"
 #include "core/image.h"
 #include "core/ops.h"
 #include "datasets/preprocess.h"
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static const char *USAGE =
     "usage: ravlt rank --weights W IMAGE [--json OUT] [--plot OUT.png] [--tol T] [--block S.B]\n"
@@ -237,25 +237,13 @@ static rv_status write_json(const char *path, const rv_rank_report *rep, const c
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return rv_error(ctx, RV_ERR_NOMEM, "out of memory formatting the JSON");
-  size_t pl = strlen(path);
-  char *tmp = malloc(pl + 16);
-  if (!tmp) { free(text); return rv_error(ctx, RV_ERR_NOMEM, "out of memory"); }
-  snprintf(tmp, pl + 16, "%s.XXXXXX", path);
-  int fd = mkstemp(tmp);
-  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-  rv_status st = RV_OK;
-  if (!f) {
-    if (fd >= 0) { close(fd); unlink(tmp); }
-    st = rv_error(ctx, RV_ERR_IO, "%s: cannot create the output file", path);
-  } else {
-    int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    bad |= fclose(f) != 0;
-    if (bad || rename(tmp, path) != 0) {
-      unlink(tmp);
-      st = rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
-    }
+  rv_out_file o;
+  rv_status st = rv_out_open(&o, path, ctx);
+  if (st == RV_OK) {
+    fputs(text, o.f);
+    fputc('\n', o.f);
+    st = rv_out_close(&o, ctx); /* a write error: the file is removed, "PATH: write failed" */
   }
-  free(tmp);
   free(text);
   return st;
 }

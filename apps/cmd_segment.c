@@ -83,8 +83,7 @@ int rv_cmd_segment(int argc, char **argv) {
   if (demo) weights = RV_CLI_DEMO;
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("segment", m);
-  if (st == RV_OK && rv_model_task(m) != RV_TASK_SEGMENT)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", weights, rv_model_arch(m));
+  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, weights, "detect", ctx);
   if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit an 8-bit label PNG", weights, rv_model_num_classes(m));
   if (st == RV_OK) st = rv_mkdirs(out_dir, ctx);

@@ -75,8 +75,8 @@ static const char *USAGE =
     "frames are cut into N contiguous ranges at multiples of --every; each rank seeks to its\n"
     "range and writes a lossless part beside --output, rank 0 re-encodes the parts in order\n"
     "into --output and writes --json: the JSON lines of one process. Threads per rank: cores\n"
-    "/ ranks on the node. A failure on any rank: reported by rank and input, exit 1, no\n"
-    "output (one INPUT) or none for that input (several).\n";
+    "/ ranks on the node. A failure on any rank: reported once by rank and input, every rank\n"
+    "exits 1 (2 for a usage error), no output (one INPUT) or none for that input (several).\n";
 
 static volatile sig_atomic_t g_interrupted;
 
@@ -128,10 +128,11 @@ struct rv_video_app {
   rv_video_writer *vw;
   int vw_owned; /* vw is ours to close (else the job's writer) */
   const char *out_path;
-  FILE *json;
-  int json_owned; /* json is our temporary file (else the job's stream) */
+  double out_fps; /* of vw when it is ours */
+  FILE *json;     /* jo.f, or the job's stream */
+  rv_out_file jo;
+  int json_owned; /* jo was opened for this job (else json is the job's stream or NULL) */
   const char *json_path;
-  char json_tmp[4200];
   long frames_out, json_lines;
   int show;
   int out_finalised, json_finalised;
@@ -319,7 +320,8 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
   return RV_OK;
 }
 
-/* Encode thread, after the last frame: close the video and the JSON (temp + rename). */
+/* Encode thread, after the last frame: close the video and the JSON (rv_out_file: renamed
+ * into place when a line was written or the run went well, else removed). */
 static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
   app *a = user;
   rv_status st = RV_OK;
@@ -336,20 +338,17 @@ static rv_status finish(void *user, rv_status prior, rv_ctx *ctx) {
     }
     a->vw = NULL;
   }
-  if (a->json && !a->json_owned) { /* the caller's stream: flushed line by line */
-    a->json = NULL;
-    a->json_finalised = 1;
-  }
-  if (a->json) {
-    int bad = fclose(a->json) != 0;
-    a->json = NULL;
-    if (bad && st == RV_OK) st = rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path);
-    if (!bad && (a->json_lines > 0 || prior == RV_OK) && rename(a->json_tmp, a->json_path) == 0) a->json_finalised = 1;
-    else {
-      remove(a->json_tmp);
-      if (!bad && st == RV_OK && prior == RV_OK) st = rv_error(ctx, RV_ERR_IO, "%s: cannot rename the temporary file", a->json_path);
+  if (a->json && !a->json_owned) a->json_finalised = 1; /* the caller's stream: flushed line by line */
+  if (a->json_owned) {
+    if (a->json_lines > 0 || prior == RV_OK) {
+      rv_status s = rv_out_close(&a->jo, ctx);
+      if (s == RV_OK) a->json_finalised = 1;
+      else if (st == RV_OK) st = s;
+    } else {
+      rv_out_abort(&a->jo);
     }
   }
+  a->json = NULL;
   rv_log(ctx, RV_LOG_DEBUG, "outputs finalised in %.2f s", rv_now() - t0);
   return st;
 }
@@ -465,29 +464,38 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
   return RV_OK;
 }
 
-/* Opens the job's input (positioned at job->first) and outputs. */
+double rv_video_out_fps(const rv_video_info *info, const char *input, const char *output, rv_ctx *ctx) {
+  if (info->fps > 0 && info->fps <= 1000) return info->fps;
+  rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
+  return 25.0;
+}
+
+/* Opens the job's input (or takes over job->reader), positioned at job->first, and outputs. */
 static rv_status open_job(app *A, rv_video_job *j, rv_ctx *ctx) {
-  RV_TRY(rv_video_open(&A->vr, j->input, ctx));
+  if (j->reader) {
+    A->vr = j->reader;
+    j->reader = NULL;
+  } else {
+    RV_TRY(rv_video_open(&A->vr, j->input, ctx));
+  }
   j->info = rv_video_get_info(A->vr);
   if (j->first > 0 || j->count > 0) RV_TRY(rv_video_seek(A->vr, j->first, A->o.no_seek, ctx));
-  double fps = j->info.fps > 0 && j->info.fps <= 1000 ? j->info.fps : 25.0;
   if (j->writer) {
     A->vw = j->writer;
   } else if (j->output) {
     A->vw_owned = 1;
-    if (!(j->info.fps > 0 && j->info.fps <= 1000))
-      rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", j->input, j->output);
-    RV_TRY(rv_video_writer_open(&A->vw, j->output, fps, j->info.width, j->info.height, j->fourcc, ctx));
+    A->out_fps = rv_video_out_fps(&j->info, j->input, j->output, ctx);
+    RV_TRY(rv_video_writer_open(&A->vw, j->output, A->out_fps, j->info.width, j->info.height, j->fourcc, ctx));
     A->out_path = j->output;
   }
   if (j->json_stream) {
     A->json = j->json_stream;
     A->json_path = j->input;
   } else if (j->json) {
-    snprintf(A->json_tmp, sizeof A->json_tmp, "%s.tmp%ld", j->json, (long)getpid());
-    A->json_path = j->json;
-    if (!(A->json = fopen(A->json_tmp, "w"))) return rv_error(ctx, RV_ERR_IO, "%s: cannot create (%s)", j->json, "check the folder");
+    RV_TRY(rv_out_open(&A->jo, j->json, ctx));
     A->json_owned = 1;
+    A->json = A->jo.f;
+    A->json_path = j->json;
   }
   return RV_OK;
 }
@@ -503,7 +511,7 @@ static void hash_next(app *A, rv_video_job *j, rv_ctx *ctx) {
   rv_image_free(&f);
 }
 
-static void summary(const app *A, const rv_video_job *j, double out_fps) {
+static void summary(const app *A, const rv_video_job *j) {
   const rv_vp_stats *s = &j->stats;
   double share = s->wall_s > 0 ? 100.0 * (1.0 - s->infer_s / s->wall_s) : 0;
   fprintf(stderr,
@@ -511,7 +519,7 @@ static void summary(const app *A, const rv_video_job *j, double out_fps) {
           "p95 %.3f s; %.2f fps; %.1f s wall, %.1f%% outside inference\n",
           s->read, s->processed, s->written, s->dropped, s->corrupt, s->latency_mean_s, s->latency_p95_s, s->fps, s->wall_s,
           share < 0 ? 0 : share);
-  if (A->out_finalised) fprintf(stderr, "ravlt video: wrote %s (%s, %ld frames, %.3g fps)\n", j->output, A->fourcc, A->frames_out, out_fps);
+  if (A->out_finalised) fprintf(stderr, "ravlt video: wrote %s (%s, %ld frames, %.3g fps)\n", j->output, A->fourcc, A->frames_out, A->out_fps);
   if (A->json_finalised && A->json_owned) fprintf(stderr, "ravlt video: wrote %s (%ld lines)\n", j->json, A->json_lines);
 }
 
@@ -521,7 +529,9 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   A->vr = NULL;
   A->vw = NULL;
   A->vw_owned = 0;
+  A->out_fps = 0;
   A->json = NULL;
+  memset(&A->jo, 0, sizeof A->jo);
   A->json_owned = A->out_finalised = A->json_finalised = 0;
   A->frames_out = A->json_lines = 0;
   A->fourcc[0] = 0;
@@ -531,8 +541,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   rv_status st = open_job(A, j, ctx);
   const rv_video_info info = j->info;
   const char *input = j->input;
-  int live = info.is_camera || strstr(input, "://") != NULL;
-  double out_fps = info.fps > 0 && info.fps <= 1000 ? info.fps : 25.0;
+  int live = rv_video_is_live(input);
   if (st != RV_OK) goto out;
   if (!j->output && !j->writer && !j->json && !j->json_stream) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
   if (o->drop && !live) rv_log(ctx, RV_LOG_INFO, "--drop applies to cameras and streams only: a file never drops frames");
@@ -589,7 +598,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   if (!j->quiet && s->corrupt) fprintf(stderr, "ravlt video: %ld corrupt frame(s) skipped\n", s->corrupt);
   if (!j->quiet && s->interrupted) fprintf(stderr, "ravlt video: interrupted: stopped after %ld frame(s)\n", s->written);
   if (talk || (!j->quiet && (st != RV_OK || s->ended_early || s->stalled))) {
-    summary(A, j, out_fps);
+    summary(A, j);
     rv_log(ctx, RV_LOG_DEBUG,
            "stages: decode %.2f s, inference %.2f s (waited %.2f s for frames, %.2f s for the encoder), draw+encode %.2f s",
            s->read_s, s->infer_s, s->wait_in_s, s->wait_out_s, s->sink_s);
@@ -597,10 +606,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
 out:
   if (A->vw && A->vw_owned) rv_video_writer_discard(A->vw);
   A->vw = NULL;
-  if (A->json && A->json_owned) {
-    fclose(A->json);
-    remove(A->json_tmp);
-  }
+  if (A->json_owned) rv_out_abort(&A->jo); /* a no-op when finish() closed it */
   A->json = NULL;
   rv_video_close(A->vr);
   A->vr = NULL;
@@ -625,30 +631,32 @@ int rv_video_out_names(const rv_video_opts *o, const char *input, char *video, c
   return 0;
 }
 
-/* A camera index or a URL (what rv_video_open treats as live). */
-static int is_live(const char *s) {
-  size_t n = strspn(s, "0123456789");
-  return (n > 0 && n <= 4 && !s[n]) || strstr(s, "://") != NULL;
+void rv_video_dir_job(rv_video_job *j, const rv_video_opts *o, const char *input, char *video, char *json, size_t cap) {
+  memset(j, 0, sizeof *j);
+  j->input = input;
+  rv_video_out_names(o, input, video, json, cap); /* checked while parsing */
+  j->output = video[0] ? video : NULL;
+  j->json = json;
 }
 
 static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 /* One process, several inputs in sorted order: each into DIR/STEM.*; every input is run (a
- * failed one leaves no output) and the worst exit status is returned. */
-static int run_inputs(app *A, char **inputs, int n, rv_ctx *ctx) {
+ * failed one leaves no output) and the worst exit status is returned. first: inputs[0]
+ * already open, or NULL (closed here if it is not run). */
+static int run_inputs(app *A, char **inputs, int n, rv_video_reader *first, rv_ctx *ctx) {
   int worst = 0;
   for (int i = 0; i < n && !g_interrupted; i++) {
     char video[4096], json[4096];
     rv_video_job j;
-    memset(&j, 0, sizeof j);
-    j.input = inputs[i];
-    rv_video_out_names(&A->o, inputs[i], video, json, sizeof video); /* checked while parsing */
-    j.output = video[0] ? video : NULL;
-    j.json = json;
+    rv_video_dir_job(&j, &A->o, inputs[i], video, json, sizeof video);
+    if (i == 0) j.reader = first;
+    first = NULL;
     rv_status st = rv_video_run(A, &j, ctx);
     int rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
     if (rc == 130 || (rc > worst && worst != 130)) worst = rc;
   }
+  rv_video_close(first);
   return worst;
 }
 
@@ -693,7 +701,7 @@ int rv_cmd_video(int argc, char **argv) {
   if (!n_in) USAGE_ERR("no INPUT video, camera index or URL");
   if (rv_mpi_size() > 1) {
     for (int i = 0; i < n_in; i++) {
-      if (is_live(inputs[i]))
+      if (rv_video_is_live(inputs[i]))
         USAGE_ERR("'%s': cameras and streams run in one process, not across MPI ranks", inputs[i]);
     }
     if (o.show) USAGE_ERR("--show runs in one process, not across MPI ranks");
@@ -743,19 +751,21 @@ int rv_cmd_video(int argc, char **argv) {
   if (rv_mpi_size() > 1) {
     rc = rv_mpi_video(&o, inputs, n_in, output, json, ctx); /* loads the model on every rank */
   } else {
-    if (n_in == 1 && !is_live(inputs[0])) { /* a missing file fails before the model loads */
-      rv_video_reader *vr = NULL;
-      st = rv_video_open(&vr, inputs[0], ctx);
-      rv_video_close(vr);
-    }
+    /* one file: opened before the model loads (a missing file fails first), then run */
+    rv_video_reader *vr = NULL;
+    if (n_in == 1 && !rv_video_is_live(inputs[0])) st = rv_video_open(&vr, inputs[0], ctx);
     if (st == RV_OK && o.out_dir) st = rv_mkdirs(o.out_dir, ctx);
     if (st == RV_OK) st = rv_video_app_open(&A, &o, ctx);
-    if (st != RV_OK) rc = rv_cli_fail(ctx, "video", st);
-    else if (o.out_dir) rc = run_inputs(A, inputs, n_in, ctx);
-    else {
+    if (st != RV_OK) {
+      rv_video_close(vr);
+      rc = rv_cli_fail(ctx, "video", st);
+    } else if (o.out_dir) {
+      rc = run_inputs(A, inputs, n_in, vr, ctx);
+    } else {
       rv_video_job j;
       memset(&j, 0, sizeof j);
       j.input = inputs[0];
+      j.reader = vr;
       j.output = output;
       j.json = json;
       st = rv_video_run(A, &j, ctx);

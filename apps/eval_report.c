@@ -88,7 +88,7 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
   return st;
 }
 
-rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *json, rv_ctx *ctx) {
+rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const *names, const char *json, rv_ctx *ctx) {
   rv_seg_metrics m = {0};
   RV_TRY(rv_seg_metrics_compute(&m, acc, ctx));
   int C = acc->num_classes;
@@ -99,7 +99,10 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *json,
     char iou[16], accs[16];
     if (isnan(m.iou[k])) snprintf(iou, sizeof iou, "nan"); else snprintf(iou, sizeof iou, "%.2f", rv_mmseg_round(m.iou[k]) * 100);
     if (isnan(m.acc[k])) snprintf(accs, sizeof accs, "nan"); else snprintf(accs, sizeof accs, "%.2f", rv_mmseg_round(m.acc[k]) * 100);
-    printf("  %-3d %-20s %7s %7s\n", k, C == RV_ADE20K_CLASSES ? rv_ade20k_classes[k] : "", iou, accs);
+    char idx[16];
+    snprintf(idx, sizeof idx, "%d", k);
+    const char *name = names ? names[k] : C == RV_ADE20K_CLASSES ? rv_ade20k_classes[k] : idx;
+    printf("  %-3d %-20s %7s %7s\n", k, name, iou, accs);
   }
   printf("Summary:\n  aAcc %.2f  mIoU %.2f  mAcc %.2f   (%zu images)\n", rv_mmseg_round(m.aAcc) * 100,
          rv_mmseg_round(m.mIoU) * 100, rv_mmseg_round(m.mAcc) * 100, n);

@@ -26,9 +26,11 @@ typedef struct {
 rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_iou_type t,
                              const rv_coco_report_opts *o, const char *json, double stats[12],
                              rv_ctx *ctx);
-/* mmseg's per-class table and summary from accumulated areas; json (may be NULL):
- * {"aAcc", "mIoU", "mAcc", "IoU": [C], "Acc": [C], "images"} with null for NaN. */
-rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char *json,
+/* mmseg's per-class table and summary from accumulated areas; names: the C class names, or
+ * NULL: ADE20K's when C is 150, else the class indices (as mmseg prints a dataset without
+ * CLASSES). json (may be NULL): {"aAcc", "mIoU", "mAcc", "IoU": [C], "Acc": [C], "images"}
+ * with null for NaN. */
+rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char *const *names, const char *json,
                             rv_ctx *ctx);
 
 /* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended. */

@@ -55,7 +55,8 @@ static void usage(FILE *f) {
              "commands:\n");
   for (int i = 0; i < n; i++)
     if (tab[i].fn) fprintf(f, "  %-14s %s\n", tab[i].name, tab[i].summary);
-  fprintf(f, "\n'ravlt COMMAND --help' describes a command.\n");
+  fprintf(f, "\n'ravlt COMMAND --help' describes a command. Exit status: 0 done, 1 error, 2 usage error\n"
+             "(`video` adds 3 and 130, see its --help); under mpirun every rank exits with the same status.\n");
 }
 
 int main(int argc, char **argv) {

@@ -94,6 +94,16 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
   return RV_OK;
 }
 
+rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights, const char *use, rv_ctx *ctx) {
+  if (rv_model_task(m) == want) return RV_OK;
+  const int det = want == RV_TASK_DETECT;
+  const char *hint = "";
+  if (!strcmp(weights, det ? RV_CLI_DEMO : RV_CLI_DEMO_DET))
+    hint = det ? " (the demo detector is --weights " RV_CLI_DEMO_DET ")" : " (the demo segmentation model is --weights " RV_CLI_DEMO ")";
+  return rv_error(ctx, RV_ERR_MODEL, "%s: this checkpoint is a %s %s, not a %s: use 'ravlt %s'%s", weights, rv_model_arch(m),
+                  det ? "segmentor" : "detector", det ? "detector" : "segmentor", use, hint);
+}
+
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]) {
   int n = rv_model_num_classes(m);
   *names = calloc((size_t)n, sizeof **names);

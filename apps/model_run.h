@@ -30,6 +30,10 @@ rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx);
 /* The one-line notice on stderr (not with --quiet; rank 0 only under mpirun) of a command run
  * without --weights. */
 void rv_cli_demo_notice(const char *cmd, const rv_model *m);
+/* RV_OK when m does the task want, else RV_ERR_MODEL "W: this checkpoint is a ARCH detector,
+ * not a segmentor: use 'ravlt USE'" (USE: the command for the model's task, e.g. "detect" or
+ * "eval coco"), naming the demo model of task want when weights is the other demo name. */
+rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights, const char *use, rv_ctx *ctx);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
 /* out = dir + "/" + basename(path) without extension + suffix. */

@@ -115,12 +115,8 @@ static int whole_files(rv_video_app *A, const rv_video_opts *o, char **inputs, i
   for (int k = me; k < n && !rv_video_interrupted(); k += R) {
     char video[4096], json[4096];
     rv_video_job j;
-    memset(&j, 0, sizeof j);
-    j.input = inputs[k];
+    rv_video_dir_job(&j, o, inputs[k], video, json, sizeof video);
     j.quiet = 1;
-    rv_video_out_names(o, inputs[k], video, json, sizeof video);
-    j.output = video[0] ? video : NULL;
-    j.json = json;
     rv_status s = job_outcome(rv_video_run(A, &j, ctx), &j, ctx);
     add_job(&mine, &j);
     if (s == RV_OK && me == 0 && !rv_cli.quiet)
@@ -140,7 +136,7 @@ static int whole_files(rv_video_app *A, const rv_video_opts *o, char **inputs, i
   st = rv_mpi_agree(st != RV_OK ? st : g, ctx);
   if (me == 0 && recs && !rv_cli.quiet) report(recs, R, rv_now() - t0, rv_now() - t_done, "");
   free(recs);
-  if (st != RV_OK) return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) return rv_cli_fail_once(ctx, "video", st);
   return 0;
 }
 
@@ -245,15 +241,14 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   }
   int empty = st == RV_OK && j.count == 0 && !(me == R - 1 && to_end);
   if (st == RV_OK && output && me == 0) {
-    double fps = j.info.fps > 0 && j.info.fps <= 1000 ? j.info.fps : 25.0;
-    if (fps != j.info.fps) rv_log(ctx, RV_LOG_WARN, "%s: unknown frame rate: writing %s at 25 fps", input, output);
+    double fps = rv_video_out_fps(&j.info, input, output, ctx);
     st = rv_video_writer_open(&final, output, fps, j.info.width, j.info.height, NULL, ctx);
   }
   /* an unreadable input or output is known before any frame is processed */
   st = rv_mpi_agree(st, ctx);
   if (st != RV_OK) {
     rv_video_writer_discard(final);
-    return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+    return rv_cli_fail_once(ctx, "video", st);
   }
   if (st == RV_OK && !empty) {
     j.input = input;
@@ -314,7 +309,7 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   free(recs);
   free(all);
   free(offs);
-  if (st != RV_OK) return me == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) return rv_cli_fail_once(ctx, "video", st);
   return 0;
 }
 
@@ -324,7 +319,7 @@ int rv_mpi_video(const rv_video_opts *o, char **inputs, int n_inputs, const char
   if (st == RV_OK) st = rv_video_app_open(&A, o, ctx);
   st = rv_mpi_agree(st, ctx);
   int rc;
-  if (st != RV_OK) rc = rv_mpi_rank() == 0 ? rv_cli_fail(ctx, "video", st) : 1;
+  if (st != RV_OK) rc = rv_cli_fail_once(ctx, "video", st);
   else if (n_inputs > 1) rc = whole_files(A, o, inputs, n_inputs, ctx);
   else if (!o->out_dir) rc = split_file(A, o, inputs[0], output, json, ctx);
   else { /* one input into DIR/NAME.*: split too */

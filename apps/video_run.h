@@ -32,9 +32,11 @@ void rv_video_app_free(rv_video_app *a);
 
 typedef struct {
   const char *input;
+  rv_video_reader *reader;     /* input already opened by the caller and not read from (NULL:
+                                  rv_video_run opens it); rv_video_run takes it over */
   const char *output, *fourcc; /* overlay video (NULL: none), codec (NULL: by extension) ... */
   rv_video_writer *writer;     /* ... or frames appended to this open writer (not closed) */
-  const char *json;            /* JSON lines file, temp + rename (NULL: none) ... */
+  const char *json;            /* JSON lines file, via rv_out_file (NULL: none) ... */
   FILE *json_stream;           /* ... or JSON lines appended to this stream (not closed) */
   long first, count;           /* frames first .. first + count - 1 of a file (count 0: to
                                   the end); frame indices, times and --every stay global */
@@ -56,6 +58,13 @@ rv_status rv_video_run(rv_video_app *a, rv_video_job *job, rv_ctx *ctx);
 /* Several inputs: output names under o->out_dir from the input's file name without its
  * extension (video empty when out_ext is "none"). -1 when a name does not fit. */
 int rv_video_out_names(const rv_video_opts *o, const char *input, char *video, char *json, size_t cap);
+/* A job for input into those names (video and json: cap bytes each, holding them while the
+ * job runs; the names were checked while parsing). */
+void rv_video_dir_job(rv_video_job *j, const rv_video_opts *o, const char *input, char *video, char *json, size_t cap);
+
+/* The frame rate an overlay video of the input is written at: the input's, or 25 fps when
+ * it reports none (a warning then names input and output). */
+double rv_video_out_fps(const rv_video_info *info, const char *input, const char *output, rv_ctx *ctx);
 
 /* The FNV-1a 64-bit hash of a frame's pixels (seam checks). */
 uint64_t rv_video_frame_hash(const rv_image *frame);

@@ -2,6 +2,7 @@
 // Every entry point catches all exceptions (cv::Exception, std::bad_alloc, ...) and returns
 // an rv_status with a one-line message; nothing here prints or exits.
 #include "core/image.h"
+#include "core/fs.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -128,8 +129,9 @@ std::string lower_ext(const char *path) {
   return e;
 }
 
-// "dir/name.ext" -> "dir/.name.tmpXXXXXX" created with mkstemp (fd returned); the caller
-// writes and renames.
+// "dir/name.ext" -> "dir/.name.tmpXXXXXX.ext" created with mkstemps (fd returned) for the
+// video writer, whose file name must keep the extension (cv::VideoWriter picks the container
+// by it); the caller writes and renames.
 int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
   std::string p(path);
   size_t slash = p.rfind('/');
@@ -290,36 +292,14 @@ rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
       std::string msg = rv_ctx_errmsg(ctx);
       return rv_error(ctx, st, "image %s: %s", path, msg.c_str());
     }
-    std::string tmp;
-    int fd = make_temp(path, tmp, "");
-    if (fd < 0) {
-      int err = errno;
-      std::free(buf);
-      return rv_error(ctx, RV_ERR_IO, "image %s: cannot create a file there: %s", path, std::strerror(err));
-    }
-    size_t off = 0;
-    int err = 0;
-    while (off < len) {
-      ssize_t w = ::write(fd, buf + off, len - off);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        err = errno;
-        break;
-      }
-      off += (size_t)w;
+    rv_out_file o; // PATH.tmp.<pid>, renamed into place (removed on a write error)
+    st = rv_out_open(&o, path, ctx);
+    if (st == RV_OK) {
+      std::fwrite(buf, 1, len, o.f);
+      st = rv_out_close(&o, ctx);
     }
     std::free(buf);
-    if (::close(fd) != 0 && !err) err = errno;
-    if (!err && std::rename(tmp.c_str(), path) != 0) err = errno;
-    if (err) {
-      ::unlink(tmp.c_str());
-      return rv_error(ctx, RV_ERR_IO, "image %s: write failed: %s", path, std::strerror(err));
-    }
-    // mkstemp creates 0600; give the usual permissions (respecting umask).
-    mode_t um = umask(0);
-    umask(um);
-    chmod(path, 0666 & ~um);
-    return RV_OK;
+    return st;
   }
   RV_CATCH(ctx, path)
 }
@@ -415,6 +395,13 @@ static bool is_camera_index(const char *s, int *idx) {
   return true;
 }
 
+static bool is_url(const char *s) { return std::strstr(s, "://") != NULL; }
+
+int rv_video_is_live(const char *source) {
+  int cam;
+  return is_camera_index(source, &cam) || is_url(source);
+}
+
 rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) {
   *out = NULL;
   rv_video_reader *r = NULL;
@@ -426,7 +413,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
     std::memset(&r->info, 0, sizeof r->info);
     r->info.frame_count = -1;
     int cam = 0;
-    bool is_url = std::strstr(source, "://") != NULL;
+    const bool url = is_url(source);
     if (is_camera_index(source, &cam)) {
       r->info.is_camera = 1;
       if (!r->cap.open(cam)) {
@@ -434,7 +421,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
         return rv_error(ctx, RV_ERR_IO, "video: cannot open camera %d", cam);
       }
     } else {
-      if (!is_url) {
+      if (!url) {
         struct stat sb;
         if (stat(source, &sb) != 0) {
           delete r;
@@ -448,15 +435,15 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
       }
       // Network streams: bounded waits so a dead stream fails instead of hanging.
       std::vector<int> params;
-      if (is_url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
+      if (url) params = {cv::CAP_PROP_OPEN_TIMEOUT_MSEC, 15000, cv::CAP_PROP_READ_TIMEOUT_MSEC, 15000};
       // Files and URLs go to FFmpeg directly: probing every backend (GStreamer, libusb
       // cameras...) is slow and leaks inside those plugins. A printf-style pattern
       // ("frame_%04d.png") is an image sequence, which only CAP_ANY (CAP_IMAGES) opens.
-      int api = (is_url || !std::strchr(source, '%')) ? cv::CAP_FFMPEG : cv::CAP_ANY;
+      int api = (url || !std::strchr(source, '%')) ? cv::CAP_FFMPEG : cv::CAP_ANY;
       if (!r->cap.open(source, api, params)) {
         delete r;
-        return rv_error(ctx, is_url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
-                        source, is_url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
+        return rv_error(ctx, url ? RV_ERR_IO : RV_ERR_FORMAT, "video %s: cannot open (%s)",
+                        source, url ? "stream unreachable or unsupported" : "not a video OpenCV can decode");
       }
     }
     if (!r->cap.read(r->first) || r->first.empty()) {
@@ -469,7 +456,7 @@ rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx) 
     double fps = r->cap.get(cv::CAP_PROP_FPS);
     r->info.fps = (fps > 0 && fps < 1000) ? fps : 0;
     double fc = r->cap.get(cv::CAP_PROP_FRAME_COUNT);
-    r->info.frame_count = (!r->info.is_camera && !is_url && fc > 0) ? (long)fc : -1;
+    r->info.frame_count = (!r->info.is_camera && !url && fc > 0) ? (long)fc : -1;
     *out = r;
     return RV_OK;
   } catch (const cv::Exception &e) {

@@ -116,6 +116,8 @@ typedef struct {
  * frame can be decoded). The first frame is decoded at open time to learn the size; it
  * is returned by the first rv_video_read. */
 rv_status rv_video_open(rv_video_reader **out, const char *source, rv_ctx *ctx);
+/* 1 if rv_video_open treats source as live: a camera index (1-4 digits) or a URL ("://"). */
+int rv_video_is_live(const char *source);
 rv_video_info rv_video_get_info(const rv_video_reader *r);
 /* Next frame as BGR into *frame ((re)allocated). RV_OK with *got = 1: a frame; RV_OK with
  * *got = 0: end of stream. An error status means the stream broke (e.g. far fewer frames

@@ -20,13 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- segmentation (COCO.annToRLE) on the scanner ---- */
-
-static double mono_s(void) { /* for the phase times in the debug log */
+double rv_coco_mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+/* ---- segmentation (COCO.annToRLE) on the scanner ---- */
 
 /* ---- the mask memory pool ---- */
 
@@ -712,13 +712,13 @@ rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_
 rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
                                    const char *name, rv_iou_type t, rv_coco_area_mode mode, int threads,
                                    rv_ctx *ctx) {
-  double t0 = mono_s();
+  double t0 = rv_coco_mono_s();
   RV_TRY(rv_coco_parse_results(r, gt, json, len, name, t, mode, threads, ctx));
-  double t1 = mono_s();
+  double t1 = rv_coco_mono_s();
   rv_status st = rv_coco_results_prepare(r, gt, t, mode, name, ctx);
   if (st != RV_OK) rv_coco_results_free(r);
   else
-    rv_log(ctx, RV_LOG_DEBUG, "%s: parse and decode %.3f s, loadRes rules %.3f s", name, t1 - t0, mono_s() - t1);
+    rv_log(ctx, RV_LOG_DEBUG, "%s: parse and decode %.3f s, loadRes rules %.3f s", name, t1 - t0, rv_coco_mono_s() - t1);
   return st;
 }
 
@@ -779,13 +779,13 @@ rv_status rv_coco_evaluate(rv_cocoeval **ev, const rv_coco *gt, const rv_coco_re
   for (size_t i = 0; i < gt->n_images; i++) img[i] = gt->images[i].id;
   for (size_t i = 0; i < gt->n_cats; i++) cat[i] = gt->cats[i].id;
   rv_cocoeval_input in = {img, gt->n_images, cat, gt->n_cats, gt->anns, gt->n_anns, res->dets, res->n};
-  double t0 = mono_s();
+  double t0 = rv_coco_mono_s();
   rv_status st = rv_cocoeval_evaluate(ev, p, &in, ctx);
-  double t1 = mono_s();
+  double t1 = rv_coco_mono_s();
   if (st == RV_OK) st = rv_cocoeval_accumulate(*ev, ctx);
   if (st == RV_OK)
     rv_log(ctx, RV_LOG_DEBUG, "cocoeval %s: evaluate %.3f s, accumulate %.3f s", p->iou_type == RV_IOU_BBOX ? "bbox" : "segm",
-           t1 - t0, mono_s() - t1);
+           t1 - t0, rv_coco_mono_s() - t1);
   if (st != RV_OK) {
     rv_cocoeval_free(*ev);
     *ev = NULL;

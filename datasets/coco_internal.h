@@ -25,6 +25,9 @@ void rv_coco_pool_free(rv_coco_pool *pool);
  * Compressed RLE strings are decoded into pool when it is not NULL (the RLE borrows the
  * memory). Returns 1, or 0 with the problem in c->err. */
 int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want, rv_coco_pool *pool);
+/* Monotonic seconds, for the phase times in the debug log. */
+double rv_coco_mono_s(void);
+
 /* Parse a results list into r->dets (no loadRes rules yet). Masks are decoded when the
  * evaluation needs them (segm, mask area mode, or a first result without a bbox). */
 rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,

@@ -3,7 +3,6 @@
  * serial pass splits the list into element spans, then the elements are parsed in parallel
  * straight into rv_coco_obj, RLE strings decoded in place into per-thread pool blocks. Errors name the file and element
  * ("dt.json: results[12]: ..."). */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "datasets/coco_internal.h"
 
 #include <ctype.h>
@@ -12,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static int int_id(double v, int64_t *out) {
   if (!(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
@@ -107,12 +105,9 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
   if (rv_jpeek(&c, '{')) return rv_error(ctx, RV_ERR_FORMAT, "%s: results must be a JSON list of detections", name);
   const char **starts = NULL;
   size_t n = 0;
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const double t0 = rv_coco_mono_s();
   if (!rv_jsplit_list(&c, &starts, &n)) return rv_jsyntax_error(ctx, name, json, c.p, c.err);
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  rv_log(ctx, RV_LOG_DEBUG, "%s: %zu list elements found in %.3f s (one thread)", name, n,
-         (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+  rv_log(ctx, RV_LOG_DEBUG, "%s: %zu list elements found in %.3f s (one thread)", name, n, rv_coco_mono_s() - t0);
   rv_jws(&c);
   if (c.p < c.end && *c.p) {
     free(starts);

@@ -308,9 +308,7 @@ int rv_jsplit_list(rv_jcur *c, const char ***out, size_t *nout) {
       if (p >= end) break;
     } else if (kind == 2)
       depth++;
-    else if (kind == 3 && depth > 0)
-      depth--;
-    else if (kind == 4 && depth > 0)
+    else if ((kind == 3 || kind == 4) && depth > 0) /* '}' or ']' closing a nested value */
       depth--;
     else if (kind != 3 && depth == 0) { /* ',' or ']' at the top */
       char ch = *p;

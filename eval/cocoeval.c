@@ -277,7 +277,7 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
                sz_gto = sizeof(rv_coco_obj *) * nz(G), sz_iou = sizeof(double) * nz(D * G),
                sz_gtind = sizeof(size_t) * nz(G), sz_gtm = sizeof(int64_t) * nz((size_t)T * G),
                sz_dtm = sizeof(int64_t) * nz((size_t)T * D), sz_max = sizeof(double) * nz(D), sz_dtig = nz((size_t)T * D), sz_g = nz(G),
-               sz_bbd = sizeof(double) * 4 * nz(D), sz_bbg = sizeof(double) * 4 * nz(G),
+               sz_bbd = segm ? 0 : sizeof(double) * 4 * nz(D), sz_bbg = segm ? 0 : sizeof(double) * 4 * nz(G),
                sz_rd = segm ? sizeof(rv_rle) * nz(D) : 0, sz_rg = segm ? sizeof(rv_rle) * nz(G) : 0,
                sz_id = segm ? sizeof(rv_rle_info) * nz(D) : 0, sz_ig = segm ? sizeof(rv_rle_info) * nz(G) : 0;
   size_t total = align16(sz_ord) * 2 + align16(sz_dto) + align16(sz_gto) + align16(sz_iou) + align16(sz_gtind) +
@@ -291,7 +291,6 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
   int64_t *gtm = scratch_take(ws, sz_gtm), *dtm = scratch_take(ws, sz_dtm);
   double *maxiou = scratch_take(ws, sz_max);
   uint8_t *dtig = scratch_take(ws, sz_dtig), *gig = scratch_take(ws, sz_g), *crowd = scratch_take(ws, sz_g);
-  double *bbd = scratch_take(ws, sz_bbd), *bbg = scratch_take(ws, sz_bbg);
   for (size_t j = 0; j < nd; j++) {
     ord[j].s = in->dt[dk[j].idx].score;
     ord[j].pos = j;
@@ -305,6 +304,7 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
   /* computeIoU: rows = score-sorted dt (first D), columns = gt in file order */
   if (D && G) {
     if (!segm) {
+      double *bbd = scratch_take(ws, sz_bbd), *bbg = scratch_take(ws, sz_bbg);
       for (size_t d = 0; d < D; d++) memcpy(bbd + 4 * d, dto[d]->bbox, sizeof(double) * 4);
       for (size_t g = 0; g < G; g++) memcpy(bbg + 4 * g, gto[g]->bbox, sizeof(double) * 4);
       rv_bbox_iou(ious, bbd, D, bbg, G, crowd);

@@ -153,28 +153,26 @@ size_t rv_rle_string_max_counts(const char *s, size_t len) {
 rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
                                   const char *what, rv_ctx *ctx) {
   if (!what) what = "rle";
-  size_t m_max = 0;
-  unsigned bad = 0; /* all characters in '0'..'o'? */
-  for (size_t p = 0; p < len; p++) {
-    unsigned c = (unsigned)(unsigned char)s[p] - 48u;
-    bad |= c > 63;
-    m_max += !(c & 0x20);
-  }
-  size_t m = 0;
-  rv_status st = RV_OK;
-  if (bad || (len && (((unsigned char)s[len - 1] - 48u) & 0x20))) {
-    st = decode_checked(cnts, &m, s, len, what, ctx); /* reports the first problem */
-  } else {
-    /* pass 2 on valid characters with a complete last count: only over-long or out-of-range
-     * counts can still fail, and those go to the careful decoder for the message */
-    size_t p = 0;
-    int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
-    while (p < len) {
+  /* One pass that trusts the characters; any problem (a character outside '0'..'o', a count
+   * over 8 characters or outside 0..2^32-1) sends the string to the careful decoder, which
+   * reports the first one. With the last character ending a count (no continuation bit) no
+   * count can run past the end, whatever the characters before it. */
+  size_t m = 0, p = 0;
+  int fast = 0;          /* decoded to the end without a problem */
+  unsigned seen = 0;     /* OR of every character - 48: above 63 if one is outside '0'..'o' */
+  int64_t prev2 = 0, prev1 = 0; /* cnts[m-2], cnts[m-1], kept in registers */
+  if (len && !(((unsigned char)s[len - 1] - 48u) & 0x20)) {
+    for (;;) {
+      if (p == len) {
+        fast = seen <= 63;
+        break;
+      }
       int64_t x = 0;
       int k = 0;
       unsigned c;
       do {
         c = (unsigned char)s[p++] - 48u;
+        seen |= c;
         x |= (int64_t)(c & 0x1f) << (5 * k);
         k++;
       } while ((c & 0x20) && k < 8);
@@ -186,8 +184,10 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
       prev2 = prev1;
       prev1 = x;
     }
-    if (p < len || m != m_max) st = decode_checked(cnts, &m, s, len, what, ctx);
+  } else if (!len) {
+    fast = 1;
   }
+  rv_status st = fast ? RV_OK : decode_checked(cnts, &m, s, len, what, ctx);
   if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
   if (st != RV_OK) return st;
   r->h = h;
@@ -703,33 +703,15 @@ void rv_rle_iou_info(double *o, const rv_rle *dt, const rv_rle_info *di, size_t 
     }
 }
 
-void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
-                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb) {
-  rv_rle_info *di = malloc(sizeof *di * (m ? m : 1)), *gi = malloc(sizeof *gi * (n ? n : 1));
-  if (!di || !gi) { /* no memory: one pair at a time */
-    free(di);
-    free(gi);
-    rv_rle_info a, b;
+void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n, const uint8_t *iscrowd) {
+  enum { GT_BLOCK = 64 };
+  rv_rle_info gi[GT_BLOCK], di;
+  for (size_t g0 = 0; g0 < n; g0 += GT_BLOCK) { /* columns g0 .. g0 + k - 1 of every row */
+    const size_t k = n - g0 < GT_BLOCK ? n - g0 : GT_BLOCK;
+    for (size_t g = 0; g < k; g++) rv_rle_info_get(&gi[g], &gt[g0 + g]);
     for (size_t d = 0; d < m; d++) {
-      rv_rle_info_get(&a, &dt[d]);
-      if (dt_bb) memcpy(a.bb, dt_bb + 4 * d, sizeof a.bb);
-      for (size_t g = 0; g < n; g++) {
-        rv_rle_info_get(&b, &gt[g]);
-        if (gt_bb) memcpy(b.bb, gt_bb + 4 * g, sizeof b.bb);
-        rv_rle_iou_info(o + d * n + g, &dt[d], &a, 1, &gt[g], &b, 1, iscrowd ? iscrowd + g : NULL);
-      }
+      rv_rle_info_get(&di, &dt[d]);
+      rv_rle_iou_info(o + d * n + g0, &dt[d], &di, 1, gt + g0, gi, k, iscrowd ? iscrowd + g0 : NULL);
     }
-    return;
   }
-  for (size_t d = 0; d < m; d++) {
-    rv_rle_info_get(&di[d], &dt[d]);
-    if (dt_bb) memcpy(di[d].bb, dt_bb + 4 * d, sizeof di[d].bb);
-  }
-  for (size_t g = 0; g < n; g++) {
-    rv_rle_info_get(&gi[g], &gt[g]);
-    if (gt_bb) memcpy(gi[g].bb, gt_bb + 4 * g, sizeof gi[g].bb);
-  }
-  rv_rle_iou_info(o, dt, di, m, gt, gi, n, iscrowd);
-  free(di);
-  free(gi);
 }

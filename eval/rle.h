@@ -92,10 +92,10 @@ rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w
 
 /* IoU matrix o[d*n + g] (rows = detections, like pycocotools' iou()). iscrowd may be NULL.
  * For a crowd gt the union is the detection's area. -1 where sizes differ and the boxes
- * overlap; pairs whose rleToBbox boxes do not overlap are 0 without a run walk.
- * dt_bb / gt_bb: optional precomputed rv_rle_to_bbox boxes (4 per RLE), or NULL. */
+ * overlap; pairs whose rleToBbox boxes do not overlap are 0 without a run walk. No
+ * allocation (rv_rle_info of up to 64 gt at a time on the stack). */
 void rv_rle_iou(double *o, const rv_rle *dt, size_t m, const rv_rle *gt, size_t n,
-                const uint8_t *iscrowd, const double *dt_bb, const double *gt_bb);
+                const uint8_t *iscrowd);
 /* Box IoU matrix o[d*n + g] in double, maskApi bbIou (crowd: union = dt box area). */
 void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt, size_t n,
                  const uint8_t *iscrowd);

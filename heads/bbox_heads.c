@@ -16,6 +16,7 @@ rv_status rv_bbox_head_load(rv_bbox_head *h, const rv_weights *w, const char *pr
     if (!rv_det_has(w, key)) break;
     snprintf(key, sizeof key, "%s.shared_convs.%d", prefix, i);
     if ((st = rv_det_layer_load_convmodule(&h->convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
     h->num_convs = i + 1;
   }
   for (int i = 0; i < 4; i++) {

@@ -129,9 +129,11 @@ rv_status rv_roi_extract(float *out, const rv_roi_feats *rf, const int *strides,
 
 /* ---- layers shared by heads (heads/det_layers.c) ---------------------------------------- */
 typedef struct {
-  float *w;        /* [cout, cin, k, k] (BN folded) or linear [cout, cin] */
-  float *b;        /* [cout], never NULL */
+  float *w;           /* [cout, cin, k, k] (BN folded) or linear [cout, cin] */
+  float *b;           /* [cout], never NULL */
   int cin, cout, k;
+  rv_conv_algo algo;  /* rv_det_layer_conv's algorithm: RV_CONV_AUTO from loading; the box and
+                         mask heads set RV_CONV_AUTO_FAST on their RoI convs */
 } rv_det_layer;
 /* Load `<name>.weight` / `<name>.bias` (bias optional -> zeros). k = kernel size expected
  * (0 = linear, -k = ConvTranspose2d with weight [cin, cout, k, k]). For a ConvModule prefix with BN, call rv_det_layer_load_convmodule. */
@@ -141,12 +143,12 @@ rv_status rv_det_layer_load(rv_det_layer *l, const rv_weights *w, const char *na
 rv_status rv_det_layer_load_convmodule(rv_det_layer *l, const rv_weights *w, const char *prefix,
                                        int k, rv_ctx *ctx);
 void rv_det_layer_free(rv_det_layer *l);
-/* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3). */
+/* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3), with l->algo. */
 rv_status rv_det_layer_conv(float *y, const rv_det_layer *l, const float *x, int n, int h,
                             int w, rv_act act, rv_arena *scratch);
 /* Stack of nl 3x3 pad-1 conv + ReLU layers over n rois of s x s: x [n, cin, s, s] ->
- * y [n, cout, s, s] (y must not alias x). Each layer is one rv_conv2d_f32 over all rois
- * (RV_CONV_AUTO_FAST: Winograd where it wins). RV_ERR_NOMEM if the scratch arena is short. */
+ * y [n, cout, s, s] (y must not alias x). Each layer is one rv_det_layer_conv over all rois
+ * (with the layer's algo). RV_ERR_NOMEM if the scratch arena is short. */
 rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
                                  int n, int s, rv_arena *scratch);
 /* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */

@@ -27,6 +27,7 @@ static rv_status check_float(const rv_wtensor *t, rv_ctx *ctx) {
 rv_status rv_det_layer_load(rv_det_layer *l, const rv_weights *w, const char *name, int k,
                             rv_ctx *ctx) {
   memset(l, 0, sizeof *l);
+  l->algo = RV_CONV_AUTO;
   char key[512];
   snprintf(key, sizeof key, "%s.weight", name);
   const rv_wtensor *tw = rv_weights_find(w, key);
@@ -113,6 +114,7 @@ rv_status rv_det_layer_conv(float *y, const rv_det_layer *l, const float *x, int
                             int w, rv_act act, rv_arena *scratch) {
   rv_conv_params p = rv_conv_default_params(l->k, 1, l->k / 2);
   p.act = act;
+  p.algo = l->algo;
   return rv_conv2d_f32(y, x, l->w, l->b, n, l->cin, h, w, l->cout, p, scratch);
 }
 
@@ -147,15 +149,11 @@ rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, c
     rv_arena_release(scratch, mk);
     return RV_ERR_NOMEM;
   }
-  rv_conv_params p = rv_conv_default_params(3, 1, 1);
-  p.act = RV_ACT_RELU;
-  p.algo = RV_CONV_AUTO_FAST; /* fixture errors with F(4x4) here: core/conv.c */
   const float *cur = x;
   rv_status st = RV_OK;
   for (int i = 0; i < nl && st == RV_OK; i++) {
-    const rv_det_layer *l = &layers[i];
     float *out = i == nl - 1 ? y : (nl - 1 - i) % 2 ? a : b;
-    st = rv_conv2d_f32(out, cur, l->w, l->b, n, l->cin, s, s, l->cout, p, scratch);
+    st = rv_det_layer_conv(out, &layers[i], cur, n, s, s, RV_ACT_RELU, scratch);
     cur = out;
   }
   rv_arena_release(scratch, mk);

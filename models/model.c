@@ -395,6 +395,8 @@ const char *rv_model_class_name(const rv_model *m, int i) {
   return "object";
 }
 
+int rv_model_has_class_names(const rv_model *m) { return m->class_names != NULL || m->builtin != NULL; }
+
 void rv_model_class_color(const rv_model *m, int i, unsigned char rgb[3]) {
   if (i >= 0 && i < m->num_classes && m->palette) {
     memcpy(rgb, m->palette[i], 3);

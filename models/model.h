@@ -57,7 +57,11 @@ const char *rv_model_arch(const rv_model *m);
 /* Where the architecture came from: "meta config", "weights", "name". */
 const char *rv_model_source(const rv_model *m);
 int rv_model_num_classes(const rv_model *m);
+/* Class i's name: from the checkpoint's meta CLASSES, else COCO's / ADE20K's when the class
+ * count is theirs, else "object". */
 const char *rv_model_class_name(const rv_model *m, int i);
+/* 1 when the class names are real (meta CLASSES or a built-in set), 0 when they are "object". */
+int rv_model_has_class_names(const rv_model *m);
 void rv_model_class_color(const rv_model *m, int i, unsigned char rgb[3]);
 /* COCO category id of class i (detectors with the 80 COCO classes), else i + 1. */
 int rv_model_category_id(const rv_model *m, int i);

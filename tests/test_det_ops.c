@@ -327,6 +327,7 @@ static void test_conv_stack_rois(void **state) {
   (void)state;
   const int n = 50, s = 14, c0 = 64;
   rv_det_layer L[3] = {rand_layer(c0, 80, 3, 1), rand_layer(80, 48, 3, 2), rand_layer(48, 48, 3, 3)};
+  for (int i = 0; i < 3; i++) L[i].algo = RV_CONV_AUTO_FAST; /* as the box and mask heads load them */
   float *x = malloc(sizeof(float) * n * c0 * s * s), *y = malloc(sizeof(float) * n * 80 * s * s);
   float *r0 = malloc(sizeof(float) * n * 80 * s * s), *r1 = malloc(sizeof(float) * n * 80 * s * s);
   fill_rand(x, (size_t)n * c0 * s * s, 9);

@@ -216,7 +216,7 @@ static void test_iou(void **state) {
       rv_rle *d = calloc(m, sizeof *d), *g = calloc(n, sizeof *g);
       for (size_t i = 0; i < m; i++) rle_from_obj(&d[i], cJSON_GetArrayItem(dt, (int)i), ctx);
       for (size_t i = 0; i < n; i++) rle_from_obj(&g[i], cJSON_GetArrayItem(gt, (int)i), ctx);
-      rv_rle_iou(o, d, m, g, n, ic, NULL, NULL);
+      rv_rle_iou(o, d, m, g, n, ic);
       for (size_t i = 0; i < m; i++) rv_rle_free(&d[i]);
       for (size_t i = 0; i < n; i++) rv_rle_free(&g[i]);
       free(d);
@@ -268,7 +268,7 @@ static void test_random_roundtrip(void **state) {
     assert_int_equal(rv_rle_area(&r), area);
     /* self IoU is 1 (or 0 for an empty mask), crowd too */
     double iou;
-    rv_rle_iou(&iou, &r, 1, &q, 1, NULL, NULL, NULL);
+    rv_rle_iou(&iou, &r, 1, &q, 1, NULL);
     assert_true(iou == (area ? 1.0 : 0.0));
     free(s);
     free(m);
@@ -403,7 +403,7 @@ static void test_iou_random(void **state) {
       /* the matrix form with and without the info */
       uint8_t cr = (uint8_t)crowd;
       double o1, o2;
-      rv_rle_iou(&o1, &a, 1, &b, 1, &cr, NULL, NULL);
+      rv_rle_iou(&o1, &a, 1, &b, 1, &cr);
       rv_rle_iou_info(&o2, &a, &ia, 1, &b, &ib, 1, &cr);
       double bbv;
       rv_bbox_iou(&bbv, ia.bb, 1, ib.bb, 1, &cr);
@@ -416,6 +416,40 @@ static void test_iou_random(void **state) {
     free(b.cnts);
   }
   assert_true(n_nonzero > 1000 && n_irregular > 100);
+}
+
+/* The matrix over more gt than rv_rle_iou takes at a time (blocks of 64): every entry is the
+ * pair's literal run walk, 0 for boxes apart, -1 for another size with overlapping boxes. */
+static void test_iou_matrix_wide(void **state) {
+  (void)state;
+  uint64_t seed = 4242;
+  enum { M = 3, N = 150 };
+  rv_rle dt[M], gt[N];
+  uint8_t crowd[N];
+  for (int d = 0; d < M; d++) random_rle(&dt[d], 23, 17, 0, &seed);
+  for (int g = 0; g < N; g++) {
+    random_rle(&gt[g], 23, g % 29 == 5 ? 16 : 17, g % 3 == 0, &seed);
+    crowd[g] = g % 7 == 2;
+  }
+  double *o = malloc(sizeof *o * M * N);
+  rv_rle_iou(o, dt, M, gt, N, crowd);
+  int n_pos = 0, n_other_size = 0;
+  for (int d = 0; d < M; d++)
+    for (int g = 0; g < N; g++) {
+      rv_rle_info a, b;
+      rv_rle_info_get(&a, &dt[d]);
+      rv_rle_info_get(&b, &gt[g]);
+      double bbv;
+      rv_bbox_iou(&bbv, a.bb, 1, b.bb, 1, &crowd[g]);
+      double expect = bbv <= 0 ? 0 : gt[g].w != dt[d].w ? -1 : rv_rle_iou_pair_naive(&dt[d], &gt[g], crowd[g]);
+      if (o[d * N + g] != expect) fail_msg("dt %d gt %d: %.17g, expected %.17g", d, g, o[d * N + g], expect);
+      n_pos += expect > 0;
+      n_other_size += expect < 0;
+    }
+  assert_true(n_pos > 100 && n_other_size > 0);
+  free(o);
+  for (int d = 0; d < M; d++) free(dt[d].cnts);
+  for (int g = 0; g < N; g++) free(gt[g].cnts);
 }
 
 /* maskApi rleFrString as written there, for the decoder's cross-check (no validation: only
@@ -561,7 +595,8 @@ int main(void) {
       cmocka_unit_test(test_frbbox_uncompressed), cmocka_unit_test(test_merge),
       cmocka_unit_test(test_iou),          cmocka_unit_test(test_random_roundtrip),
       cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_info_random),
-      cmocka_unit_test(test_iou_random),   cmocka_unit_test(test_string_random),
+      cmocka_unit_test(test_iou_random),   cmocka_unit_test(test_iou_matrix_wide),
+      cmocka_unit_test(test_string_random),
       cmocka_unit_test(test_poly_random),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -631,6 +631,9 @@ static void test_cli_sigint(void **state) {
   assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
 }
 
+/* The test's own frame fingerprint (FNV-1a over the pixels), written apart from
+ * rv_video_frame_hash in apps/cmd_video.c on purpose: the seek checks below compare decoder
+ * output and must not rest on the CLI code that the MPI seam check uses. */
 static uint64_t fnv(const rv_image *f) {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < (size_t)f->h * f->w * f->c; i++) h = (h ^ f->data[i]) * 1099511628211ULL;
