@@ -67,8 +67,10 @@ static const char *USAGE =
     "\n"
     "Exit status: 0 done; 1 error (bad input, model, output); 2 usage; 3 the stream ended\n"
     "early or stalled (reported; outputs are finalised with the frames read); 130 stopped by\n"
-    "Ctrl-C (outputs finalised); with several INPUTs the worst of them (a failed input leaves\n"
-    "no output, the others run). Frames of the wrong size are skipped and counted.\n"
+    "Ctrl-C (outputs finalised); with several INPUTs the worst of them (the others run). An\n"
+    "input that fails before its first frame is written leaves no output; one that fails\n"
+    "later keeps its outputs finalised with the frames written (complete files, never a\n"
+    "half-written one). Frames of the wrong size are skipped and counted.\n"
     "\n"
     "mpirun -np N ravlt video ... (a -DRAVLT_MPI=ON build; files only, no --show or --drop):\n"
     "several INPUTs: sorted, input k runs on rank k mod N into --out-dir. One INPUT: its\n"
@@ -642,7 +644,8 @@ void rv_video_dir_job(rv_video_job *j, const rv_video_opts *o, const char *input
 static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 /* One process, several inputs in sorted order: each into DIR/STEM.*; every input is run (a
- * failed one leaves no output) and the worst exit status is returned. first: inputs[0]
+ * failed one leaves no output, or its finalised outputs up to the failure when frames had
+ * been written) and the worst exit status is returned. first: inputs[0]
  * already open, or NULL (closed here if it is not run). */
 static int run_inputs(app *A, char **inputs, int n, rv_video_reader *first, rv_ctx *ctx) {
   int worst = 0;
