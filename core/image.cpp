@@ -88,9 +88,24 @@ bool jpeg_truncated(const unsigned char *p, size_t n) {
   return true;
 }
 
+// A DICOM file ("DICM" at offset 128): OpenCV hands it to GDCM, whose reader asserts, i.e.
+// aborts the process, on malformed files (fuzz/fuzz_image found one: 140 bytes). DICOM is
+// not an input format here. Data that starts with the signature of a decoder OpenCV tries
+// first (JPEG, PNG, BMP, TIFF, WebP) goes to that decoder as before.
+bool is_dicom(const unsigned char *p, size_t n) {
+  if (n < 132 || std::memcmp(p + 128, "DICM", 4) != 0) return false;
+  bool bmp = p[0] == 'B' && p[1] == 'M';
+  bool tiff = (p[0] == 'I' && p[1] == 'I' && p[2] == 42 && p[3] == 0) ||
+              (p[0] == 'M' && p[1] == 'M' && p[2] == 0 && p[3] == 42);
+  bool webp = std::memcmp(p, "RIFF", 4) == 0 && std::memcmp(p + 8, "WEBP", 4) == 0;
+  return !(is_jpeg(p, n) || is_png(p, n) || bmp || tiff || webp);
+}
+
 rv_status decode(const unsigned char *p, size_t n, const char *name, int flags, cv::Mat &out,
                  rv_ctx *ctx) {
   if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty data", name);
+  if (is_dicom(p, n))
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: DICOM files are not supported (convert to PNG)", name);
   cv::Mat raw(1, (int)n, CV_8UC1, const_cast<unsigned char *>(p));
   out = cv::imdecode(raw, flags);
   if (out.empty())

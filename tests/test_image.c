@@ -272,6 +272,13 @@ static void test_read_errors(void **state) {
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "empty"));
   assert_int_equal(rv_image_decode("abc", 3, "mem", &img, ctx), RV_ERR_FORMAT);
   assert_int_equal(rv_image_decode(NULL, 0, "mem", &img, ctx), RV_ERR_ARG);
+  /* a malformed DICOM file (found by fuzz_image): OpenCV's GDCM reader asserts (aborts) on
+   * it; refused before decoding, with a message naming the file. A JPEG that happens to
+   * carry "DICM" at offset 128 still decodes (below, with the fruits sample). */
+  assert_int_equal(rv_image_read(data_path("image/dicom_fuzz.dcm"), &img, ctx), RV_ERR_UNSUPPORTED);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "dicom_fuzz.dcm"));
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "DICOM"));
+  assert_null(img.data);
 
   /* Truncated JPEGs: OpenCV (libjpeg-turbo) decodes what is there and fills the rest
    * with grey; we return the image and log a warning. Header-only data fails. */
@@ -280,6 +287,16 @@ static void test_read_errors(void **state) {
   assert_non_null(jpg);
   rv_image full = {0};
   assert_int_equal(rv_image_decode(jpg, n, "fruits", &full, ctx), RV_OK);
+  {
+    unsigned char *dj = malloc(n);
+    memcpy(dj, jpg, n);
+    memcpy(dj + 128, "DICM", 4); /* inside the JPEG's headers: at worst a corrupt JPEG */
+    rv_image t = {0};
+    rv_status sd = rv_image_decode(dj, n, "dicm-in-jpeg", &t, ctx);
+    assert_true(sd == RV_OK || sd == RV_ERR_FORMAT); /* the JPEG decoder's verdict */
+    rv_image_free(&t);
+    free(dj);
+  }
   int warns = 0;
   rv_ctx_set_log(ctx, count_warn, &warns);
   const char *half = tmp_path("half.jpg");
