@@ -95,3 +95,5 @@ void rv_progress_end(rv_progress *p) {
   if (p->enabled) draw(p, 1);
   p->enabled = 0;
 }
+
+const char *rv_progress_break(const rv_progress *p) { return p->enabled ? "\n" : ""; }

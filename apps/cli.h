@@ -45,6 +45,9 @@ typedef struct {
 void rv_progress_start(rv_progress *p, const char *label, long total);
 void rv_progress_step(rv_progress *p, long n);
 void rv_progress_end(rv_progress *p);
+/* "\n" while a bar is on the terminal line (a message printed mid-run starts with it), else
+ * "": no blank line when stderr is not a terminal. */
+const char *rv_progress_break(const rv_progress *p);
 
 double rv_now(void); /* monotonic seconds */
 

@@ -131,7 +131,7 @@ int rv_cmd_detect(int argc, char **argv) {
       if (st == RV_OK) st = rv_image_write(out, &img, ctx);
     }
     if (st != RV_OK) {
-      fprintf(stderr, "\nravlt detect: %s\n", rv_ctx_errmsg(ctx));
+      fprintf(stderr, "%sravlt detect: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
       failed++;
     } else {
       int shown = 0;

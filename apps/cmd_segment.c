@@ -124,7 +124,7 @@ int rv_cmd_segment(int argc, char **argv) {
       if (st == RV_OK) st = rv_image_write(out, &img, ctx);
     }
     if (st != RV_OK) {
-      fprintf(stderr, "\nravlt segment: %s\n", rv_ctx_errmsg(ctx));
+      fprintf(stderr, "%sravlt segment: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
       failed++;
     } else {
       rv_log(ctx, RV_LOG_DEBUG, "%s: %dx%d in %.3f s", path, img.w, img.h, rv_now() - t0);

@@ -378,7 +378,7 @@ void rv_image_set_opencv_log_level(int level) {
   try {
     cv::utils::logging::setLogLevel(level >= 2   ? cv::utils::logging::LOG_LEVEL_INFO
                                     : level == 1 ? cv::utils::logging::LOG_LEVEL_WARNING
-                                                 : cv::utils::logging::LOG_LEVEL_ERROR);
+                                                 : cv::utils::logging::LOG_LEVEL_SILENT);
   } catch (...) {
   }
 }

@@ -84,9 +84,10 @@ rv_status rv_image_flip(rv_image *dst, const rv_image *src, int horizontal, rv_c
 /* BGR <-> RGB in place (3 or 4 channels). */
 void rv_image_swap_rb(rv_image *img);
 
-/* OpenCV's own diagnostics (its logger: GStreamer/V4L/FFmpeg backend warnings) are
- * process-wide OpenCV state: the CLI calls this once at start-up (0: errors only, 1: also
- * warnings, 2: everything). libjpeg's "Corrupt JPEG data" lines and FFmpeg's own log go
+/* OpenCV's own diagnostics (its logger: GStreamer/V4L/FFmpeg backend warnings, decoder
+ * errors such as OpenJPEG's) are process-wide OpenCV state: the CLI calls this once at
+ * start-up (0: none, so that a bad input gives our one-line error alone; 1, --verbose:
+ * errors and warnings; 2: everything). libjpeg's "Corrupt JPEG data" lines and FFmpeg's own log go
  * to stderr regardless. The library itself never calls it. */
 void rv_image_set_opencv_log_level(int level);
 /* Threads OpenCV may use for resize/colour conversion (its own TBB pool in Debian's
