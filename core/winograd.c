@@ -365,12 +365,12 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
     nt = (size_t)nbi * tpi;
   }
   int nth = omp_get_max_threads();
-  size_t per_thread = (size_t)2 * g.a * (SEG * m + 2);
-  if ((size_t)(g.a * m + m * m) * SEG > per_thread) per_thread = (size_t)(g.a * m + m * m) * SEG;
-  if (batched && (pad_rows(&g) * pad_cols(&g) + a2) * LANES > per_thread)
-    per_thread = (pad_rows(&g) * pad_cols(&g) + a2) * LANES;
-  if (batched && ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES > per_thread)
-    per_thread = ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES;
+  /* per-thread buffers of the input and output transforms (see each function) */
+  size_t in_buf = batched ? (pad_rows(&g) * pad_cols(&g) + a2) * LANES
+                          : (size_t)2 * g.a * (SEG * m + 2);
+  size_t out_buf = batched ? ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES
+                           : (size_t)(g.a * m + m * m) * SEG;
+  size_t per_thread = in_buf > out_buf ? in_buf : out_buf;
 
   rv_arena_mark mark = rv_arena_get_mark(scratch);
   float *u = rv_arena_floats(scratch, a2 * cc * cin);
