@@ -55,11 +55,8 @@ PALETTE = [[120, 120, 120], [230, 25, 75], [60, 180, 75], [255, 225, 25], [0, 13
 MEAN = [123.675, 116.28, 103.53]
 STD = [58.395, 57.12, 57.375]
 
-CONFIG = """norm_cfg = dict(type='SyncBN', requires_grad=True)
-model = dict(
-    type='EncoderDecoder',
-    pretrained=None,
-    backbone=dict(
+# The backbone's dict in the configs these tools embed (train_det_demo.py uses it too).
+BACKBONE_CONFIG = """    backbone=dict(
         type='GLTA',
         embed_dims={dims},
         depths={depths},
@@ -70,7 +67,13 @@ model = dict(
         layerscales=[True, True, True, True],
         layer_init_values=[1, 1, 1, 1],
         out_indices=(0, 1, 2, 3)),
-    neck=dict(
+"""
+
+CONFIG = """norm_cfg = dict(type='SyncBN', requires_grad=True)
+model = dict(
+    type='EncoderDecoder',
+    pretrained=None,
+""" + BACKBONE_CONFIG + """    neck=dict(
         type='FPN', in_channels={dims}, out_channels={neck}, num_outs=4),
     decode_head=dict(
         type='FPNHead',
