@@ -221,11 +221,14 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
  *   1.32 / 1.90 (1.37 / 1.34 in a second run: the machine was loaded, bench/RESULTS.md).
  * Hence F(2x2) from P >= 256, im2col below and for fewer than 32 input or output channels
  * (not measured there); with `fast`, F(4x4) from P >= 2048. F(4x4) is opt-in: its float32
- * error (~5-10x im2col's) reordered two near-tied RPN proposals of the Mask R-CNN fixture
- * and took a Cascade stage-2 score past the fixtures' 1e-4 when used in the FPN neck and RPN,
- * while F(2x2) kept every detector fixture at its im2col errors or below. RV_CONV_AUTO_FAST
- * is used by the UperNet and Semantic FPN heads and the RoI conv stacks (bbox / mask heads;
- * Cascade fixture final scores 2.5e-5 from the reference with it, 3.1e-5 before Winograd). */
+ * error (~5x im2col's RMS, core/winograd.c) reordered two near-tied RPN proposals of the
+ * Mask R-CNN fixture and took a Cascade stage-2 score past the fixtures' 1e-4 when used in
+ * the FPN neck and RPN with Lavin's points; with the points of core/winograd.c it still
+ * doubles the detector fixtures' errors there (Mask R-CNN final scores 5.5e-6 -> 1.08e-5,
+ * tolerance 1e-5), while F(2x2) kept every detector fixture at its im2col errors or below.
+ * RV_CONV_AUTO_FAST is used by the UperNet and Semantic FPN heads and the RoI conv stacks
+ * (bbox / mask heads; Cascade fixture final scores 1.85e-5 from the reference with it,
+ * 3.1e-5 before Winograd). */
 static rv_conv_algo winograd_rule(int n, int cin, int cout, int oh, int ow, int fast) {
   size_t px = (size_t)n * oh * ow;
   if (cin < 32 || cout < 32 || px < 256) return RV_CONV_IM2COL;

@@ -39,7 +39,7 @@ void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alph
  * other convs take AUTO's path). */
 typedef enum {
   RV_CONV_AUTO = 0,  /* im2col or F(2x2, 3x3): errors within ~2x of im2col's */
-  RV_CONV_AUTO_FAST, /* also F(4x4, 3x3) where faster: errors ~5-10x im2col's (dense heads) */
+  RV_CONV_AUTO_FAST, /* also F(4x4, 3x3) where faster: errors ~5x im2col's (dense heads) */
   RV_CONV_IM2COL,    /* im2col / direct GEMM / depthwise kernel */
   RV_CONV_WINOGRAD2, /* F(2x2, 3x3) */
   RV_CONV_WINOGRAD4  /* F(4x4, 3x3) */

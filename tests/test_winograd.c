@@ -7,9 +7,11 @@
  * absolute values, before the activation: every rv_act has slope <= 1.13) over the output
  * plane (n, co): a tile's rounding error comes from its whole input patch, so outputs at a
  * zero-padded border, which see few inputs, are measured against the plane's scale.
- * tol = 1e-6 for m = 2 and RV_CONV_AUTO (im2col or F(2x2)), 4e-6 for m = 4 and
+ * tol = 1e-6 for m = 2 and RV_CONV_AUTO (im2col or F(2x2)), 3e-6 for m = 4 and
  * RV_CONV_AUTO_FAST. Measured worst |y - ref| / S (printed by the last test): AUTO 1.1e-7,
- * AUTO_FAST 1.1e-6, m = 2 1.9e-7, m = 4 2.3e-6. */
+ * AUTO_FAST 3.9e-7, m = 2 1.9e-7, m = 4 1.5e-6 (2.3e-6 with Lavin's points +-2 for m = 4,
+ * which the 3e-6 would still pass: the bound is for gross errors, the points' gain is
+ * stated in core/winograd.c). */
 #include "test_util.h"
 #include "core/ops.h"
 
@@ -64,7 +66,7 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
     for (size_t i = 0; i < ohw; i++) mx = bound[pl * ohw + i] > mx ? bound[pl * ohw + i] : mx;
     for (size_t i = 0; i < ohw; i++) bound[pl * ohw + i] = mx;
   }
-  double tol = algo == 4 || algo == 1 ? 4e-6 : 1e-6, ratio = 0;
+  double tol = algo == 4 || algo == 1 ? 3e-6 : 1e-6, ratio = 0;
   for (size_t i = 0; i < ny; i++) {
     double d = fabs((double)y[i] - ref[i]), s = bound[i];
     if (!(d <= tol * s)) {
