@@ -18,8 +18,9 @@
  * error is larger than a direct conv's: tests/test_winograd.c states the measured bounds.
  * For m = 4 the points 1/2, -2 replace Lavin's +-2 (rows of B^T and G scaled by powers of two
  * to integer B^T entries, which changes no rounding): in a float32 simulation of 256-channel
- * convs (tools/winograd_points.py: numpy, float64 reference) the RMS error fell from 2.29e-6 to 1.48e-6 of
- * the output RMS and the 99.9th percentile from 1.78e-5 to 7.7e-6 (F(2x2): 4.0e-7 / 1.6e-6);
+ * convs (tools/winograd_points.py: numpy, float64 reference) the RMS error fell from 2.29e-6
+ * to 1.48e-6 of the output RMS and the 99.9th percentile from 1.78e-5 to 7.7e-6 (F(2x2):
+ * 4.0e-7 / 1.6e-6);
  * in test_winograd the worst error / scale went 2.31e-6 -> 1.52e-6, and on the fixtures the
  * Cascade final scores 2.54e-5 -> 1.85e-5 from the float64 reference, UperNet seg_logits
  * 3.46e-5 -> 1.91e-5. (0, +-1, +-1/2) and (0, +-1, 2, 1/2) were worse than Lavin's.
