@@ -149,7 +149,7 @@ int rv_check_detector_head(rv_check_state *s) {
     goto out;
   }
   trace_ctx tc = {s};
-  rv_det_trace trace = {on_trace, &tc};
+  rv_det_trace trace = {on_trace, &tc, 0};
   rv_detections d;
   if (rv_detector_forward(det, &d, feats, &meta, &trace, arena, ctx) != RV_OK) {
     rv_arena_free(arena);

@@ -166,7 +166,7 @@ static rv_status dense_run(rv_model *m, const rv_image *img, int32_t *labels, rv
     if ((st = rv_model_features(m, feats, x, arena, ctx)) != RV_OK) goto out;
     double t2 = rv_now();
     det_clock c = {{0}};
-    rv_det_trace tr = {det_trace, &c};
+    rv_det_trace tr = {det_trace, &c, 1};
     rv_detections det;
     if ((st = rv_detector_forward(rv_model_detector(m), &det, feats, &meta, &tr, arena, ctx)) != RV_OK) goto out;
     double t3 = rv_now();

@@ -25,6 +25,23 @@ static double now(void) {
   return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+/* Trace hook: the time of the last traced tensor of each head family (neck, rpn, roi, mask:
+ * they come in that order), as 'ravlt bench --weights' splits a detector run. */
+typedef struct {
+  double last[4];
+} det_clock;
+
+static void det_trace(void *user, const char *name, const float *data, const int *shape,
+                      int ndim) {
+  (void)data;
+  (void)shape;
+  (void)ndim;
+  static const char *const pre[4] = {"neck.", "rpn.", "roi.", "mask."};
+  det_clock *c = user;
+  for (int s = 0; s < 4; s++)
+    if (strncmp(name, pre[s], strlen(pre[s])) == 0) c->last[s] = now();
+}
+
 static uint64_t rng = 88172645463325252ULL;
 static float frand(void) { /* [-1, 1) */
   rng ^= rng << 13;
@@ -178,7 +195,7 @@ int main(int argc, char **argv) {
   rv_arena *a = rv_arena_create(0);
   rv_tensor x = rv_tensor_new(a, 1, 3, H, W);
   for (size_t i = 0; i < rv_tensor_numel(x); i++) x.data[i] = frand();
-  double *times = calloc((size_t)runs + 1, sizeof(double)), tb = 0, th = 0;
+  double *times = calloc((size_t)runs + 1, sizeof(double)), tb = 0, th = 0, tst[5] = {0};
   int ndet = 0;
   for (int r = 0; r <= runs; r++) { /* run 0 is the warm-up */
     rv_arena_mark m = rv_arena_get_mark(a);
@@ -187,7 +204,9 @@ int main(int argc, char **argv) {
     double t0 = now();
     if (rv_ravlt_forward(bb, a, x, feats, ctx)) break;
     double t1 = now();
-    if (rv_detector_forward(det, &d, feats, &meta, NULL, a, ctx)) break;
+    det_clock c = {{0}};
+    rv_det_trace tr = {det_trace, &c, 1};
+    if (rv_detector_forward(det, &d, feats, &meta, &tr, a, ctx)) break;
     double t2 = now();
     ndet = d.n;
     rv_arena_release(a, m);
@@ -195,6 +214,13 @@ int main(int argc, char **argv) {
     times[r - 1] = (t2 - t0) * 1e3;
     tb += (t1 - t0) * 1e3 / runs;
     th += (t2 - t1) * 1e3 / runs;
+    double prev = t1;
+    for (int s = 0; s < 4; s++)
+      if (c.last[s] > 0) {
+        tst[s] += (c.last[s] - prev) * 1e3 / runs;
+        prev = c.last[s];
+      }
+    tst[4] += (t2 - prev) * 1e3 / runs;
   }
   if (rv_ctx_errmsg(ctx)[0]) {
     fprintf(stderr, "%s\n", rv_ctx_errmsg(ctx));
@@ -214,12 +240,15 @@ int main(int argc, char **argv) {
   if (json)
     printf("{\"model\": \"%s\", \"size\": \"%dx%d\", \"median_ms\": %.1f, \"min_ms\": %.1f, "
            "\"max_ms\": %.1f, \"backbone_ms\": %.1f, \"heads_ms\": %.1f, \"detections\": %d, "
+           "\"neck_ms\": %.1f, \"rpn_ms\": %.1f, \"roi_ms\": %.1f, \"mask_ms\": %.1f, \"post_ms\": %.1f, "
            "\"arena_peak_mb\": %.1f, \"peak_rss_mb\": %.1f}\n",
-           model, H, W, med, times[0], times[runs - 1], tb, th, ndet, rv_arena_peak(a) / 1e6, rss);
+           model, H, W, med, times[0], times[runs - 1], tb, th, ndet, tst[0], tst[1], tst[2],
+           tst[3], tst[4], rv_arena_peak(a) / 1e6, rss);
   else
-    printf("%s %dx%d: median %.0f ms (backbone %.0f, neck+heads %.0f mean), %d detections, "
-           "arena peak %.0f MB, peak RSS %.0f MB\n",
-           model, H, W, med, tb, th, ndet, rv_arena_peak(a) / 1e6, rss);
+    printf("%s %dx%d: median %.0f ms (means: backbone %.0f, neck+heads %.0f = neck %.0f, rpn %.0f, "
+           "roi %.0f, mask %.0f, post %.0f), %d detections, arena peak %.0f MB, peak RSS %.0f MB\n",
+           model, H, W, med, tb, th, tst[0], tst[1], tst[2], tst[3], tst[4], ndet,
+           rv_arena_peak(a) / 1e6, rss);
   free(times);
   rv_arena_free(a);
   rv_detector_free(det);

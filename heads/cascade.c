@@ -229,7 +229,8 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   /* ---- mask branch ---- */
   {
     const int nd = det->n, M = 28 * 28;
-    const int full = trace && trace->fn; /* all K channels only when someone looks */
+    /* all K channels only when someone looks at them */
+    const int full = trace && trace->fn && !trace->times_only;
     det->mask_h = meta->ori_h;
     det->mask_w = meta->ori_w;
     det->masks = rv_arena_alloc(arena, (size_t)nd * meta->ori_h * meta->ori_w);

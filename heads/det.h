@@ -245,6 +245,9 @@ typedef void (*rv_det_trace_fn)(void *user, const char *name, const float *data,
 typedef struct {
   rv_det_trace_fn fn;
   void *user;
+  int times_only; /* the hook only notes when each tensor is ready (benchmarks): the
+                   * heads then do no work for it (the mask head computes the detected
+                   * classes' channels only, as without a hook) */
 } rv_det_trace;
 
 /* Final detections of one image (arrays from the arena). */

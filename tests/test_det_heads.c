@@ -156,7 +156,7 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
   }
   rv_arena *a = rv_arena_create(0);
   tracer tr = {io, 0, 0, 0, ""};
-  rv_det_trace trace = {on_trace, &tr};
+  rv_det_trace trace = {on_trace, &tr, 0};
   rv_detections d;
   double t0 = wall_now();
   st = rv_detector_forward(det, &d, feats, &meta, &trace, a, ctx);
