@@ -6,14 +6,11 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 struct rv_weights {
   char *path;
@@ -23,8 +20,7 @@ struct rv_weights {
   int meta_count, meta_cap;
   void **owned;
   int owned_count, owned_cap;
-  void *map;
-  size_t map_size;
+  rv_mapped_file file; /* rv_safetensors_open's file; the tensors point into it */
 };
 
 static const char *const DT_NAMES[RV_DT_COUNT] = {"F32", "F16", "BF16", "F64", "I64",
@@ -64,7 +60,7 @@ void rv_weights_free(rv_weights *w) {
   free(w->meta_v);
   for (int i = 0; i < w->owned_count; i++) rv_free(w->owned[i]);
   free(w->owned);
-  if (w->map) munmap(w->map, w->map_size);
+  rv_file_unmap(&w->file);
   free(w->path);
   free(w);
 }
@@ -299,35 +295,25 @@ rv_status rv_safetensors_parse(rv_weights **out, const void *buf, size_t len, co
 
 rv_status rv_safetensors_open(rv_weights **out, const char *path, rv_ctx *ctx) {
   *out = NULL;
-  int fd = open(path, O_RDONLY);
-  if (fd < 0) return rv_error(ctx, RV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    close(fd);
-    return rv_error(ctx, RV_ERR_IO, "%s: not a regular file", path);
-  }
-  size_t len = (size_t)sb.st_size;
   rv_weights *w = rv_weights_new(path);
-  if (!w) { close(fd); return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path); }
-  if (len > 0) {
-    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-      close(fd);
-      rv_weights_free(w);
-      return rv_error(ctx, RV_ERR_IO, "%s: cannot map: %s", path, strerror(errno));
-    }
-    w->map = m;
-    w->map_size = len;
+  if (!w) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
+  /* mapped (MAP_POPULATE: loading reads every tensor), or read when it is a pipe */
+  rv_status st = rv_file_map(&w->file, path, ctx);
+  if (st == RV_OK)
+    st = parse_header(w, (const unsigned char *)w->file.data, w->file.len, ctx);
+  if (st != RV_OK) {
+    rv_weights_free(w);
+    return st;
   }
-  close(fd);
-  rv_status st = parse_header(w, w->map, len, ctx);
-  if (st != RV_OK) { rv_weights_free(w); return st; }
   *out = w;
   return RV_OK;
 }
 
 rv_status rv_weights_open(rv_weights **out, const char *path, rv_ctx *ctx) {
   *out = NULL;
+  /* a pipe cannot be sniffed (the bytes read are gone) nor seeked, as a zip needs */
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) return rv_safetensors_open(out, path, ctx);
   FILE *f = fopen(path, "rb");
   if (!f) return rv_error(ctx, RV_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   unsigned char magic[9] = {0};

@@ -7,7 +7,8 @@
  *   const char *cfg = rv_weights_meta(w, "config");                    // NULL if absent
  *   rv_weights_free(w);
  *
- * A safetensors file is mmapped and its tensors point into the map (zero copy). Readers
+ * A safetensors file is mmapped and its tensors point into the map (zero copy); a pipe or
+ * other stream is read into memory instead (rv_file_map, core/fs.h). Readers
  * validate everything (header JSON, dtypes, shapes, offsets inside the file, no overlap
  * past the end, sizes that overflow) and fail with RV_ERR_FORMAT and a one-line message
  * naming the file. Weights are immutable after loading and may be shared between threads.
@@ -43,7 +44,8 @@ typedef struct {
 
 typedef struct rv_weights rv_weights;
 
-/* Opens by content: a zip (PyTorch >= 1.6 .pth) or a safetensors file. */
+/* Opens by content: a zip (PyTorch >= 1.6 .pth) or a safetensors file; anything but a
+ * regular file (a pipe) is read as safetensors. */
 rv_status rv_weights_open(rv_weights **out, const char *path, rv_ctx *ctx);
 rv_status rv_safetensors_open(rv_weights **out, const char *path, rv_ctx *ctx);
 /* Parse a safetensors image already in memory; the buffer is copied. `name` is used in

@@ -1,9 +1,10 @@
-/* Core: status strings, context errors, arena, safetensors reader/writer and its
- * validation of malformed files. */
+/* Core: status strings, context errors, arena, safetensors reader/writer (files and
+ * pipes) and its validation of malformed files. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 #include "core/tensor.h"
 #include "core/weights.h"
+#include <fcntl.h>
 #include <unistd.h>
 
 static void test_status_and_ctx(void **state) {
@@ -105,6 +106,65 @@ static void test_safetensors_roundtrip(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* A safetensors file through a FIFO (fed by a child process) is read, not mapped, by
+ * rv_safetensors_open and by rv_weights_open (which does not sniff a pipe). */
+static void test_safetensors_fifo(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = rv_weights_new("mem");
+  float a[5] = {1, -2, 3, -4, 5};
+  int64_t sa[1] = {5};
+  assert_int_equal(rv_weights_add(w, "a", RV_DT_F32, 1, sa, a, sizeof a, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_set_meta(w, "config", "fifo"), RV_OK);
+  char dir[] = "/tmp/rv_test_fifo_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char file[64], fifo[64];
+  snprintf(file, sizeof file, "%s/w.safetensors", dir);
+  snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+  assert_int_equal(rv_safetensors_write(file, w, ctx), RV_OK);
+  rv_weights_free(w);
+  unsigned char buf[4096];
+  FILE *f = fopen(file, "rb");
+  assert_non_null(f);
+  size_t len = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  assert_true(len > 8 && len < sizeof buf); /* less than a pipe's buffer */
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  for (int pass = 0; pass < 2; pass++) {
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      alarm(60); /* never left blocked in open if the reader failed first */
+      int fd = open(fifo, O_WRONLY);
+      int ok = fd >= 0 && write(fd, buf, len) == (ssize_t)len;
+      _exit(ok && close(fd) == 0 ? 0 : 1);
+    }
+    rv_weights *r = NULL;
+    rv_status st = pass ? rv_weights_open(&r, fifo, ctx) : rv_safetensors_open(&r, fifo, ctx);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (st != RV_OK) print_error("pass %d: %s\n", pass, rv_ctx_errmsg(ctx));
+    assert_int_equal(st, RV_OK);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    const rv_wtensor *t = rv_weights_find(r, "a");
+    assert_non_null(t);
+    assert_int_equal(t->nbytes, sizeof a);
+    assert_memory_equal(t->data, a, sizeof a);
+    assert_string_equal(rv_weights_meta(r, "config"), "fifo");
+    rv_weights_free(r);
+  }
+  /* a folder is refused by name */
+  rv_weights *r = NULL;
+  assert_int_equal(rv_weights_open(&r, dir, ctx), RV_ERR_IO);
+  assert_null(r);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), dir));
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "folder"));
+  unlink(fifo);
+  unlink(file);
+  rmdir(dir);
+  rv_ctx_free(ctx);
+}
+
 static rv_status parse_str(const char *hdr, size_t data_len, rv_ctx *ctx) {
   size_t hl = strlen(hdr);
   unsigned char *buf = calloc(1, 8 + hl + data_len);
@@ -155,6 +215,7 @@ int main(void) {
       cmocka_unit_test(test_arena),
       cmocka_unit_test(test_safetensors_fixture),
       cmocka_unit_test(test_safetensors_roundtrip),
+      cmocka_unit_test(test_safetensors_fifo),
       cmocka_unit_test(test_safetensors_malformed),
   };
   return cmocka_run_group_tests_name("core", tests, NULL, NULL);
