@@ -143,10 +143,6 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   memset(det, 0, sizeof *det);
   const int K = h->num_classes, K1 = K + 1, S = h->num_stages;
   const int C = h->bbox[0].in_channels;
-  for (int l = 0; l < 4; l++)
-    if (feats[l].c != C || feats[l].n != 1)
-      return rv_error(ctx, RV_ERR_SHAPE, "roi head: level %d has %d channels (batch %d), "
-                      "expected %d", l, feats[l].c, feats[l].n, C);
   int cap = cfg->max_per_img > 0 ? cfg->max_per_img : n * K;
   if (cap < 1) cap = 1;
   det->bboxes = rv_arena_floats(arena, (size_t)cap * 4);
@@ -155,10 +151,11 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   if (!det->bboxes || !det->scores || !det->labels)
     return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory");
   if (n <= 0) return RV_OK;
-  /* channels-last copies of the levels for every RoIAlign below; they stay in the arena
-   * with the detections (the box stages' scratch is released before the masks are made) */
+  /* channels-last copies of the levels for every RoIAlign below (checked against the box
+   * head's input channels); they stay in the arena with the detections (the box stages'
+   * scratch is released before the masks are made) */
   rv_roi_feats rf;
-  RV_TRY(rv_roi_feats_prepare(&rf, feats, 4, arena, ctx));
+  RV_TRY(rv_roi_feats_prepare(&rf, feats, 4, C, arena, ctx));
 
   rv_arena_mark mk = rv_arena_get_mark(arena);
   rv_status st = RV_OK;

@@ -119,9 +119,10 @@ typedef struct {
   int h[RV_ROI_MAX_LEVELS], w[RV_ROI_MAX_LEVELS];
   int c, num_levels;
 } rv_roi_feats;
-/* From NCHW levels (batch 1, the same C on every level). */
+/* From NCHW levels, each batch 1 with c channels (what the head's weights take);
+ * RV_ERR_SHAPE naming the level otherwise. */
 rv_status rv_roi_feats_prepare(rv_roi_feats *rf, const rv_tensor *feats, int num_levels,
-                               rv_arena *a, rv_ctx *ctx);
+                               int c, rv_arena *a, rv_ctx *ctx);
 /* SingleRoIExtractor: out [n, C, s, s] from the levels of rf with strides[l]; aligned,
  * sampling 0, finest_scale 56. */
 rv_status rv_roi_extract(float *out, const rv_roi_feats *rf, const int *strides,

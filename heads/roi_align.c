@@ -131,17 +131,17 @@ void rv_nchw_to_hwc_f32(float *dst, const float *src, int c, int h, int w) {
 }
 
 rv_status rv_roi_feats_prepare(rv_roi_feats *rf, const rv_tensor *feats, int num_levels,
-                               rv_arena *a, rv_ctx *ctx) {
+                               int c, rv_arena *a, rv_ctx *ctx) {
   memset(rf, 0, sizeof *rf);
   if (num_levels < 1 || num_levels > RV_ROI_MAX_LEVELS)
     return rv_error(ctx, RV_ERR_ARG, "roi extractor: %d levels (1..%d allowed)", num_levels,
                     RV_ROI_MAX_LEVELS);
-  rf->c = feats[0].c;
+  rf->c = c;
   rf->num_levels = num_levels;
   for (int l = 0; l < num_levels; l++) {
-    if (feats[l].c != rf->c || feats[l].n != 1 || !feats[l].data)
+    if (feats[l].c != c || feats[l].n != 1 || !feats[l].data)
       return rv_error(ctx, RV_ERR_SHAPE, "roi extractor: level %d has %d channels (batch %d), "
-                      "expected %d (batch 1)", l, feats[l].c, feats[l].n, rf->c);
+                      "the weights expect %d (batch 1)", l, feats[l].c, feats[l].n, c);
     float *d = rv_arena_floats(a, rv_tensor_numel(feats[l]));
     if (!d) return rv_error(ctx, RV_ERR_NOMEM, "roi extractor: out of memory (level %d)", l);
     rv_nchw_to_hwc_f32(d, feats[l].data, rf->c, feats[l].h, feats[l].w);

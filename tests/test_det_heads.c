@@ -289,7 +289,7 @@ static void run_stagewise(const char *kind, int stages) {
   }
   const int strides[5] = {4, 8, 16, 32, 64};
   rv_roi_feats rf; /* levels 0-3 channels-last, for the roi extractor */
-  assert_int_equal(rv_roi_feats_prepare(&rf, neck, 4, a, ctx), RV_OK);
+  assert_int_equal(rv_roi_feats_prepare(&rf, neck, 4, neck[0].c, a, ctx), RV_OK);
   rv_rpn_cfg rc = rv_rpn_cfg_default();
   float *props, *pscores;
   int np;
@@ -588,6 +588,15 @@ static void test_load_errors(void **state) {
   for (int i = 0; i < 4; i++) p32[i] = rv_tensor_zeros(a, 1, 32, feats[i].h, feats[i].w);
   assert_int_equal(rv_roi_head_simple_test(&d, &rh, p32, NULL, 0, &meta, &rc, NULL, a, ctx), RV_OK);
   assert_int_equal(d.n, 0);
+  /* a level with other channels than the box head's weights take: named in the error */
+  const float one_box[4] = {0, 0, 8, 8};
+  p32[1].c = 16;
+  assert_int_equal(rv_roi_head_simple_test(&d, &rh, p32, one_box, 1, &meta, &rc, NULL, a, ctx),
+                   RV_ERR_SHAPE);
+  char want[96];
+  snprintf(want, sizeof want, "level 1 has 16 channels (batch 1), the weights expect %d",
+           rh.bbox[0].in_channels);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), want));
   rv_roi_head_free(&rh);
   for (int i = 0; i < 4; i++) free(feats[i].data);
   rv_arena_free(a);
