@@ -67,14 +67,17 @@ static void add_job(rank_rec *r, const rv_video_job *j) {
   r->infer_s += j->stats.infer_s;
 }
 
-/* Rank 0's summary line from every rank's record; `extra` names the work after the ranks. */
-static void report(const rank_rec *recs, int R, double wall, double wait_s, const char *extra) {
+/* Rank 0's summary line from every rank's record; `extra` names the work after the ranks.
+ * Returns the ranks' totals (frames, JSON lines, inference time). */
+static rank_rec report(const rank_rec *recs, int R, double wall, double wait_s,
+                       const char *extra) {
   rank_rec t = {0};
   double lo = 1e300, hi = 0;
   for (int r = 0; r < R; r++) {
     t.read += recs[r].read;
     t.processed += recs[r].processed;
     t.written += recs[r].written;
+    t.json_lines += recs[r].json_lines;
     t.infer_s += recs[r].infer_s;
     if (recs[r].wall_s < lo) lo = recs[r].wall_s;
     if (recs[r].wall_s > hi) hi = recs[r].wall_s;
@@ -84,6 +87,7 @@ static void report(const rank_rec *recs, int R, double wall, double wait_s, cons
           "pipelines %.2f-%.2f s (inference %.2f s in all); rank 0 waited %.2f s for the others%s\n",
           R, (long long)t.read, (long long)t.processed, (long long)t.written, wall, wall > 0 ? (double)t.written / wall : 0,
           lo, hi, t.infer_s, wait_s, extra);
+  return t;
 }
 
 /* Gathers every rank's record to rank 0 (*recs, malloc'd there; NULL elsewhere). */
@@ -297,14 +301,11 @@ static int split_file(rv_video_app *A, const rv_video_opts *o, const char *input
   if (me == 0 && recs && st == RV_OK && !rv_cli.quiet) {
     char extra[256];
     snprintf(extra, sizeof extra, ", gathered and concatenated in %.2f s", rv_now() - t_gather);
-    report(recs, R, rv_now() - t0, t_gather - t_done, extra);
-    long long frames = 0, n_json = 0;
-    for (int r = 0; r < R; r++) {
-      frames += recs[r].written;
-      n_json += recs[r].json_lines;
-    }
-    if (output) fprintf(stderr, "ravlt video: wrote %s (%lld frames)\n", output, frames);
-    if (json) fprintf(stderr, "ravlt video: wrote %s (%lld lines)\n", json, n_json);
+    rank_rec t = report(recs, R, rv_now() - t0, t_gather - t_done, extra);
+    if (output)
+      fprintf(stderr, "ravlt video: wrote %s (%lld frames)\n", output, (long long)t.written);
+    if (json)
+      fprintf(stderr, "ravlt video: wrote %s (%lld lines)\n", json, (long long)t.json_lines);
   }
   free(recs);
   free(all);

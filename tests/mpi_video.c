@@ -104,6 +104,11 @@ static void test_split_segmentor(void **state) {
                             tmp),
                    0);
   assert_int_equal(test_run("grep -q 'MPI: 2 ranks: 24 frame(s) read, 12 processed, 24 written' %s/split.err", tmp), 0);
+  /* the totals in the closing lines are the summary line's */
+  assert_int_equal(test_run("grep -qx 'ravlt video: wrote %s/s/m.avi (24 frames)' %s/split.err",
+                            tmp, tmp), 0);
+  assert_int_equal(test_run("grep -qx 'ravlt video: wrote %s/s/m.jsonl (12 lines)' %s/split.err",
+                            tmp, tmp), 0);
   assert_int_equal(test_run("cmp -s %s/s/one.jsonl %s/s/m.jsonl", tmp, tmp), 0);
   assert_int_equal(test_run("cmp -s %s/s/one.avi %s/s/m.avi", tmp, tmp), 0);
   char p[512];
