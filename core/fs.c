@@ -1,6 +1,6 @@
 /* File-system helpers. */
 #define _POSIX_C_SOURCE 200809L
-#define _DEFAULT_SOURCE /* MAP_POPULATE */
+#define _DEFAULT_SOURCE /* MAP_POPULATE, syscall */
 #include "core/fs.h"
 
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx) {
@@ -31,16 +32,38 @@ rv_status rv_mkdirs(const char *dir, rv_ctx *ctx) {
   return RV_OK;
 }
 
+/* Writes PATH.tmp.<pid>.<tid>.<k>, k the first number whose file does not exist: O_EXCL
+ * never truncates an existing file (another process's or thread's temporary, or this
+ * thread's other rv_out_open of the same path). Mode 0666 & umask, as fopen "w" creates
+ * it, so the renamed file keeps the permissions it always had. */
 rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
+  enum { MAX_TRIES = 1000 };
   o->path = path;
   o->f = NULL;
-  size_t n = strlen(path) + 32;
+  /* ".tmp." + 2 longs and an int (<= 20, 20, 11 characters) + 2 dots + NUL = 59 */
+  const size_t n = strlen(path) + 64;
   o->tmp = malloc(n);
   if (!o->tmp) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  snprintf(o->tmp, n, "%s.tmp.%ld", path, (long)getpid());
-  o->f = fopen(o->tmp, "w");
+#ifdef SYS_gettid
+  const long tid = (long)syscall(SYS_gettid);
+#else
+  const long tid = 0; /* the O_EXCL retry below still keeps threads apart */
+#endif
+  int fd = -1, err = 0;
+  for (int k = 0; fd < 0 && k < MAX_TRIES; k++) {
+    int len = snprintf(o->tmp, n, "%s.tmp.%ld.%ld.%d", path, (long)getpid(), tid, k);
+    RV_ASSERT(len > 0 && (size_t)len < n);
+    fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    err = errno;
+    if (fd < 0 && err != EEXIST) break;
+  }
+  if (fd >= 0 && !(o->f = fdopen(fd, "w"))) {
+    err = errno;
+    close(fd);
+    remove(o->tmp);
+  }
   if (!o->f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", o->tmp, strerror(errno));
+    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", o->tmp, strerror(err));
     free(o->tmp);
     o->tmp = NULL;
     return st;

@@ -3,7 +3,7 @@
  *   if (rv_mkdirs("out/masks", ctx) != RV_OK) ...rv_ctx_errmsg(ctx)...;   // mkdir -p
  *
  *   rv_out_file o;                                   // never a half-written file:
- *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes stats.json.tmp.<pid>
+ *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes stats.json.tmp.<pid>...
  *   fprintf(o.f, ...);
  *   return rv_out_close(&o, ctx);                    // checks errors, renames into place
  *
@@ -25,8 +25,10 @@ extern "C" {
  * long, RV_ERR_IO naming the folder if one cannot be created or dir is not a folder. */
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx);
 
-/* Output file written to PATH.tmp.<pid>, renamed into place by rv_out_close (removed on a
- * write error, and by rv_out_abort). */
+/* Output file written to PATH.tmp.<pid>.<tid>.<k> (created with O_EXCL, k the first free
+ * number: threads and several rv_out_open of one path never share a temporary; mode
+ * 0666 & umask), renamed into place by rv_out_close (removed on a write error, and by
+ * rv_out_abort). The last rv_out_close of a path wins. */
 typedef struct {
   FILE *f;
   char *tmp;

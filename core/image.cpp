@@ -307,7 +307,7 @@ rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
       std::string msg = rv_ctx_errmsg(ctx);
       return rv_error(ctx, st, "image %s: %s", path, msg.c_str());
     }
-    rv_out_file o; // PATH.tmp.<pid>, renamed into place (removed on a write error)
+    rv_out_file o; // PATH.tmp.<pid>.<tid>.<k>, renamed into place (removed on a write error)
     st = rv_out_open(&o, path, ctx);
     if (st == RV_OK) {
       std::fwrite(buf, 1, len, o.f);

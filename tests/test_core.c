@@ -1,9 +1,11 @@
-/* Core: status strings, context errors, arena, safetensors reader/writer (files and
- * pipes) and its validation of malformed files. */
+/* Core: status strings, context errors, arena, output files (rv_out_open), safetensors
+ * reader/writer (files and pipes) and its validation of malformed files. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
+#include "core/fs.h"
 #include "core/tensor.h"
 #include "core/weights.h"
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -51,6 +53,67 @@ static void test_arena(void **state) {
   assert_int_equal(rv_tensor_numel(t), 210);
   assert_true(*rv_tensor_at(t, 1, 2, 4, 6) == 0.0f);
   rv_arena_free(a);
+}
+
+static long file_size(const char *p) {
+  struct stat sb;
+  return stat(p, &sb) == 0 ? (long)sb.st_size : -1;
+}
+
+/* Two rv_out_open of one path in one thread: distinct temporaries, the second does not
+ * truncate the first's, the last committed content wins, no temporary is left, and the
+ * file has the mode fopen "w" gives (0666 & umask). */
+static void test_out_open_same_path(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  char dir[] = "/tmp/rv_test_out_XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  char path[64], ref[64];
+  snprintf(path, sizeof path, "%s/out.json", dir);
+  snprintf(ref, sizeof ref, "%s/ref", dir);
+  rv_out_file a, b;
+  assert_int_equal(rv_out_open(&a, path, ctx), RV_OK);
+  assert_true(fputs("first", a.f) >= 0);
+  assert_int_equal(fflush(a.f), 0);
+  assert_int_equal(rv_out_open(&b, path, ctx), RV_OK);
+  assert_string_not_equal(a.tmp, b.tmp);
+  assert_non_null(strstr(a.tmp, ".tmp."));
+  assert_int_equal(file_size(a.tmp), 5); /* not truncated by the second open */
+  assert_true(fputs("second", b.f) >= 0);
+  assert_int_equal(rv_out_close(&a, ctx), RV_OK);
+  assert_int_equal(rv_out_close(&b, ctx), RV_OK);
+  char got[16] = "";
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  assert_non_null(fgets(got, sizeof got, f));
+  fclose(f);
+  assert_string_equal(got, "second");
+  /* an aborted third one leaves nothing either */
+  rv_out_file c;
+  assert_int_equal(rv_out_open(&c, path, ctx), RV_OK);
+  rv_out_abort(&c);
+  f = fopen(ref, "w");
+  assert_non_null(f);
+  fclose(f);
+  struct stat sp, sr;
+  assert_int_equal(stat(path, &sp), 0);
+  assert_int_equal(stat(ref, &sr), 0);
+  assert_int_equal(sp.st_mode, sr.st_mode);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (strcmp(e->d_name, "out.json") && strcmp(e->d_name, "ref"))
+      fail_msg("left in %s: %s", dir, e->d_name);
+    n++;
+  }
+  closedir(d);
+  assert_int_equal(n, 2);
+  unlink(path);
+  unlink(ref);
+  rmdir(dir);
+  rv_ctx_free(ctx);
 }
 
 static void test_safetensors_fixture(void **state) {
@@ -213,6 +276,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_and_ctx),
       cmocka_unit_test(test_arena),
+      cmocka_unit_test(test_out_open_same_path),
       cmocka_unit_test(test_safetensors_fixture),
       cmocka_unit_test(test_safetensors_roundtrip),
       cmocka_unit_test(test_safetensors_fifo),
