@@ -22,7 +22,9 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -38,12 +40,22 @@ enum { BQ = 512, BK = 512 };
 /* Online-softmax update of one query row: s[0..n) <- e^(s - m'), m' = max(*m, max s);
  * returns alpha = e^(*m - m') (0 on the first tile) and sets *m = m', *sum = sum of the
  * new exponentials. Lanes of 16 keep the reductions vectorisable. */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
 CLONES static float softmax_update(float *s, int n, float *m, float *sum) {
-  float lane[16];
+  /* the running maximum in GCC vector types: written with arrays (lane[t] = s > lane ? s :
+   * lane) GCC 12 left this loop scalar, a fifth of the function's time; as a vector compare
+   * and select it is one compare and one masked move per 16 keys (AVX-512) */
+  v16f lane;
   for (int t = 0; t < 16; t++) lane[t] = *m;
   int j = 0;
-  for (; j + 16 <= n; j += 16)
-    for (int t = 0; t < 16; t++) lane[t] = s[j + t] > lane[t] ? s[j + t] : lane[t];
+  for (; j + 16 <= n; j += 16) {
+    v16f a;
+    memcpy(&a, s + j, sizeof a);
+    const v16i gt = a > lane;
+    lane = (v16f)((gt & (v16i)a) | (~gt & (v16i)lane));
+  }
   float mx = *m;
   for (int t = 0; t < 16; t++) mx = lane[t] > mx ? lane[t] : mx;
   for (; j < n; j++) mx = s[j] > mx ? s[j] : mx;
