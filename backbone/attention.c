@@ -32,7 +32,7 @@
 enum { BQ = 512, BK = 512 };
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define CLONES
 #endif
