@@ -103,49 +103,55 @@ RV_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *re
   }
 }
 
-/* u[k*us] (k < a) = G g for the 3 taps g[0], g[gs], g[2 gs], in double */
-static inline __attribute__((always_inline)) void g_1d(int m, double *u, int us, const double *g, int gs) {
-  double g0 = g[0], g1 = g[gs], g2 = g[2 * gs];
-  if (m == 4) {
-    u[0] = 0.5 * g0;
-    u[us] = (g0 + g1 + g2) / 6.0;
-    u[2 * us] = (g0 - g1 + g2) / -6.0;
-    u[3 * us] = (16.0 * g0 + 8.0 * g1 + 4.0 * g2) / -15.0;
-    u[4 * us] = (g0 - 2.0 * g1 + 4.0 * g2) / 30.0;
-    u[5 * us] = 0.5 * g2;
-  } else {
-    u[0] = g0;
-    u[us] = 0.5 * (g0 + g1 + g2);
-    u[2 * us] = 0.5 * (g0 - g1 + g2);
-    u[3 * us] = g2;
+/* u[k*us + j] (k < a) = G g_j for the 3 taps g[j], g[gs + j], g[2 gs + j] of lanes j < n,
+ * in double (the same expression per lane as one tap triple at a time: vectorising over
+ * the lanes changes no rounding) */
+static inline __attribute__((always_inline)) void g_1d(int m, double *restrict u, int us,
+                                                      const double *restrict g, int gs,
+                                                      int n) {
+  for (int j = 0; j < n; j++) {
+    double g0 = g[j], g1 = g[gs + j], g2 = g[2 * gs + j];
+    if (m == 4) {
+      u[j] = 0.5 * g0;
+      u[us + j] = (g0 + g1 + g2) / 6.0;
+      u[2 * us + j] = (g0 - g1 + g2) / -6.0;
+      u[3 * us + j] = (16.0 * g0 + 8.0 * g1 + 4.0 * g2) / -15.0;
+      u[4 * us + j] = (g0 - 2.0 * g1 + 4.0 * g2) / 30.0;
+      u[5 * us + j] = 0.5 * g2;
+    } else {
+      u[j] = g0;
+      u[us + j] = 0.5 * (g0 + g1 + g2);
+      u[2 * us + j] = 0.5 * (g0 - g1 + g2);
+      u[3 * us + j] = g2;
+    }
   }
 }
 
 /* U[k][co][ci] = (G w[co,ci] G^T)[k / a][k % a] for ci in [0, cin) of one co, computed in
- * double and rounded once; staged per 64 ci so that the a^2 output streams (a power-of-two
- * apart when cout cin is) are written as runs, not one float each */
-static inline __attribute__((always_inline)) void g_tile(int m, float *st, int ss,
-                                                        const float *w) {
-  int a = m + 2;
-  double g[9], tmp[6 * 3], uu[6 * 6];
-  for (int i = 0; i < 9; i++) g[i] = w[i];
-  for (int c = 0; c < 3; c++) g_1d(m, tmp + c, 3, g + c, 3);          /* columns: tmp[a x 3] */
-  for (int r = 0; r < a; r++) g_1d(m, uu + r * a, 1, tmp + r * 3, 1); /* rows */
-  for (int k = 0; k < a * a; k++) st[k * ss] = (float)uu[k];
-}
-
+ * double and rounded once, 64 ci at a time as lanes: the taps transposed to [tap][ci], the
+ * columns then the rows transformed for all lanes, and the a^2 output streams (a power of
+ * two apart when cout cin is) written as runs of 64 */
 RV_CLONES static void weight_transform_row(float *u, size_t plane, const float *w, int cin, int m) {
-  int a = m + 2;
-  float stage[36 * 64];
-  for (int c0 = 0; c0 < cin; c0 += 64) {
-    int nc = cin - c0 < 64 ? cin - c0 : 64;
+  enum { L = 64 };
+  const int a = m + 2;
+  double g[9 * L], tmp[6 * 3 * L], uu[6 * 6 * L];
+  for (int c0 = 0; c0 < cin; c0 += L) {
+    const int nc = cin - c0 < L ? cin - c0 : L;
     const float *wc = w + (size_t)c0 * 9;
-    if (m == 4) /* literal m: the tile code unrolls and the loop over j vectorises */
-      for (int j = 0; j < nc; j++) g_tile(4, stage + j, 64, wc + (size_t)j * 9);
-    else
-      for (int j = 0; j < nc; j++) g_tile(2, stage + j, 64, wc + (size_t)j * 9);
-    for (int k = 0; k < a * a; k++)
-      memcpy(u + (size_t)k * plane + c0, stage + k * 64, sizeof(float) * (size_t)nc);
+    for (int j = 0; j < nc; j++)
+      for (int i = 0; i < 9; i++) g[i * L + j] = wc[(size_t)j * 9 + i];
+    /* columns c of the 3x3 taps -> tmp[r][c][lane] (r < a); then rows -> uu[r][k][lane] */
+    if (m == 4) { /* literal m: the lane loops unroll per row of G */
+      for (int c = 0; c < 3; c++) g_1d(4, tmp + c * L, 3 * L, g + c * L, 3 * L, nc);
+      for (int r = 0; r < 6; r++) g_1d(4, uu + r * 6 * L, L, tmp + r * 3 * L, L, nc);
+    } else {
+      for (int c = 0; c < 3; c++) g_1d(2, tmp + c * L, 3 * L, g + c * L, 3 * L, nc);
+      for (int r = 0; r < 4; r++) g_1d(2, uu + r * 4 * L, L, tmp + r * 3 * L, L, nc);
+    }
+    for (int k = 0; k < a * a; k++) {
+      float *uk = u + (size_t)k * plane + c0;
+      for (int j = 0; j < nc; j++) uk[j] = (float)uu[k * L + j];
+    }
   }
 }
 
