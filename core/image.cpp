@@ -22,7 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace {
@@ -144,20 +146,29 @@ std::string lower_ext(const char *path) {
   return e;
 }
 
-// "dir/name.ext" -> "dir/.name.tmpXXXXXX.ext" created with mkstemps (fd returned) for the
+// "dir/name.ext" -> "dir/.name.tmp<pid>.<tid>.<k>.ext" (k the first number whose file does
+// not exist), created with O_EXCL and mode 0666 & umask as fopen would (fd returned), for the
 // video writer, whose file name must keep the extension (cv::VideoWriter picks the container
-// by it); the caller writes and renames.
+// by it); the caller writes and renames. No umask() call: it is process-wide.
 int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
   std::string p(path);
   size_t slash = p.rfind('/');
   std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
   std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
-  tmp = dir + "." + base + ".tmpXXXXXX" + suffix;
-  std::vector<char> t(tmp.begin(), tmp.end());
-  t.push_back(0);
-  int fd = suffix.empty() ? mkstemp(t.data()) : mkstemps(t.data(), (int)suffix.size());
-  if (fd >= 0) tmp = t.data();
-  return fd;
+  const long pid = (long)getpid();
+#ifdef SYS_gettid
+  const long tid = (long)syscall(SYS_gettid);
+#else
+  const long tid = 0; // O_EXCL below still keeps threads apart
+#endif
+  for (int k = 0; k < 1000; k++) {
+    tmp = dir + "." + base + ".tmp" + std::to_string(pid) + "." + std::to_string(tid) + "." +
+          std::to_string(k) + suffix;
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 cv::Scalar scalar(rv_color c, int channels) {
@@ -679,10 +690,6 @@ rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
     } else if (std::rename(v->tmp.c_str(), v->path.c_str()) != 0) {
       st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(),
                     std::strerror(errno));
-    } else {
-      mode_t um = umask(0);
-      umask(um);
-      chmod(v->path.c_str(), 0666 & ~um);
     }
   } catch (const cv::Exception &e) {
     st = rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", v->path.c_str(), e.err.c_str());

@@ -18,6 +18,7 @@
 #include "models/video_pipeline.h"
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -698,6 +699,18 @@ static void test_seek(void **state) {
   assert_int_equal(rv_video_writer_close(w, ctx), RV_OK);
   rv_video_close(r);
   rv_image_free(&f);
+  /* the renamed video has the mode fopen gives a new file (0666 & umask: the temporary is
+   * created so, not chmod-ed after), and no temporary is left beside it */
+  char ref[512];
+  snprintf(ref, sizeof ref, "%s/mode_ref", tmpdir);
+  FILE *rf = fopen(ref, "w");
+  assert_non_null(rf);
+  fclose(rf);
+  struct stat sv, sr;
+  assert_int_equal(stat(p, &sv), 0);
+  assert_int_equal(stat(ref, &sr), 0);
+  assert_int_equal(sv.st_mode & 0777, sr.st_mode & 0777);
+  assert_int_equal(test_run("ls -a %s | grep -q 'seek.mp4.tmp'", tmpdir) == 0, 0);
   check_seek(p, 48);
   /* exact positioning past the end of a file that announces more frames than it has */
   assert_int_equal(test_run("head -c 200000 " SAMPLES "/Megamind.avi > %s/short.avi", tmpdir), 0);
