@@ -240,7 +240,8 @@ int main(int argc, char **argv) {
   if (json)
     printf("{\"model\": \"%s\", \"size\": \"%dx%d\", \"median_ms\": %.1f, \"min_ms\": %.1f, "
            "\"max_ms\": %.1f, \"backbone_ms\": %.1f, \"heads_ms\": %.1f, \"detections\": %d, "
-           "\"neck_ms\": %.1f, \"rpn_ms\": %.1f, \"roi_ms\": %.1f, \"mask_ms\": %.1f, \"post_ms\": %.1f, "
+           "\"neck_ms\": %.1f, \"rpn_ms\": %.1f, \"roi_ms\": %.1f, \"mask_ms\": %.1f, "
+           "\"post_ms\": %.1f, "
            "\"arena_peak_mb\": %.1f, \"peak_rss_mb\": %.1f}\n",
            model, H, W, med, times[0], times[runs - 1], tb, th, ndet, tst[0], tst[1], tst[2],
            tst[3], tst[4], rv_arena_peak(a) / 1e6, rss);
