@@ -10,6 +10,9 @@ port of tools/ravlt_torch.py. Needs only torch (Debian python3-torch).
   # the port against the official head fixtures (float64; --float32 shows how far the
   # official float32 computation lands from the float64 reference):
   python3 tools/det_torch.py check ../shared/fixtures/heads/cascade_mask_rcnn [--float32]
+  # conditioning: float64 / float32 on one-ulp perturbations of the fixture's inputs (and
+  # the perturbed fixtures written for `ravlt check-fixture DIR/seedK`):
+  python3 tools/det_torch.py perturb ../shared/fixtures/heads/cascade_mask_rcnn [--write DIR]
   # whole model (backbone + FPN + RPN + RoI heads + 100 pasted masks), random weights:
   python3 tools/det_torch.py bench cascade-s --size 800x1344 --threads 2 --runs 3 [--json]
 """
@@ -325,10 +328,12 @@ class Detector(nn.Module):
 
 
 # ---- commands -------------------------------------------------------------------------------
-def cmd_check(a):
-    cfg = json.load(open(os.path.join(a.dir, "config.json")))
-    sd = ravlt_torch.load_safetensors(os.path.join(a.dir, "weights.safetensors"))
-    io = ravlt_torch.load_safetensors(os.path.join(a.dir, "io.safetensors"))
+def fixture_heads(d):
+    """The head fixture in d: (config, io tensors, the port's FPN + RPN + RoI heads with the
+    fixture's weights, in float32)."""
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    sd = ravlt_torch.load_safetensors(os.path.join(d, "weights.safetensors"))
+    io = ravlt_torch.load_safetensors(os.path.join(d, "io.safetensors"))
     cascade = cfg["kind"] == "cascade_mask_rcnn"
     rh = cfg["model"]["roi_head"]
     bh = rh["bbox_head"][0] if cascade else rh["bbox_head"]
@@ -339,8 +344,58 @@ def cmd_check(a):
     missing = m.load_state_dict({k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")},
                                 strict=False)
     assert not [k for k in missing.missing_keys if not k.startswith("backbone")], missing.missing_keys
+    return cfg, io, m.eval()
+
+
+def ulp_perturbed(io, seed):
+    """io with every value of the input features feat.0-3 moved by one float32 ulp, up or
+    down at random (seed)."""
+    g = torch.Generator().manual_seed(seed)
+    out = dict(io)
+    for i in range(4):
+        f = io["feat.%d" % i].float()
+        to = torch.where(torch.rand(f.shape, generator=g) < 0.5, torch.full_like(f, math.inf),
+                         torch.full_like(f, -math.inf))
+        out["feat.%d" % i] = torch.nextafter(f, to)
+    return out
+
+
+def cmd_perturb(a):
+    """How well conditioned the fixture's final scores are: the float64 and float32 port on
+    the fixture's inputs and on one-ulp perturbations of them, each against the float64
+    reference outputs of the unperturbed inputs. --write DIR also writes the perturbed
+    fixtures (DIR/seedK, weights and config linked) for `ravlt check-fixture`."""
+    cfg, io, m = fixture_heads(a.dir)
+    ref_s, ref_b = io["det.scores"].double(), io["det.bboxes"].double()
+    for seed in range(a.seeds):
+        if a.write:
+            d = os.path.join(a.write, "seed%d" % seed)
+            os.makedirs(d, exist_ok=True)
+            for f in os.listdir(a.dir):
+                if f != "io.safetensors" and not os.path.lexists(os.path.join(d, f)):
+                    os.symlink(os.path.abspath(os.path.join(a.dir, f)), os.path.join(d, f))
+            ravlt_torch.save_safetensors(os.path.join(d, "io.safetensors"), ulp_perturbed(io, seed))
+    print("det.scores / det.bboxes max abs error against the float64 reference")
+    for dt in (torch.float64, torch.float32):
+        md = m.to(dt)
+        for seed in range(-1, a.seeds):
+            x = io if seed < 0 else ulp_perturbed(io, seed)
+            with torch.no_grad():
+                b, s, l, _ = md.heads([x["feat.%d" % i].to(dt) for i in range(4)], cfg["img_meta"], {})
+            what = "inputs as stored" if seed < 0 else "1-ulp perturbation, seed %d" % seed
+            if s.shape != ref_s.shape or not bool((l.long() == io["det.labels"].long()).all()):
+                print("  %s %-30s detections differ in count, labels or order" % (dt, what))
+                continue
+            print("  %s %-30s %.3g / %.3g px" % (str(dt).replace("torch.", ""), what,
+                                                float((s.double() - ref_s).abs().max()),
+                                                float((b.double() - ref_b).abs().max())))
+    return 0
+
+
+def cmd_check(a):
+    cfg, io, m = fixture_heads(a.dir)
     dt = torch.float32 if a.float32 else torch.float64
-    m = m.to(dt).eval()
+    m = m.to(dt)
     meta = cfg["img_meta"]
     trace = {}
     with torch.no_grad():
@@ -424,6 +479,10 @@ def main():
     c.add_argument("dir")
     c.add_argument("--float32", action="store_true",
                    help="run the port in float32 (how far official float32 code is from float64)")
+    q = sub.add_parser("perturb", help=cmd_perturb.__doc__.split("\n")[0])
+    q.add_argument("dir")
+    q.add_argument("--seeds", type=int, default=6)
+    q.add_argument("--write", metavar="DIR", help="also write the perturbed fixtures here")
     b = sub.add_parser("bench")
     b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
     b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
@@ -433,7 +492,7 @@ def main():
                    help="0 keeps max_per_img (100) detections and masks, the worst case")
     b.add_argument("--json", action="store_true")
     a = p.parse_args()
-    return cmd_check(a) if a.cmd == "check" else cmd_bench(a)
+    return {"check": cmd_check, "perturb": cmd_perturb, "bench": cmd_bench}[a.cmd](a)
 
 
 if __name__ == "__main__":

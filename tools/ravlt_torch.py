@@ -293,7 +293,8 @@ def cmd_bench(a):
 
 def save_safetensors(path, tensors, meta=None):
     hdr, blobs, off = {}, [], 0
-    names = {torch.float32: "F32", torch.int64: "I64"}
+    names = {torch.float32: "F32", torch.float64: "F64", torch.int64: "I64", torch.int32: "I32",
+             torch.uint8: "U8", torch.bool: "BOOL"}
     for k, t in tensors.items():
         b = t.contiguous().numpy().tobytes()
         hdr[k] = {"dtype": names[t.dtype], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
