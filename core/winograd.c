@@ -189,18 +189,23 @@ static void input_transform_channel(float *v, size_t ld, const float *x, const w
     int len = seg * m + 2, iy0 = ty * m - g->ph, ix0 = tx * m - g->pw;
     const float *xp = x + ((size_t)ni * g->cin + c) * g->h * g->wd;
     int lo = ix0 < 0 ? -ix0 : 0, hi = g->wd - ix0 < len ? g->wd - ix0 : len;
-    for (int r = 0; r < a; r++) {
-      float *d = rows + (size_t)r * L;
-      int iy = iy0 + r;
-      if (iy < 0 || iy >= g->h || lo >= hi) {
-        memset(d, 0, sizeof(float) * len);
-        continue;
+    if (lo == 0 && hi == len && iy0 >= 0 && iy0 + a <= g->h) {
+      /* the patch rows lie inside the image: transformed straight from x, no staging */
+      bt_1d(m, col, L, xp + (size_t)iy0 * g->wd + ix0, (size_t)g->wd, 1, len);
+    } else {
+      for (int r = 0; r < a; r++) { /* staged with the zero padding */
+        float *d = rows + (size_t)r * L;
+        int iy = iy0 + r;
+        if (iy < 0 || iy >= g->h || lo >= hi) {
+          memset(d, 0, sizeof(float) * len);
+          continue;
+        }
+        for (int i = 0; i < lo; i++) d[i] = 0.0f;
+        memcpy(d + lo, xp + (size_t)iy * g->wd + ix0 + lo, sizeof(float) * (size_t)(hi - lo));
+        for (int i = hi; i < len; i++) d[i] = 0.0f;
       }
-      for (int i = 0; i < lo; i++) d[i] = 0.0f;
-      memcpy(d + lo, xp + (size_t)iy * g->wd + ix0 + lo, sizeof(float) * (size_t)(hi - lo));
-      for (int i = hi; i < len; i++) d[i] = 0.0f;
+      bt_1d(m, col, L, rows, L, 1, len); /* along columns: a rows -> a transformed rows */
     }
-    bt_1d(m, col, L, rows, L, 1, len); /* along columns: a rows -> a transformed rows */
     float *vo = v + (size_t)c * ld + (size_t)done;
     size_t ks = (size_t)g->cin * ld; /* between positions k */
     for (int i = 0; i < a; i++)      /* along rows: positions k = i*a + j */
