@@ -128,6 +128,20 @@ static void on_trace(void *user, const char *name, const float *data, const int 
   free(ref);
 }
 
+typedef struct {
+  int events, merged;
+} event_count;
+
+static void count_events(void *user, const char *name, const float *data, const int *shape,
+                         int ndim) {
+  (void)data;
+  (void)shape;
+  (void)ndim;
+  event_count *c = user;
+  c->events++;
+  c->merged += strcmp(name, "mask.merged_probs") == 0;
+}
+
 static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced, double score_tol) {
   char p[256];
   rv_ctx *ctx = rv_ctx_create();
@@ -221,6 +235,24 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
     assert_true(worst <= 0.01);
     free(areas);
   }
+
+  /* a timing hook (times_only) sees the events but changes no work: the same detections
+   * and masks, bit for bit, as a run without a hook */
+  rv_arena *a0 = rv_arena_create(0), *a1 = rv_arena_create(0);
+  rv_detections d0, d1;
+  event_count ec = {0, 0};
+  rv_det_trace timing = {count_events, &ec, 1};
+  assert_int_equal(rv_detector_forward(det, &d0, feats, &meta, NULL, a0, ctx), RV_OK);
+  assert_int_equal(rv_detector_forward(det, &d1, feats, &meta, &timing, a1, ctx), RV_OK);
+  assert_true(ec.events >= expect_traced);
+  assert_int_equal(ec.merged, 1);
+  assert_int_equal(d0.n, d1.n);
+  assert_memory_equal(d0.labels, d1.labels, sizeof(int) * (size_t)d0.n);
+  assert_memory_equal(d0.bboxes, d1.bboxes, sizeof(float) * 4 * (size_t)d0.n);
+  assert_memory_equal(d0.scores, d1.scores, sizeof(float) * (size_t)d0.n);
+  assert_memory_equal(d0.masks, d1.masks, plane * (size_t)d0.n);
+  rv_arena_free(a0);
+  rv_arena_free(a1);
 
   free(bb);
   free(sc);
