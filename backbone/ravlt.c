@@ -521,20 +521,27 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   const rv_ravlt *m = F->m;
   const rv_ravlt_config *cfg = &m->cfg;
   rv_arena_mark mk = rv_arena_get_mark(F->A);
-  int h = H, w = W;
-  const float *cur = img;
-  float *x = NULL;
-  for (int i = 0; i < 4; i++) {
-    int stride = (i == 0 || i == 3) ? 2 : 1;
-    int oh = (h + 2 - 3) / stride + 1, ow = (w + 2 - 3) / stride + 1;
-    float *y = rv_arena_floats(F->A, (size_t)m->stem_c[i + 1] * oh * ow);
-    if (!y) return oom(F);
-    RV_TRY(conv3x3(F, y, cur, m->stem_w[i], m->stem_b[i], m->stem_c[i], h, w, m->stem_c[i + 1],
-                   stride, i < 3 ? RV_ACT_GELU : RV_ACT_NONE));
-    cur = x = y;
-    h = oh;
-    w = ow;
-  }
+  /* stem: 3x3 convs with strides 2, 1, 1, 2; the three half-resolution maps ping-pong
+   * between two buffers released after the stem (at 512x512 they were 25 MB kept through
+   * the stages) */
+  const int h2 = (H + 2 - 3) / 2 + 1, w2 = (W + 2 - 3) / 2 + 1;
+  int h = (h2 + 2 - 3) / 2 + 1, w = (w2 + 2 - 3) / 2 + 1;
+  float *x = rv_arena_floats(F->A, (size_t)m->stem_c[4] * h * w);
+  if (!x) return oom(F);
+  rv_arena_mark ms = rv_arena_get_mark(F->A);
+  size_t half = (size_t)h2 * w2 * (m->stem_c[1] > m->stem_c[2] ? m->stem_c[1] : m->stem_c[2]);
+  if (m->stem_c[3] * (size_t)h2 * w2 > half) half = m->stem_c[3] * (size_t)h2 * w2;
+  float *pa = rv_arena_floats(F->A, half), *pb = rv_arena_floats(F->A, half);
+  if (!pa || !pb) return oom(F);
+  RV_TRY(conv3x3(F, pa, img, m->stem_w[0], m->stem_b[0], m->stem_c[0], H, W, m->stem_c[1], 2,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, pb, pa, m->stem_w[1], m->stem_b[1], m->stem_c[1], h2, w2, m->stem_c[2], 1,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, pa, pb, m->stem_w[2], m->stem_b[2], m->stem_c[2], h2, w2, m->stem_c[3], 1,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, x, pa, m->stem_w[3], m->stem_b[3], m->stem_c[3], h2, w2, m->stem_c[4], 2,
+                 RV_ACT_NONE));
+  rv_arena_release(F->A, ms);
   emit(F, "patch_embed", x, m->stem_c[4], h, w);
   char name[32];
   for (int si = 0; si < 4; si++) {
