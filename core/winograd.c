@@ -40,8 +40,9 @@
  * weights; above U_BUDGET the output channels are processed in chunks, each redoing the input
  * transform; UperNet's 2048-channel fpn_bottleneck is run as 4 convs of 512 channels for this
  * reason, necks/uper.c), V + M for T tiles (T
- * from BLOCK_BUDGET, at least MIN_TILES), and small per-thread buffers: at most ~128 MB
- * plus MIN_TILES blocks for very wide convs, independent of the image size. A 64 MB block took ~10% less CPU time than
+ * from BLOCK_BUDGET, at least MIN_TILES, at most MAX_TILES), and small per-thread
+ * buffers: at most ~128 MB plus MIN_TILES blocks for very wide convs, independent of the
+ * image size. A 64 MB block took ~10% less CPU time than
  * 32 MB on the 2048->512 UperNet bottleneck (wider GEMMs re-pack U less often). */
 #include "core/ops.h"
 #include "core/vmath.h"
@@ -52,6 +53,10 @@
 #define BLOCK_BUDGET ((size_t)16 << 20) /* floats of V + M per block (64 MB) */
 #define U_BUDGET ((size_t)16 << 20)     /* floats of transformed weights at a time (64 MB) */
 #define MIN_TILES 64                   /* at least this many tiles per block (GEMM width) */
+#define MAX_TILES 4096 /* at most: binds for few channels (the backbone stem's 32 -> 32 3x3
+                        * convs, where BLOCK_BUDGET allowed 16384 tiles, 64 MB of V + M at
+                        * 512x512 for a GEMM of K = 32): 32->32 256x256 F(2x2) 10.9-11.6 ->
+                        * 10.0-10.2 ms (1024 tiles: 14-16 ms), 2 threads */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
 /* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
@@ -374,6 +379,7 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
   int cc = (cout + chunks - 1) / chunks;
   size_t nt = BLOCK_BUDGET / (a2 * ((size_t)cin + cc));
   if (nt < MIN_TILES) nt = MIN_TILES;
+  if (nt > MAX_TILES) nt = MAX_TILES;
   if (nt > total) nt = total;
   /* small images (tile rows under 8 tiles) in batches of whole images, images as lanes */
   const size_t tpi = (size_t)g.th * g.tw; /* tiles per image */
