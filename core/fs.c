@@ -32,31 +32,42 @@ rv_status rv_mkdirs(const char *dir, rv_ctx *ctx) {
   return RV_OK;
 }
 
-/* Writes PATH.tmp.<pid>.<tid>.<k>, k the first number whose file does not exist: O_EXCL
- * never truncates an existing file (another process's or thread's temporary, or this
- * thread's other rv_out_open of the same path). Mode 0666 & umask, as fopen "w" creates
- * it, so the renamed file keeps the permissions it always had. */
-rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
+int rv_create_unique(char *name, size_t n, const char *stem, const char *suffix) {
   enum { MAX_TRIES = 1000 };
-  o->path = path;
-  o->f = NULL;
-  /* ".tmp." + 2 longs and an int (<= 20, 20, 11 characters) + 2 dots + NUL = 59 */
-  const size_t n = strlen(path) + 64;
-  o->tmp = malloc(n);
-  if (!o->tmp) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
 #ifdef SYS_gettid
   const long tid = (long)syscall(SYS_gettid);
 #else
   const long tid = 0; /* the O_EXCL retry below still keeps threads apart */
 #endif
-  int fd = -1, err = 0;
+  int fd = -1;
   for (int k = 0; fd < 0 && k < MAX_TRIES; k++) {
-    int len = snprintf(o->tmp, n, "%s.tmp.%ld.%ld.%d", path, (long)getpid(), tid, k);
+    int len = snprintf(name, n, "%s.%ld.%ld.%d%s", stem, (long)getpid(), tid, k, suffix);
     RV_ASSERT(len > 0 && (size_t)len < n);
-    fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-    err = errno;
-    if (fd < 0 && err != EEXIST) break;
+    fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0 && errno != EEXIST) break;
   }
+  return fd;
+}
+
+/* Writes PATH.tmp.<pid>.<tid>.<k> (rv_create_unique): O_EXCL never truncates an existing
+ * file (another process's or thread's temporary, or this thread's other rv_out_open of the
+ * same path). Mode 0666 & umask, as fopen "w" creates it, so the renamed file keeps the
+ * permissions it always had. */
+rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
+  o->path = path;
+  o->f = NULL;
+  const size_t n = strlen(path) + RV_UNIQUE_EXTRA + sizeof ".tmp";
+  char *stem = malloc(n);
+  o->tmp = malloc(n);
+  if (!stem || !o->tmp) {
+    free(stem);
+    free(o->tmp);
+    o->tmp = NULL;
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  snprintf(stem, n, "%s.tmp", path);
+  int fd = rv_create_unique(o->tmp, n, stem, ""), err = errno;
+  free(stem);
   if (fd >= 0 && !(o->f = fdopen(fd, "w"))) {
     err = errno;
     close(fd);

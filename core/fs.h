@@ -25,6 +25,14 @@ extern "C" {
  * long, RV_ERR_IO naming the folder if one cannot be created or dir is not a folder. */
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx);
 
+/* Creates a new file STEM.<pid>.<tid>.<k>SUFFIX, k the first number whose file does not
+ * exist (O_CREAT | O_EXCL, write-only, mode 0666 & umask as fopen gives: threads and
+ * processes never share one, an existing file is never truncated); its name goes to
+ * name[n], n >= strlen(stem) + strlen(suffix) + RV_UNIQUE_EXTRA. Returns the descriptor,
+ * or -1 with errno set. */
+#define RV_UNIQUE_EXTRA 56 /* 3 dots, 2 longs and an int, NUL */
+int rv_create_unique(char *name, size_t n, const char *stem, const char *suffix);
+
 /* Output file written to PATH.tmp.<pid>.<tid>.<k> (created with O_EXCL, k the first free
  * number: threads and several rv_out_open of one path never share a temporary; mode
  * 0666 & umask), renamed into place by rv_out_close (removed on a write error, and by

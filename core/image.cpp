@@ -22,9 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace {
@@ -146,29 +144,20 @@ std::string lower_ext(const char *path) {
   return e;
 }
 
-// "dir/name.ext" -> "dir/.name.tmp<pid>.<tid>.<k>.ext" (k the first number whose file does
-// not exist), created with O_EXCL and mode 0666 & umask as fopen would (fd returned), for the
-// video writer, whose file name must keep the extension (cv::VideoWriter picks the container
-// by it); the caller writes and renames. No umask() call: it is process-wide.
+// "dir/name.ext" -> "dir/.name.tmp.<pid>.<tid>.<k>.ext" created by rv_create_unique (O_EXCL,
+// mode 0666 & umask as fopen would; fd returned) for the video writer, whose file name must
+// keep the extension (cv::VideoWriter picks the container by it); the caller writes and
+// renames. No umask() call: it is process-wide.
 int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
   std::string p(path);
   size_t slash = p.rfind('/');
   std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
   std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
-  const long pid = (long)getpid();
-#ifdef SYS_gettid
-  const long tid = (long)syscall(SYS_gettid);
-#else
-  const long tid = 0; // O_EXCL below still keeps threads apart
-#endif
-  for (int k = 0; k < 1000; k++) {
-    tmp = dir + "." + base + ".tmp" + std::to_string(pid) + "." + std::to_string(tid) + "." +
-          std::to_string(k) + suffix;
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  errno = EEXIST;
-  return -1;
+  std::string stem = dir + "." + base + ".tmp";
+  std::vector<char> name(stem.size() + suffix.size() + RV_UNIQUE_EXTRA);
+  int fd = rv_create_unique(name.data(), name.size(), stem.c_str(), suffix.c_str());
+  tmp = name.data();
+  return fd;
 }
 
 cv::Scalar scalar(rv_color c, int channels) {
