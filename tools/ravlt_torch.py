@@ -12,6 +12,8 @@ torch (Debian python3-torch); no timm/einops/mmcv.
   python3 tools/ravlt_torch.py params
   # small random classifier checkpoint + reference logits (tests/data/backbone):
   python3 tools/ravlt_torch.py make-cls-fixture tests/data/backbone
+  # a backbone fixture at another input size (then: ravlt check-fixture OUT):
+  python3 tools/ravlt_torch.py resize-fixture ../shared/fixtures/backbone/d64 OUT --size 157x203
 """
 import argparse
 import json
@@ -341,6 +343,27 @@ def cmd_make_cls_fixture(a):
     return 0
 
 
+def cmd_resize_fixture(a):
+    """A backbone fixture at another input: the weights and config of an existing one
+    (linked), a new random input of HxW (seed), the outputs computed in float64 - for
+    checking ravlt on sizes the stored fixtures do not have (odd, small, non-multiples of 32)."""
+    m = model_from_fixture(a.dir).double()
+    h, w = (int(v) for v in a.size.lower().split("x"))
+    os.makedirs(a.out, exist_ok=True)
+    for f in ("config.json", "weights.safetensors"):
+        if not os.path.lexists(os.path.join(a.out, f)):
+            os.symlink(os.path.abspath(os.path.join(a.dir, f)), os.path.join(a.out, f))
+    x = torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(a.seed))
+    with torch.no_grad():
+        outs = m(x.double())
+    t = {"input": x}
+    for i, o in enumerate(outs):
+        t["out.%d" % i] = o.float()
+    save_safetensors(os.path.join(a.out, "io.safetensors"), t)
+    print("%s: input %dx%d, outputs %s" % (a.out, h, w, [tuple(o.shape) for o in outs]))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -349,6 +372,11 @@ def main():
     c = sub.add_parser("params")
     c = sub.add_parser("make-cls-fixture")
     c.add_argument("out")
+    c = sub.add_parser("resize-fixture", help=cmd_resize_fixture.__doc__.split("\n")[0])
+    c.add_argument("dir", help="a backbone fixture (config.json, weights.safetensors)")
+    c.add_argument("out")
+    c.add_argument("--size", required=True, help="HxW of the new input")
+    c.add_argument("--seed", type=int, default=0)
     c = sub.add_parser("bench")
     c.add_argument("model", choices=sorted(PRESETS))
     c.add_argument("--size", default="512x512")
@@ -358,7 +386,7 @@ def main():
     c.add_argument("--json", action="store_true")
     a = ap.parse_args()
     return {"check": cmd_check, "params": cmd_params, "bench": cmd_bench,
-            "make-cls-fixture": cmd_make_cls_fixture}[a.cmd](a)
+            "make-cls-fixture": cmd_make_cls_fixture, "resize-fixture": cmd_resize_fixture}[a.cmd](a)
 
 
 if __name__ == "__main__":
