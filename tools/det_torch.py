@@ -392,6 +392,54 @@ def cmd_perturb(a):
     return 0
 
 
+def cmd_resize(a):
+    """A head fixture at another input size: the fixture's weights and test_cfg (weights
+    linked), its backbone features resized bilinearly to the new pyramid (pad size HxW,
+    multiples of 32) plus a little seeded noise, a new img_meta (image up to 31 px smaller
+    than the pad, another original size and scale factor), and every traced output computed
+    in float64 - for checking ravlt on sizes and box layouts the stored fixtures lack."""
+    cfg, io, m = fixture_heads(a.dir)
+    m = m.double()
+    ph, pw = (int(v) for v in a.size.lower().split("x"))
+    if ph % 32 or pw % 32:
+        raise SystemExit("--size: the pad size must be a multiple of 32 (got %dx%d)" % (ph, pw))
+    g = torch.Generator().manual_seed(a.seed)
+    feats = []
+    for i in range(4):
+        f = io["feat.%d" % i].float()
+        f = F.interpolate(f, size=(ph >> (i + 2), pw >> (i + 2)), mode="bilinear", align_corners=False)
+        feats.append(f + 0.05 * f.std() * torch.randn(f.shape, generator=g))
+    ih = ph - int(torch.randint(0, 32, (1,), generator=g))
+    iw = pw - int(torch.randint(0, 32, (1,), generator=g))
+    sc = 0.5 + float(torch.rand(1, generator=g))
+    oh, ow = max(1, int(round(ih / sc))), max(1, int(round(iw / sc)))
+    ws, hs = float(torch.tensor(iw / ow, dtype=torch.float32)), float(torch.tensor(ih / oh, dtype=torch.float32))
+    meta = {"ori_shape": [oh, ow, 3], "img_shape": [ih, iw, 3], "pad_shape": [ph, pw, 3],
+            "scale_factor": [ws, hs, ws, hs], "flip": False, "flip_direction": None}
+    thr = cfg.get("test_cfg", {}).get("rcnn", {}).get("score_thr", 0.05)
+    trace = {}
+    with torch.no_grad():
+        b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
+    keep = min(20, b.size(0))
+    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
+    for k, v in trace.items():
+        v = v[:keep] if k.startswith("mask.stage") or k == "mask.merged_probs" else v
+        out[k] = v.long() if k == "det.labels" else v.float()
+    out["det.masks"] = masks[:keep].to(torch.uint8)
+    out["det.mask_areas"] = masks.flatten(1).sum(1).long() if masks.numel() else torch.zeros(0, dtype=torch.long)
+    os.makedirs(a.out, exist_ok=True)
+    if not os.path.lexists(os.path.join(a.out, "weights.safetensors")):
+        os.symlink(os.path.abspath(os.path.join(a.dir, "weights.safetensors")),
+                   os.path.join(a.out, "weights.safetensors"))
+    cfg = dict(cfg, img_meta=meta, feat_shapes=[list(f.shape) for f in feats],
+               generated_by="tools/det_torch.py resize %s --size %s --seed %d" % (a.dir, a.size, a.seed))
+    cfg.pop("io_keys", None)
+    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
+    ravlt_torch.save_safetensors(os.path.join(a.out, "io.safetensors"), out)
+    print("%s: pad %dx%d, image %dx%d, original %dx%d, %d detections" % (a.out, ph, pw, ih, iw, oh, ow, b.size(0)))
+    return 0
+
+
 def cmd_check(a):
     cfg, io, m = fixture_heads(a.dir)
     dt = torch.float32 if a.float32 else torch.float64
@@ -483,6 +531,11 @@ def main():
     q.add_argument("dir")
     q.add_argument("--seeds", type=int, default=6)
     q.add_argument("--write", metavar="DIR", help="also write the perturbed fixtures here")
+    r = sub.add_parser("resize", help=cmd_resize.__doc__.split("\n")[0])
+    r.add_argument("dir")
+    r.add_argument("out")
+    r.add_argument("--size", required=True, help="pad size HxW (multiples of 32)")
+    r.add_argument("--seed", type=int, default=0)
     b = sub.add_parser("bench")
     b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
     b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
@@ -492,7 +545,8 @@ def main():
                    help="0 keeps max_per_img (100) detections and masks, the worst case")
     b.add_argument("--json", action="store_true")
     a = p.parse_args()
-    return {"check": cmd_check, "perturb": cmd_perturb, "bench": cmd_bench}[a.cmd](a)
+    return {"check": cmd_check, "perturb": cmd_perturb, "resize": cmd_resize,
+            "bench": cmd_bench}[a.cmd](a)
 
 
 if __name__ == "__main__":
