@@ -6,6 +6,8 @@ backbone is the GLTA port of tools/ravlt_torch.py. Needs only torch (Debian pyth
 
   # the port against the official head fixtures (float64):
   python3 tools/seg_torch.py check ../shared/fixtures/heads/upernet
+  # a head fixture at another image size (then: ravlt check-fixture OUT):
+  python3 tools/seg_torch.py resize ../shared/fixtures/heads/upernet OUT --size 157x203
   # whole model (backbone + head + resize to the input + resize to ori + softmax + argmax),
   # random weights, 2 threads:
   python3 tools/seg_torch.py bench upernet-s --size 512x2048 --threads 2 --runs 3 [--json]
@@ -141,6 +143,62 @@ def heads_from_config(cfg):
             FPNHead(h["in_channels"], h["channels"], h["num_classes"], tuple(h["feature_strides"])))
 
 
+def cmd_resize(a):
+    """A segmentation head fixture at another image size: its weights and config (weights
+    linked), its backbone features resized bilinearly to the new strides-4..32 sizes (ceil
+    halving, as the backbone's stride-2 convs) plus a little seeded noise, a new img_meta
+    (another original size), and the outputs in float64 - for check-fixture on sizes the
+    stored fixtures lack."""
+    cfg = json.load(open(os.path.join(a.dir, "config.json")))
+    neck, head = heads_from_config(cfg)
+    sd = ravlt_torch.load_safetensors(os.path.join(a.dir, "weights.safetensors"))
+    if neck is not None:
+        neck.load_state_dict({k[5:]: v for k, v in sd.items() if k.startswith("neck.")}, strict=True)
+        neck = neck.double().eval()
+    head.load_state_dict({k[12:]: v for k, v in sd.items() if k.startswith("decode_head.")},
+                         strict=True)
+    head = head.double().eval()
+    io = ravlt_torch.load_safetensors(os.path.join(a.dir, "io.safetensors"))
+    ih, iw = (int(v) for v in a.size.lower().split("x"))
+    g = torch.Generator().manual_seed(a.seed)
+    fh, fw, feats = ih, iw, []
+    for i in range(4):
+        for _ in range(2 if i == 0 else 1):
+            fh, fw = (fh + 1) // 2, (fw + 1) // 2
+        f = resize(io["feat.%d" % i].float(), (fh, fw))
+        feats.append(f + 0.05 * f.std() * torch.randn(f.shape, generator=g))
+    sc = 0.5 + float(torch.rand(1, generator=g))
+    oh, ow = max(1, int(round(ih / sc))), max(1, int(round(iw / sc)))
+    ws, hs = float(torch.tensor(iw / ow, dtype=torch.float32)), float(torch.tensor(ih / oh, dtype=torch.float32))
+    meta = {"ori_shape": [oh, ow, 3], "img_shape": [ih, iw, 3], "pad_shape": [ih, iw, 3],
+            "scale_factor": [ws, hs, ws, hs], "flip": False, "flip_direction": None}
+    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
+    with torch.no_grad():
+        x = [f.double() for f in feats]
+        if neck is not None:
+            x = neck(x)
+            for i, f in enumerate(x):
+                out["neck.out.%d" % i] = f.float()
+        logits = head(x)
+        img = resize(logits, (ih, iw))
+        ori = resize(img, (oh, ow))
+    out["seg_logits"], out["seg_logits_img"], out["seg_logits_ori"] = logits.float(), img.float(), ori.float()
+    out["seg_pred"] = ori.argmax(1)[0].long()
+    os.makedirs(a.out, exist_ok=True)
+    if not os.path.lexists(os.path.join(a.out, "weights.safetensors")):
+        os.symlink(os.path.abspath(os.path.join(a.dir, "weights.safetensors")),
+                   os.path.join(a.out, "weights.safetensors"))
+    cfg = dict(cfg, img_meta=meta, feat_shapes=[list(f.shape) for f in feats],
+               input_image_tensor_shape=[1, 3, ih, iw],
+               generated_by="tools/seg_torch.py resize %s --size %s --seed %d" % (a.dir, a.size, a.seed))
+    cfg.pop("io_keys", None)
+    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
+    ravlt_torch.save_safetensors(os.path.join(a.out, "io.safetensors"), out)
+    print("%s: image %dx%d, original %dx%d, features %s" % (a.out, ih, iw, oh, ow,
+                                                         [tuple(f.shape[2:]) for f in feats]))
+    return 0
+
+
 def cmd_check(a):
     cfg = json.load(open(os.path.join(a.dir, "config.json")))
     neck, head = heads_from_config(cfg)
@@ -238,6 +296,11 @@ def main():
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check")
     c.add_argument("dir")
+    r = sub.add_parser("resize", help=cmd_resize.__doc__.split("\n")[0])
+    r.add_argument("dir")
+    r.add_argument("out")
+    r.add_argument("--size", required=True, help="image HxW")
+    r.add_argument("--seed", type=int, default=0)
     b = sub.add_parser("bench")
     b.add_argument("model", help="upernet-t/s/b/l or fpn-t/s/b/l")
     b.add_argument("--size", default="512x2048")
@@ -245,7 +308,7 @@ def main():
     b.add_argument("--runs", type=int, default=3)
     b.add_argument("--json", action="store_true")
     a = p.parse_args()
-    return {"check": cmd_check, "bench": cmd_bench}[a.cmd](a)
+    return {"check": cmd_check, "resize": cmd_resize, "bench": cmd_bench}[a.cmd](a)
 
 
 if __name__ == "__main__":
