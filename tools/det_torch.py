@@ -13,6 +13,10 @@ port of tools/ravlt_torch.py. Needs only torch (Debian python3-torch).
   # conditioning: float64 / float32 on one-ulp perturbations of the fixture's inputs (and
   # the perturbed fixtures written for `ravlt check-fixture DIR/seedK`):
   python3 tools/det_torch.py perturb ../shared/fixtures/heads/cascade_mask_rcnn [--write DIR]
+  # head fixtures the stored ones lack (then: ravlt check-fixture OUT): another pad size,
+  # or another configuration with random weights:
+  python3 tools/det_torch.py resize ../shared/fixtures/heads/mask_rcnn OUT --size 256x320
+  python3 tools/det_torch.py random cascade_mask_rcnn OUT --classes 7 --width 40 --fc 96
   # whole model (backbone + FPN + RPN + RoI heads + 100 pasted masks), random weights:
   python3 tools/det_torch.py bench cascade-s --size 800x1344 --threads 2 --runs 3 [--json]
 """
@@ -440,6 +444,55 @@ def cmd_resize(a):
     return 0
 
 
+def cmd_random(a):
+    """A detection head fixture of another configuration with random weights: num_classes,
+    FPN / RPN width and fc width as given, backbone widths 16/32/48/64, random positive
+    features of a 192x256 pad, test_cfg and kind from the named stored fixture, outputs in
+    float64 - for check-fixture on configurations the stored fixtures lack."""
+    cascade = a.kind == "cascade_mask_rcnn"
+    g = torch.Generator().manual_seed(a.seed)
+    inch = [16, 32, 48, 64]
+    m = Detector(None, inch, a.classes, cascade, a.width)
+    m.roi_head = RoIHead(a.width, a.classes, cascade, a.fc)
+    sd = m.state_dict()
+    for k, t in sd.items():
+        if not t.is_floating_point():
+            continue
+        if k.endswith("running_var") or (k.endswith(".weight") and t.dim() == 1):
+            t.copy_(0.5 + torch.rand(t.shape, generator=g))
+        elif t.dim() >= 2:
+            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(t[0].numel()))
+        else:
+            t.copy_(0.1 * torch.randn(t.shape, generator=g))
+    m.load_state_dict(sd)
+    m = m.double().eval()
+    ph, pw = 192, 256
+    feats = [torch.randn(1, inch[i], ph >> (i + 2), pw >> (i + 2), generator=g).abs() for i in range(4)]
+    meta = {"ori_shape": [300, 410, 3], "img_shape": [180, 246, 3], "pad_shape": [ph, pw, 3],
+            "scale_factor": [0.6, 0.6, 0.6, 0.6], "flip": False, "flip_direction": None}
+    ref = json.load(open(os.path.join(a.fixtures, "heads", a.kind, "config.json")))
+    thr = ref.get("test_cfg", {}).get("rcnn", {}).get("score_thr", 0.05)
+    trace = {}
+    with torch.no_grad():
+        b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
+    keep = min(20, b.size(0))
+    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
+    for k, v in trace.items():
+        v = v[:keep] if k.startswith("mask.stage") or k == "mask.merged_probs" else v
+        out[k] = v.long() if k == "det.labels" else v.float()
+    out["det.masks"] = masks[:keep].to(torch.uint8)
+    os.makedirs(a.out, exist_ok=True)
+    ravlt_torch.save_safetensors(os.path.join(a.out, "weights.safetensors"),
+                                 {k: v.float() for k, v in sd.items() if v.is_floating_point()})
+    ravlt_torch.save_safetensors(os.path.join(a.out, "io.safetensors"), out)
+    cfg = {"kind": a.kind, "img_meta": meta, "test_cfg": ref.get("test_cfg", {}),
+           "generated_by": "tools/det_torch.py random %s --classes %d --width %d --fc %d --seed %d"
+                           % (a.kind, a.classes, a.width, a.fc, a.seed)}
+    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
+    print("%s: %d detections" % (a.out, b.size(0)))
+    return 0
+
+
 def cmd_check(a):
     cfg, io, m = fixture_heads(a.dir)
     dt = torch.float32 if a.float32 else torch.float64
@@ -536,6 +589,15 @@ def main():
     r.add_argument("out")
     r.add_argument("--size", required=True, help="pad size HxW (multiples of 32)")
     r.add_argument("--seed", type=int, default=0)
+    q = sub.add_parser("random", help=cmd_random.__doc__.split("\n")[0])
+    q.add_argument("kind", choices=["cascade_mask_rcnn", "mask_rcnn"])
+    q.add_argument("out")
+    q.add_argument("--classes", type=int, default=3)
+    q.add_argument("--width", type=int, default=48, help="FPN / RPN / RoI channels")
+    q.add_argument("--fc", type=int, default=64, help="box head fc width")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--fixtures", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared",
+                                                      "fixtures"))
     b = sub.add_parser("bench")
     b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
     b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
@@ -546,7 +608,7 @@ def main():
     b.add_argument("--json", action="store_true")
     a = p.parse_args()
     return {"check": cmd_check, "perturb": cmd_perturb, "resize": cmd_resize,
-            "bench": cmd_bench}[a.cmd](a)
+            "random": cmd_random, "bench": cmd_bench}[a.cmd](a)
 
 
 if __name__ == "__main__":
