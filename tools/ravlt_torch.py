@@ -14,6 +14,8 @@ torch (Debian python3-torch); no timm/einops/mmcv.
   python3 tools/ravlt_torch.py make-cls-fixture tests/data/backbone
   # a backbone fixture at another input size (then: ravlt check-fixture OUT):
   python3 tools/ravlt_torch.py resize-fixture ../shared/fixtures/backbone/d64 OUT --size 157x203
+  # a backbone fixture of another configuration, random weights:
+  python3 tools/ravlt_torch.py random-fixture OUT --seed 1 --size 75x101
 """
 import argparse
 import json
@@ -364,6 +366,58 @@ def cmd_resize_fixture(a):
     return 0
 
 
+RANDOM_CONFIGS = [  # unlike the stored fixtures: mixed 'l'/'v' stages, layer scale off in some
+    dict(embed_dims=[32, 64, 96, 128], depths=[1, 2, 2, 1], num_heads=[1, 2, 3, 4],
+         mlp_ratios=[3.0] * 4, layerscales=[False, True, False, True],
+         layer_init_values=[1, 1e-2, 1, 0.5], flagss=[["l"], ["l", "v"], ["v", "l"], ["v"]]),
+    dict(embed_dims=[24, 48, 72, 96], depths=[2, 1, 3, 1], num_heads=[1, 3, 3, 2],
+         mlp_ratios=[4.0, 3.5, 2.0, 4.0], layerscales=[True] * 4, layer_init_values=[1] * 4,
+         flagss=[["v", "l"], ["v"], ["l", "l", "v"], ["l"]]),
+]
+
+
+def cmd_random_fixture(a):
+    """A backbone fixture of another configuration (RANDOM_CONFIGS[seed % 2]: head dims 24-32,
+    mixed RALA / softmax stages, layer scale on and off) with random weights, a random input
+    of --size, outputs in float64."""
+    c = RANDOM_CONFIGS[a.seed % len(RANDOM_CONFIGS)]
+    g = torch.Generator().manual_seed(a.seed)
+    m = RAVLT(c["embed_dims"], c["depths"], c["num_heads"], c["mlp_ratios"], c["layerscales"],
+              c["layer_init_values"], c["flagss"])
+    sd = m.state_dict()
+    for k, t in sd.items():
+        if not t.is_floating_point() or k.endswith("RoPE.angle"):
+            continue
+        if k.endswith("running_var") or k.endswith("gamma_1") or k.endswith("gamma_2") or \
+                (k.endswith(".weight") and t.dim() == 1):
+            t.copy_(0.5 + torch.rand(t.shape, generator=g))
+        elif t.dim() >= 2:
+            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(t[0].numel()))
+        else:
+            t.copy_(0.1 * torch.randn(t.shape, generator=g))
+    m.load_state_dict(sd)
+    m = m.double().eval()
+    h, w = (int(v) for v in a.size.lower().split("x"))
+    x = torch.randn(1, 3, h, w, generator=g)
+    with torch.no_grad():
+        outs = m(x.double())
+    os.makedirs(a.out, exist_ok=True)
+    save_safetensors(os.path.join(a.out, "weights.safetensors"),
+                     {"backbone." + k: v for k, v in sd.items() if v.is_floating_point()})
+    t = {"input": x}
+    for i, o in enumerate(outs):
+        t["out.%d" % i] = o.float()
+    save_safetensors(os.path.join(a.out, "io.safetensors"), t)
+    cfg = dict(kind="backbone", out_indices=[0, 1, 2, 3], in_chans=3,
+               head_dims=[d // n for d, n in zip(c["embed_dims"], c["num_heads"])],
+               ffn_dims=[int(d * r) for d, r in zip(c["embed_dims"], c["mlp_ratios"])],
+               generated_by="tools/ravlt_torch.py random-fixture --seed %d --size %s" % (a.seed, a.size),
+               **c)
+    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
+    print("%s: outputs %s" % (a.out, [tuple(o.shape) for o in outs]))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -377,6 +431,10 @@ def main():
     c.add_argument("out")
     c.add_argument("--size", required=True, help="HxW of the new input")
     c.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("random-fixture", help=cmd_random_fixture.__doc__.split("\n")[0])
+    c.add_argument("out")
+    c.add_argument("--size", default="75x101", help="HxW of the input")
+    c.add_argument("--seed", type=int, default=0)
     c = sub.add_parser("bench")
     c.add_argument("model", choices=sorted(PRESETS))
     c.add_argument("--size", default="512x512")
@@ -386,7 +444,8 @@ def main():
     c.add_argument("--json", action="store_true")
     a = ap.parse_args()
     return {"check": cmd_check, "params": cmd_params, "bench": cmd_bench,
-            "make-cls-fixture": cmd_make_cls_fixture, "resize-fixture": cmd_resize_fixture}[a.cmd](a)
+            "make-cls-fixture": cmd_make_cls_fixture, "resize-fixture": cmd_resize_fixture,
+            "random-fixture": cmd_random_fixture}[a.cmd](a)
 
 
 if __name__ == "__main__":
