@@ -396,6 +396,20 @@ def cmd_perturb(a):
     return 0
 
 
+def fixture_outputs(feats, trace, masks):
+    """io tensors of a head fixture in the stored fixtures' layout: the inputs, every traced
+    tensor (the per-detection mask tensors and masks trimmed to the first 20 detections),
+    labels as int64, masks as uint8 and every detection's mask area."""
+    keep = min(20, masks.size(0))
+    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
+    for k, v in trace.items():
+        v = v[:keep] if k.startswith("mask.stage") or k == "mask.merged_probs" else v
+        out[k] = v.long() if k == "det.labels" else v.float()
+    out["det.masks"] = masks[:keep].to(torch.uint8)
+    out["det.mask_areas"] = masks.flatten(1).sum(1).long()
+    return out
+
+
 def cmd_resize(a):
     """A head fixture at another input size: the fixture's weights and test_cfg (weights
     linked), its backbone features resized bilinearly to the new pyramid (pad size HxW,
@@ -424,13 +438,7 @@ def cmd_resize(a):
     trace = {}
     with torch.no_grad():
         b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
-    keep = min(20, b.size(0))
-    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
-    for k, v in trace.items():
-        v = v[:keep] if k.startswith("mask.stage") or k == "mask.merged_probs" else v
-        out[k] = v.long() if k == "det.labels" else v.float()
-    out["det.masks"] = masks[:keep].to(torch.uint8)
-    out["det.mask_areas"] = masks.flatten(1).sum(1).long() if masks.numel() else torch.zeros(0, dtype=torch.long)
+    out = fixture_outputs(feats, trace, masks)
     os.makedirs(a.out, exist_ok=True)
     if not os.path.lexists(os.path.join(a.out, "weights.safetensors")):
         os.symlink(os.path.abspath(os.path.join(a.dir, "weights.safetensors")),
@@ -454,17 +462,7 @@ def cmd_random(a):
     inch = [16, 32, 48, 64]
     m = Detector(None, inch, a.classes, cascade, a.width)
     m.roi_head = RoIHead(a.width, a.classes, cascade, a.fc)
-    sd = m.state_dict()
-    for k, t in sd.items():
-        if not t.is_floating_point():
-            continue
-        if k.endswith("running_var") or (k.endswith(".weight") and t.dim() == 1):
-            t.copy_(0.5 + torch.rand(t.shape, generator=g))
-        elif t.dim() >= 2:
-            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(t[0].numel()))
-        else:
-            t.copy_(0.1 * torch.randn(t.shape, generator=g))
-    m.load_state_dict(sd)
+    sd = ravlt_torch.randomize_(m, g)
     m = m.double().eval()
     ph, pw = 192, 256
     feats = [torch.randn(1, inch[i], ph >> (i + 2), pw >> (i + 2), generator=g).abs() for i in range(4)]
@@ -475,12 +473,7 @@ def cmd_random(a):
     trace = {}
     with torch.no_grad():
         b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
-    keep = min(20, b.size(0))
-    out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
-    for k, v in trace.items():
-        v = v[:keep] if k.startswith("mask.stage") or k == "mask.merged_probs" else v
-        out[k] = v.long() if k == "det.labels" else v.float()
-    out["det.masks"] = masks[:keep].to(torch.uint8)
+    out = fixture_outputs(feats, trace, masks)
     os.makedirs(a.out, exist_ok=True)
     ravlt_torch.save_safetensors(os.path.join(a.out, "weights.safetensors"),
                                  {k: v.float() for k, v in sd.items() if v.is_floating_point()})

@@ -318,19 +318,7 @@ def cmd_make_cls_fixture(a):
     {'model': state_dict} .pth, plus io (input, logits computed in float64)."""
     g = torch.Generator().manual_seed(7)
     m = RAVLT([16, 24, 40, 48], [1, 1, 1, 1], [1, 2, 2, 3], classifier=True, projection=32)
-    sd = m.state_dict()
-    for k, t in sd.items():
-        if t.dtype != torch.float32 or k.endswith("RoPE.angle"):
-            continue
-        if k.endswith("running_var") or k.endswith("gamma_1") or k.endswith("gamma_2") or \
-                (k.endswith(".weight") and t.dim() == 1):
-            t.copy_(0.5 + torch.rand(t.shape, generator=g))
-        elif t.dim() >= 2:
-            fan_in = t[0].numel()
-            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(fan_in))
-        else:
-            t.copy_(0.1 * torch.randn(t.shape, generator=g))
-    m.load_state_dict(sd)
+    sd = randomize_(m, g)
     m.eval()
     x = torch.randn(1, 3, 64, 80, generator=g)
     with torch.no_grad():
@@ -366,6 +354,25 @@ def cmd_resize_fixture(a):
     return 0
 
 
+def randomize_(m, g):
+    """Random weights in place (generator g) scaled as trained ones: convs / linears N(0,
+    1/fan_in), norm and layer-scale weights and BN variances U(0.5, 1.5), biases and BN means
+    N(0, 0.1); RoPE tables kept. Returns the state_dict."""
+    sd = m.state_dict()
+    for k, t in sd.items():
+        if not t.is_floating_point() or k.endswith("RoPE.angle"):
+            continue
+        if k.endswith("running_var") or k.endswith("gamma_1") or k.endswith("gamma_2") or \
+                (k.endswith(".weight") and t.dim() == 1):
+            t.copy_(0.5 + torch.rand(t.shape, generator=g))
+        elif t.dim() >= 2:
+            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(t[0].numel()))
+        else:
+            t.copy_(0.1 * torch.randn(t.shape, generator=g))
+    m.load_state_dict(sd)
+    return sd
+
+
 RANDOM_CONFIGS = [  # unlike the stored fixtures: mixed 'l'/'v' stages, layer scale off in some
     dict(embed_dims=[32, 64, 96, 128], depths=[1, 2, 2, 1], num_heads=[1, 2, 3, 4],
          mlp_ratios=[3.0] * 4, layerscales=[False, True, False, True],
@@ -384,18 +391,7 @@ def cmd_random_fixture(a):
     g = torch.Generator().manual_seed(a.seed)
     m = RAVLT(c["embed_dims"], c["depths"], c["num_heads"], c["mlp_ratios"], c["layerscales"],
               c["layer_init_values"], c["flagss"])
-    sd = m.state_dict()
-    for k, t in sd.items():
-        if not t.is_floating_point() or k.endswith("RoPE.angle"):
-            continue
-        if k.endswith("running_var") or k.endswith("gamma_1") or k.endswith("gamma_2") or \
-                (k.endswith(".weight") and t.dim() == 1):
-            t.copy_(0.5 + torch.rand(t.shape, generator=g))
-        elif t.dim() >= 2:
-            t.copy_(torch.randn(t.shape, generator=g) / math.sqrt(t[0].numel()))
-        else:
-            t.copy_(0.1 * torch.randn(t.shape, generator=g))
-    m.load_state_dict(sd)
+    sd = randomize_(m, g)
     m = m.double().eval()
     h, w = (int(v) for v in a.size.lower().split("x"))
     x = torch.randn(1, 3, h, w, generator=g)

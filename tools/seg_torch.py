@@ -143,21 +143,27 @@ def heads_from_config(cfg):
             FPNHead(h["in_channels"], h["channels"], h["num_classes"], tuple(h["feature_strides"])))
 
 
+def fixture_heads(d):
+    """config.json of the head fixture in d, and its neck (None for UperNet) and decode head
+    with the fixture's weights, in float64."""
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    neck, head = heads_from_config(cfg)
+    sd = ravlt_torch.load_safetensors(os.path.join(d, "weights.safetensors"))
+    if neck is not None:
+        neck.load_state_dict({k[5:]: v for k, v in sd.items() if k.startswith("neck.")}, strict=True)
+        neck = neck.double().eval()
+    head.load_state_dict({k[12:]: v for k, v in sd.items() if k.startswith("decode_head.")},
+                         strict=True)
+    return cfg, neck, head.double().eval()
+
+
 def cmd_resize(a):
     """A segmentation head fixture at another image size: its weights and config (weights
     linked), its backbone features resized bilinearly to the new strides-4..32 sizes (ceil
     halving, as the backbone's stride-2 convs) plus a little seeded noise, a new img_meta
     (another original size), and the outputs in float64 - for check-fixture on sizes the
     stored fixtures lack."""
-    cfg = json.load(open(os.path.join(a.dir, "config.json")))
-    neck, head = heads_from_config(cfg)
-    sd = ravlt_torch.load_safetensors(os.path.join(a.dir, "weights.safetensors"))
-    if neck is not None:
-        neck.load_state_dict({k[5:]: v for k, v in sd.items() if k.startswith("neck.")}, strict=True)
-        neck = neck.double().eval()
-    head.load_state_dict({k[12:]: v for k, v in sd.items() if k.startswith("decode_head.")},
-                         strict=True)
-    head = head.double().eval()
+    cfg, neck, head = fixture_heads(a.dir)
     io = ravlt_torch.load_safetensors(os.path.join(a.dir, "io.safetensors"))
     ih, iw = (int(v) for v in a.size.lower().split("x"))
     g = torch.Generator().manual_seed(a.seed)
@@ -200,14 +206,7 @@ def cmd_resize(a):
 
 
 def cmd_check(a):
-    cfg = json.load(open(os.path.join(a.dir, "config.json")))
-    neck, head = heads_from_config(cfg)
-    sd = ravlt_torch.load_safetensors(os.path.join(a.dir, "weights.safetensors"))
-    if neck is not None:
-        neck.load_state_dict({k[5:]: v for k, v in sd.items() if k.startswith("neck.")}, strict=True)
-        neck = neck.double().eval()
-    head.load_state_dict({k[12:]: v for k, v in sd.items() if k.startswith("decode_head.")}, strict=True)
-    head = head.double().eval()
+    cfg, neck, head = fixture_heads(a.dir)
     io = ravlt_torch.load_safetensors(os.path.join(a.dir, "io.safetensors"))
     meta = cfg["img_meta"]
     feats = [io["feat.%d" % i].double() for i in range(4)]
