@@ -43,7 +43,8 @@ static const char *USAGE =
     "  --random-weights  build a preset without a checkpoint\n"
     "  --backbone        run the backbone (4 outputs) of a classifier preset/checkpoint\n"
     "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\",\n"
-    "                    \"cpu_ms\" (median process CPU time per run), ...}\n"
+    "                    \"start_rss_mb\" (before the model: the shared libraries), \"cpu_ms\"\n"
+    "                    (median process CPU time per run), ...}\n"
     "\n"
     "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, its\n"
     "AVX-512/AVX2 kernels are selected (rv_blas_init; set OPENBLAS_CORETYPE to override).\n";
@@ -184,8 +185,16 @@ out:
   return st;
 }
 
+/* Peak resident memory so far, MB: at the start of the command it is what the process
+ * needed before any model (the shared libraries: ~80 MB, OpenCV's dependency tree). */
+static double max_rss_mb(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;
+}
+
 static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
-                       int threads, int runs, int warmup, int json) {
+                       int threads, int runs, int warmup, int json, double start_mb) {
   const char *cmd = "bench";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -243,9 +252,7 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   double cpu_med = cpu[med_i];
   const double *bd = stg + (size_t)med_i * ST_N;
   qsort(tot, (size_t)runs, sizeof *tot, cmp_double);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  double rss_mb = ru.ru_maxrss / 1024.0;
+  double rss_mb = max_rss_mb();
   if (json) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "weights", path);
@@ -263,6 +270,7 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     for (int s = 0; s < ST_N; s++)
       if (bd[s] > 0) cJSON_AddNumberToObject(so, STAGE_NAMES[s], bd[s]);
     cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+    cJSON_AddNumberToObject(o, "start_rss_mb", start_mb);
     cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
     cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
     char *t = cJSON_PrintUnformatted(o);
@@ -271,9 +279,11 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     cJSON_Delete(o);
   } else {
     printf("%s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
-           "peak RSS %.0f MB (activations %.0f MB), OpenBLAS %s\n  stages (median run):",
+           "peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n"
+           "  stages (median run):",
            rv_model_arch(m), h, w, nthreads, nthreads == 1 ? "" : "s", med, tot[0], tot[runs - 1],
-           runs, cpu_med, rss_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
+           runs, cpu_med, rss_mb, start_mb, rv_arena_peak(arena) / 1048576.0,
+           openblas_get_corename());
     for (int s = 0; s < ST_N; s++)
       if (bd[s] > 0) printf(" %s %.1f", STAGE_NAMES[s], bd[s]);
     printf(" ms\n");
@@ -292,6 +302,7 @@ done:
 }
 
 int rv_cmd_bench(int argc, char **argv) {
+  const double start_mb = max_rss_mb();
   const char *cmd = "bench";
   const char *model = NULL, *weights = NULL, *name = NULL;
   int size_given = 0;
@@ -330,7 +341,7 @@ int rv_cmd_bench(int argc, char **argv) {
     if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
     if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
     rv_blas_init();
-    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json);
+    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb);
   }
   if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
@@ -402,9 +413,7 @@ int rv_cmd_bench(int argc, char **argv) {
   double cpu_med = runs % 2 ? cpu[runs / 2] : 0.5 * (cpu[runs / 2 - 1] + cpu[runs / 2]);
   double med = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
   double macs = (double)rv_ravlt_cost_macs(&cost.total);
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  double rss_mb = ru.ru_maxrss / 1024.0;
+  double rss_mb = max_rss_mb();
   double gmacs = macs / 1e9 / (med / 1e3);
   if (json) {
     cJSON *o = cJSON_CreateObject();
@@ -422,6 +431,7 @@ int rv_cmd_bench(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "gmacs", macs / 1e9);
     cJSON_AddNumberToObject(o, "gmacs_per_s", gmacs);
     cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+    cJSON_AddNumberToObject(o, "start_rss_mb", start_mb);
     cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
     cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
     char *t = cJSON_PrintUnformatted(o);
@@ -430,10 +440,10 @@ int rv_cmd_bench(int argc, char **argv) {
     cJSON_Delete(o);
   } else {
     printf("%s %s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), %.3f GMACs "
-           "-> %.1f GMAC/s, peak RSS %.0f MB (activations %.0f MB), OpenBLAS %s\n",
+           "-> %.1f GMAC/s, peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n",
            model, cfg.classifier ? "classifier" : "backbone", h, w, nthreads,
            nthreads == 1 ? "" : "s", med, times[0], times[runs - 1], runs, macs / 1e9,
-           gmacs, rss_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
+           gmacs, rss_mb, start_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
   }
   rc = 0;
 done:
