@@ -159,8 +159,9 @@ int rv_det_has(const rv_weights *w, const char *name);
 
 /* ---- RPN (heads/rpn.c) ----------------------------------------------------------------- */
 typedef struct {
-  rv_det_layer conv, cls, reg;  /* rpn_conv 3x3 (+ReLU), rpn_cls 1x1 (A), rpn_reg 1x1 (4A) */
-  rv_det_layer clsreg;          /* cls and reg stacked (5A outputs): one GEMM per level */
+  rv_det_layer conv;            /* rpn_conv 3x3 (+ReLU) */
+  rv_det_layer clsreg;          /* rpn_cls 1x1 (A rows) and rpn_reg 1x1 (4A rows) stacked: one
+                                 * GEMM per level */
   int num_anchors;              /* nr * ns */
   float ratios[3], scales[1];   /* 0.5, 1, 2 and 8: base anchors per level (size = stride) */
   int nr, ns;

@@ -14,14 +14,15 @@ rv_rpn_cfg rv_rpn_cfg_default(void) {
 rv_status rv_rpn_head_load(rv_rpn_head *h, const rv_weights *w, const char *prefix,
                            rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
+  rv_det_layer cls = {0}, reg = {0}; /* stacked into h->clsreg below, then freed */
   char key[256];
   rv_status st;
   snprintf(key, sizeof key, "%s.rpn_conv", prefix);
   if ((st = rv_det_layer_load(&h->conv, w, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_cls", prefix);
-  if ((st = rv_det_layer_load(&h->cls, w, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&cls, w, key, 1, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_reg", prefix);
-  if ((st = rv_det_layer_load(&h->reg, w, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&reg, w, key, 1, ctx)) != RV_OK) goto fail;
   h->ratios[0] = 0.5f;
   h->ratios[1] = 1.0f;
   h->ratios[2] = 2.0f;
@@ -29,21 +30,21 @@ rv_status rv_rpn_head_load(rv_rpn_head *h, const rv_weights *w, const char *pref
   h->nr = 3;
   h->ns = 1;
   h->num_anchors = 3;
-  if (h->cls.cin != h->conv.cout || h->reg.cin != h->conv.cout || h->conv.cin != h->conv.cout) {
+  if (cls.cin != h->conv.cout || reg.cin != h->conv.cout || h->conv.cin != h->conv.cout) {
     st = rv_error(ctx, RV_ERR_MODEL, "weights: %s.rpn_* channel counts do not match", prefix);
     goto fail;
   }
-  if (h->cls.cout != h->num_anchors || h->reg.cout != 4 * h->num_anchors) {
+  if (cls.cout != h->num_anchors || reg.cout != 4 * h->num_anchors) {
     st = rv_error(ctx, RV_ERR_UNSUPPORTED,
                   "weights: %s.rpn_cls has %d outputs (reg %d); only 3 sigmoid anchors "
                   "(ratios 0.5/1/2, scale 8) are supported",
-                  prefix, h->cls.cout, h->reg.cout);
+                  prefix, cls.cout, reg.cout);
     goto fail;
   }
   /* both 1x1 heads read the same map: one GEMM with their rows stacked (256->15 on the
    * 200x336 level: 8.3 ms against 6.3 + 9.1 ms for the two) */
-  h->clsreg.cin = h->cls.cin;
-  h->clsreg.cout = h->cls.cout + h->reg.cout;
+  h->clsreg.cin = cls.cin;
+  h->clsreg.cout = cls.cout + reg.cout;
   h->clsreg.k = 1;
   h->clsreg.algo = RV_CONV_AUTO;
   h->clsreg.w = rv_malloc(sizeof(float) * (size_t)h->clsreg.cout * h->clsreg.cin);
@@ -52,21 +53,23 @@ rv_status rv_rpn_head_load(rv_rpn_head *h, const rv_weights *w, const char *pref
     st = rv_error(ctx, RV_ERR_NOMEM, "weights: out of memory for %s.rpn_cls", prefix);
     goto fail;
   }
-  const size_t ncls = (size_t)h->cls.cout * h->cls.cin;
-  memcpy(h->clsreg.w, h->cls.w, sizeof(float) * ncls);
-  memcpy(h->clsreg.w + ncls, h->reg.w, sizeof(float) * (size_t)h->reg.cout * h->reg.cin);
-  memcpy(h->clsreg.b, h->cls.b, sizeof(float) * (size_t)h->cls.cout);
-  memcpy(h->clsreg.b + h->cls.cout, h->reg.b, sizeof(float) * (size_t)h->reg.cout);
+  const size_t ncls = (size_t)cls.cout * cls.cin;
+  memcpy(h->clsreg.w, cls.w, sizeof(float) * ncls);
+  memcpy(h->clsreg.w + ncls, reg.w, sizeof(float) * (size_t)reg.cout * reg.cin);
+  memcpy(h->clsreg.b, cls.b, sizeof(float) * (size_t)cls.cout);
+  memcpy(h->clsreg.b + cls.cout, reg.b, sizeof(float) * (size_t)reg.cout);
+  rv_det_layer_free(&cls);
+  rv_det_layer_free(&reg);
   return RV_OK;
 fail:
+  rv_det_layer_free(&cls);
+  rv_det_layer_free(&reg);
   rv_rpn_head_free(h);
   return st;
 }
 
 void rv_rpn_head_free(rv_rpn_head *h) {
   rv_det_layer_free(&h->conv);
-  rv_det_layer_free(&h->cls);
-  rv_det_layer_free(&h->reg);
   rv_det_layer_free(&h->clsreg);
 }
 
@@ -75,12 +78,13 @@ rv_status rv_rpn_forward_level(rv_tensor *cls, rv_tensor *reg, const rv_rpn_head
   if (feat.c != h->conv.cin || feat.n != 1)
     return rv_error(ctx, RV_ERR_SHAPE, "rpn: feature has %d channels (batch %d), expected %d",
                     feat.c, feat.n, h->conv.cin);
-  /* cls rows then reg rows of one [5A, h, w] output */
+  /* cls rows (A) then reg rows (4A) of one [5A, h, w] output */
   const size_t hw = (size_t)feat.h * feat.w;
+  const int A = h->num_anchors;
   float *both = rv_arena_floats(arena, (size_t)h->clsreg.cout * hw);
   if (!both) return rv_error(ctx, RV_ERR_NOMEM, "rpn: out of memory");
-  *cls = (rv_tensor){both, 1, h->cls.cout, feat.h, feat.w};
-  *reg = (rv_tensor){both + (size_t)h->cls.cout * hw, 1, h->reg.cout, feat.h, feat.w};
+  *cls = (rv_tensor){both, 1, A, feat.h, feat.w};
+  *reg = (rv_tensor){both + (size_t)A * hw, 1, 4 * A, feat.h, feat.w};
   rv_arena_mark mk = rv_arena_get_mark(arena);
   float *t = rv_arena_floats(arena, (size_t)h->conv.cout * hw);
   if (!t) return rv_error(ctx, RV_ERR_NOMEM, "rpn: out of memory");
