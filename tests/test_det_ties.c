@@ -103,21 +103,29 @@ static int check(const char *dir, char **out) {
   return rc;
 }
 
-static void test_near_tied_detections_pass(void **state) {
-  (void)state;
+/* The cascade reference with the closest pair of `scores` swapped in every tensor `which`
+ * selects: check-fixture passes and reports the pair (`expect`). */
+static void expect_tie_pass(const char *scores, int (*which)(const char *), const char *sub,
+                            const char *expect) {
   double gap;
-  int i = smallest_gap("cascade_mask_rcnn", "det.scores", &gap);
-  printf("cascade: detections %d/%d, reference score gap %.3g\n", i, i + 1, gap);
+  int i = smallest_gap("cascade_mask_rcnn", scores, &gap);
+  printf("cascade: %s rows %d/%d, reference score gap %.3g\n", scores, i, i + 1, gap);
   assert_true(gap < 1e-4);
   char dir[512], *out;
-  snprintf(dir, sizeof dir, "%s/casc_det_tie", tmpdir);
-  make_swapped("cascade_mask_rcnn", dir, det_indexed, i, i + 1);
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, sub);
+  make_swapped("cascade_mask_rcnn", dir, which, i, i + 1);
   int rc = check(dir, &out);
-  if (rc != 0 || !strstr(out, "2 near-tied detections")) printf("%s", out);
+  if (rc != 0 || !strstr(out, expect)) printf("%s", out);
   assert_int_equal(rc, 0);
-  assert_non_null(strstr(out, "2 near-tied detections in another order"));
+  assert_non_null(strstr(out, expect));
   assert_non_null(strstr(out, "checks, 0 failed"));
   free(out);
+}
+
+static void test_near_tied_detections_pass(void **state) {
+  (void)state;
+  expect_tie_pass("det.scores", det_indexed, "casc_det_tie",
+                  "2 near-tied detections in another order");
 }
 
 static void test_untied_detections_fail(void **state) {
@@ -147,18 +155,8 @@ static void test_untied_detections_fail(void **state) {
 
 static void test_near_tied_proposals_pass(void **state) {
   (void)state;
-  double gap;
-  int i = smallest_gap("cascade_mask_rcnn", "rpn.proposal_scores", &gap);
-  printf("cascade: proposals %d/%d, reference score gap %.3g\n", i, i + 1, gap);
-  assert_true(gap < 1e-4);
-  char dir[512], *out;
-  snprintf(dir, sizeof dir, "%s/casc_prop_tie", tmpdir);
-  make_swapped("cascade_mask_rcnn", dir, prop_indexed, i, i + 1);
-  int rc = check(dir, &out);
-  if (rc != 0 || !strstr(out, "near-tied proposals")) printf("%s", out);
-  assert_int_equal(rc, 0);
-  assert_non_null(strstr(out, "2 near-tied proposals matched in another order"));
-  free(out);
+  expect_tie_pass("rpn.proposal_scores", prop_indexed, "casc_prop_tie",
+                  "2 near-tied proposals matched in another order");
 }
 
 int main(void) {
