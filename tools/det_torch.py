@@ -396,10 +396,15 @@ def cmd_perturb(a):
     return 0
 
 
-def fixture_outputs(feats, trace, masks):
-    """io tensors of a head fixture in the stored fixtures' layout: the inputs, every traced
+def run_for_fixture(m, feats, meta, cfg):
+    """The heads m on feats in float64 with cfg's test_cfg score threshold; returns the number
+    of detections and the io tensors in the stored fixtures' layout: the inputs, every traced
     tensor (the per-detection mask tensors and masks trimmed to the first 20 detections),
     labels as int64, masks as uint8 and every detection's mask area."""
+    thr = cfg.get("test_cfg", {}).get("rcnn", {}).get("score_thr", 0.05)
+    trace = {}
+    with torch.no_grad():
+        b, _, _, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
     keep = min(20, masks.size(0))
     out = {"feat.%d" % i: f.float() for i, f in enumerate(feats)}
     for k, v in trace.items():
@@ -407,7 +412,7 @@ def fixture_outputs(feats, trace, masks):
         out[k] = v.long() if k == "det.labels" else v.float()
     out["det.masks"] = masks[:keep].to(torch.uint8)
     out["det.mask_areas"] = masks.flatten(1).sum(1).long()
-    return out
+    return b.size(0), out
 
 
 def cmd_resize(a):
@@ -434,11 +439,7 @@ def cmd_resize(a):
     ws, hs = float(torch.tensor(iw / ow, dtype=torch.float32)), float(torch.tensor(ih / oh, dtype=torch.float32))
     meta = {"ori_shape": [oh, ow, 3], "img_shape": [ih, iw, 3], "pad_shape": [ph, pw, 3],
             "scale_factor": [ws, hs, ws, hs], "flip": False, "flip_direction": None}
-    thr = cfg.get("test_cfg", {}).get("rcnn", {}).get("score_thr", 0.05)
-    trace = {}
-    with torch.no_grad():
-        b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
-    out = fixture_outputs(feats, trace, masks)
+    ndet, out = run_for_fixture(m, feats, meta, cfg)
     os.makedirs(a.out, exist_ok=True)
     if not os.path.lexists(os.path.join(a.out, "weights.safetensors")):
         os.symlink(os.path.abspath(os.path.join(a.dir, "weights.safetensors")),
@@ -448,7 +449,7 @@ def cmd_resize(a):
     cfg.pop("io_keys", None)
     json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
     ravlt_torch.save_safetensors(os.path.join(a.out, "io.safetensors"), out)
-    print("%s: pad %dx%d, image %dx%d, original %dx%d, %d detections" % (a.out, ph, pw, ih, iw, oh, ow, b.size(0)))
+    print("%s: pad %dx%d, image %dx%d, original %dx%d, %d detections" % (a.out, ph, pw, ih, iw, oh, ow, ndet))
     return 0
 
 
@@ -469,11 +470,7 @@ def cmd_random(a):
     meta = {"ori_shape": [300, 410, 3], "img_shape": [180, 246, 3], "pad_shape": [ph, pw, 3],
             "scale_factor": [0.6, 0.6, 0.6, 0.6], "flip": False, "flip_direction": None}
     ref = json.load(open(os.path.join(a.fixtures, "heads", a.kind, "config.json")))
-    thr = ref.get("test_cfg", {}).get("rcnn", {}).get("score_thr", 0.05)
-    trace = {}
-    with torch.no_grad():
-        b, s, l, masks = m.heads([f.double() for f in feats], meta, trace, score_thr=thr)
-    out = fixture_outputs(feats, trace, masks)
+    ndet, out = run_for_fixture(m, feats, meta, ref)
     os.makedirs(a.out, exist_ok=True)
     ravlt_torch.save_safetensors(os.path.join(a.out, "weights.safetensors"),
                                  {k: v.float() for k, v in sd.items() if v.is_floating_point()})
@@ -482,7 +479,7 @@ def cmd_random(a):
            "generated_by": "tools/det_torch.py random %s --classes %d --width %d --fc %d --seed %d"
                            % (a.kind, a.classes, a.width, a.fc, a.seed)}
     json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=1)
-    print("%s: %d detections" % (a.out, b.size(0)))
+    print("%s: %d detections" % (a.out, ndet))
     return 0
 
 
