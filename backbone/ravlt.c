@@ -529,8 +529,7 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   float *x = rv_arena_floats(F->A, (size_t)m->stem_c[4] * h * w);
   if (!x) return oom(F);
   rv_arena_mark ms = rv_arena_get_mark(F->A);
-  size_t half = (size_t)h2 * w2 * (m->stem_c[1] > m->stem_c[2] ? m->stem_c[1] : m->stem_c[2]);
-  if (m->stem_c[3] * (size_t)h2 * w2 > half) half = m->stem_c[3] * (size_t)h2 * w2;
+  const size_t half = (size_t)m->stem_c[1] * h2 * w2; /* stem_c[1..3]: all embed_dims[0] / 2 */
   float *pa = rv_arena_floats(F->A, half), *pb = rv_arena_floats(F->A, half);
   if (!pa || !pb) return oom(F);
   RV_TRY(conv3x3(F, pa, img, m->stem_w[0], m->stem_b[0], m->stem_c[0], H, W, m->stem_c[1], 2,
