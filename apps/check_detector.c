@@ -265,6 +265,7 @@ int rv_check_detector_head(rv_check_state *s) {
   rv_det_trace trace = {on_trace, &tc, 0};
   rv_detections d;
   if (rv_detector_forward(det, &d, feats, &meta, &trace, arena, ctx) != RV_OK) {
+    for (int i = 0; i < tc.nsv; i++) free(tc.sv[i].data);
     rv_arena_free(arena);
     rc = 1;
     goto out;
