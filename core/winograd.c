@@ -20,10 +20,10 @@
  * to integer B^T entries, which changes no rounding): in a float32 simulation of 256-channel
  * convs (tools/winograd_points.py: numpy, float64 reference) the RMS error fell from 2.29e-6
  * to 1.48e-6 of the output RMS and the 99.9th percentile from 1.78e-5 to 7.7e-6 (F(2x2):
- * 4.0e-7 / 1.6e-6);
- * in test_winograd the worst error / scale went 2.31e-6 -> 1.52e-6, and on the fixtures the
- * Cascade final scores 2.54e-5 -> 1.85e-5 from the float64 reference, UperNet seg_logits
- * 3.46e-5 -> 1.91e-5. (0, +-1, +-1/2) and (0, +-1, 2, 1/2) were worse than Lavin's.
+ * 4.0e-7 / 1.6e-6); in test_winograd the worst error / scale went 2.31e-6 -> 1.52e-6, and
+ * on the fixtures the Cascade final scores 2.54e-5 -> 1.85e-5 from the float64 reference,
+ * UperNet seg_logits 3.46e-5 -> 1.91e-5. (0, +-1, +-1/2) and (0, +-1, 2, 1/2) were worse
+ * than Lavin's.
  *
  * Layout: U [a^2][cout][cin], V [a^2][cin][T], M [a^2][cout][T] for a block of T tiles
  * numbered over (image, tile row, tile column). Transforms are separable: 1-D passes over
