@@ -235,6 +235,12 @@ static rv_conv_algo winograd_rule(int n, int cin, int cout, int oh, int ow, int 
   return fast && px >= 2048 ? RV_CONV_WINOGRAD4 : RV_CONV_WINOGRAD2;
 }
 
+rv_conv_algo rv_conv3x3_algo(rv_conv_algo a, int n, int cin, int cout, int oh, int ow) {
+  if (a == RV_CONV_AUTO || a == RV_CONV_AUTO_FAST)
+    return winograd_rule(n, cin, cout, oh, ow, a == RV_CONV_AUTO_FAST);
+  return a;
+}
+
 rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
                         int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch) {
   check_params(&p, cin, cout);
@@ -253,9 +259,7 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
 
   if (p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1 &&
       p.groups == 1) {
-    rv_conv_algo a = p.algo;
-    if (a == RV_CONV_AUTO || a == RV_CONV_AUTO_FAST)
-      a = winograd_rule(n, cin, cout, oh, ow, a == RV_CONV_AUTO_FAST);
+    rv_conv_algo a = rv_conv3x3_algo(p.algo, n, cin, cout, oh, ow);
     if (a == RV_CONV_WINOGRAD2 || a == RV_CONV_WINOGRAD4)
       return rv_conv2d_winograd_f32(y, x, w, b, n, cin, h, wd, cout, p,
                                     a == RV_CONV_WINOGRAD4 ? 4 : 2, scratch);

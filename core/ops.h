@@ -66,6 +66,10 @@ int rv_conv_out_size(int in, int k, int stride, int pad, int dilation); /* floor
  * w: [cout, cin/groups, kh, kw]; b may be NULL. Returns RV_ERR_NOMEM if scratch is short. */
 rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b, int n,
                         int cin, int h, int wd, int cout, rv_conv_params p, rv_arena *scratch);
+/* The algorithm rv_conv2d_f32 runs a 3x3 stride-1 groups-1 conv with (the requested one,
+ * or for RV_CONV_AUTO / RV_CONV_AUTO_FAST the rule of core/conv.c): RV_CONV_IM2COL,
+ * RV_CONV_WINOGRAD2 or RV_CONV_WINOGRAD4. */
+rv_conv_algo rv_conv3x3_algo(rv_conv_algo requested, int n, int cin, int cout, int oh, int ow);
 void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *b, int n,
                          int cin, int h, int wd, int cout, rv_conv_params p);
 
@@ -78,6 +82,29 @@ void rv_conv2d_naive_f32(float *y, const float *x, const float *w, const float *
 rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const float *b,
                                  int n, int cin, int h, int wd, int cout, rv_conv_params p, int m,
                                  rv_arena *scratch);
+/* The same with the implementation chosen (tests, benchmarks): RV_WINO_BLAS runs each of
+ * the (m+2)^2 GEMMs through BLAS over blocks of up to 4096 tiles; RV_WINO_FUSED has each
+ * thread transform, multiply (AVX-512 kernel, U packed once) and invert 32 tiles at a time,
+ * RV_ERR_UNSUPPORTED without AVX-512F; RV_WINO_AUTO (rv_conv2d_winograd_f32) takes the fused
+ * path where it is supported and the transformed weights fit in 12 MB. */
+typedef enum { RV_WINO_AUTO, RV_WINO_BLAS, RV_WINO_FUSED } rv_wino_path;
+rv_status rv_conv2d_winograd_path_f32(float *y, const float *x, const float *w, const float *b,
+                                      int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                      int m, rv_wino_path path, rv_arena *scratch);
+
+/* The same convolution (pad on all sides, act RV_ACT_NONE or RV_ACT_RELU, no accumulate)
+ * for batches of small images with the channels contiguous: x [n][h][w][cin] ->
+ * y [n][oh][ow][cout], or NCHW on either side with RV_ROIS_IN_NCHW / RV_ROIS_OUT_NCHW (the
+ * ends of a conv stack). Results equal rv_conv2d_winograd_f32's with the same m bit for bit
+ * (same transforms, the sums over ci in the same order). Needs AVX-512F:
+ * RV_ERR_UNSUPPORTED where rv_winograd_rois_supported() is 0. Workspace: (m+2)^2 cout cin
+ * floats (U) plus, per thread, one block's transformed tiles ((m+2)^2 (cin + cout) floats
+ * for each of at most 48 tiles, or one image's) and one zero-padded image. */
+enum { RV_ROIS_IN_NCHW = 1, RV_ROIS_OUT_NCHW = 2 };
+int rv_winograd_rois_supported(void);
+rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
+                                      int n, int cin, int h, int wd, int cout, int pad,
+                                      rv_act act, int m, int layout, rv_arena *scratch);
 
 /* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
  * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias

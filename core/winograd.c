@@ -36,6 +36,12 @@
  * -> 122-128 ms; F(2x2) 7x7 260-263 -> 225-247, 14x14 152-153 -> 136-137. OpenMP over
  * channels for the transforms; the a^2 GEMMs go through rv_gemm_f32 (BLAS threads) outside
  * every parallel region.
+ * Three implementations of the same arithmetic (the transforms are the same functions and
+ * every GEMM sums over ci in order with FMA, as OpenBLAS's kernel does: on this machine all
+ * three give the same bits): the BLAS path (below: each of the a^2 GEMMs over a block of up
+ * to 4096 tiles), the fused path (a thread transforms, multiplies and inverts 32 tiles at
+ * a time with U packed once, AVX-512 kernel; taken where U fits in FUSED_U_MAX) and the
+ * channels-last path for RoI batches (rv_conv2d_winograd_rois_f32, the end of this file).
  * Workspace (scratch arena, released on return): U (a^2 cout cin floats: (a/3)^2 times the
  * weights; above U_BUDGET the output channels are processed in chunks, each redoing the input
  * transform; UperNet's 2048-channel fpn_bottleneck is run as 4 convs of 512 channels for this
@@ -48,6 +54,7 @@
 #include "core/vmath.h"
 
 #include <omp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define BLOCK_BUDGET ((size_t)16 << 20) /* floats of V + M per block (64 MB) */
@@ -59,35 +66,61 @@
                         * 10.0-10.2 ms (1024 tiles: 14-16 ms), 2 threads */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
+/* the 1-D transforms also for AVX-512 (the channels-last path runs them on 256 lanes) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(RV_NO_CLONES) && !defined(__AVX2__)
+#define TR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TR_CLONES RV_CLONES
+#endif
+
 /* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
 
-RV_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
-                            int step, int n) {
-  if (m == 4) {
+/* B^T d for one lane of taps d0..d5 (m = 4) or d0..d3 (m = 2), outputs o[k os + t] */
+#define BT4(o, os, t, d0, d1, d2, d3, d4, d5)                                                 \
+  do {                                                                                       \
+    float p31_ = (d3) - (d1), q42_ = (d4) - (d2); /* B^T rows in these and d2 +- d3 */       \
+    (o)[t] = 2.0f * ((d0) - (d2) + q42_) + 3.0f * p31_;                                      \
+    (o)[(os) + (t)] = 2.0f * (p31_ + q42_) + 3.0f * ((d2) + (d3));                           \
+    (o)[2 * (os) + (t)] = 2.0f * (q42_ - p31_) + 3.0f * ((d3) - (d2));                       \
+    (o)[3 * (os) + (t)] = 2.0f * p31_ + q42_;                                                \
+    (o)[4 * (os) + (t)] = 2.0f * q42_ - p31_;                                                \
+    (o)[5 * (os) + (t)] = 2.0f * ((d5) - (d3) - p31_) + 3.0f * q42_;                         \
+  } while (0)
+#define BT2(o, os, t, d0, d1, d2, d3)                                                         \
+  do {                                                                                       \
+    (o)[t] = (d0) - (d2);                                                                    \
+    (o)[(os) + (t)] = (d1) + (d2);                                                           \
+    (o)[2 * (os) + (t)] = (d2) - (d1);                                                       \
+    (o)[3 * (os) + (t)] = (d1) - (d3);                                                       \
+  } while (0)
+
+/* Lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t]. Contiguous lanes (step 1: the
+ * channels-last path, the batched columns) have their own loops, which GCC vectorises (with
+ * the lane stride a variable it kept the scalar loop). */
+TR_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *restrict d,
+                            size_t ds, int step, int n) {
+  if (m == 4 && step == 1) {
+    const float *d0 = d, *d1 = d + ds, *d2 = d + 2 * ds, *d3 = d + 3 * ds, *d4 = d + 4 * ds,
+                *d5 = d + 5 * ds;
+#pragma GCC ivdep
+    for (int t = 0; t < n; t++) BT4(o, os, t, d0[t], d1[t], d2[t], d3[t], d4[t], d5[t]);
+  } else if (m == 4) {
     for (int t = 0; t < n; t++) {
       const float *p = d + (size_t)t * step;
-      float d0 = p[0], d1 = p[ds], d2 = p[2 * ds], d3 = p[3 * ds], d4 = p[4 * ds], d5 = p[5 * ds];
-      float p31 = d3 - d1, q42 = d4 - d2; /* B^T rows in these and d2 +- d3 */
-      o[t] = 2.0f * (d0 - d2 + q42) + 3.0f * p31;
-      o[os + t] = 2.0f * (p31 + q42) + 3.0f * (d2 + d3);
-      o[2 * os + t] = 2.0f * (q42 - p31) + 3.0f * (d3 - d2);
-      o[3 * os + t] = 2.0f * p31 + q42;
-      o[4 * os + t] = 2.0f * q42 - p31;
-      o[5 * os + t] = 2.0f * (d5 - d3 - p31) + 3.0f * q42;
+      BT4(o, os, t, p[0], p[ds], p[2 * ds], p[3 * ds], p[4 * ds], p[5 * ds]);
     }
+  } else if (step == 1) {
+    for (int t = 0; t < n; t++) BT2(o, os, t, d[t], d[ds + t], d[2 * ds + t], d[3 * ds + t]);
   } else {
     for (int t = 0; t < n; t++) {
       const float *p = d + (size_t)t * step;
-      float d0 = p[0], d1 = p[ds], d2 = p[2 * ds], d3 = p[3 * ds];
-      o[t] = d0 - d2;
-      o[os + t] = d1 + d2;
-      o[2 * os + t] = d2 - d1;
-      o[3 * os + t] = d1 - d3;
+      BT2(o, os, t, p[0], p[ds], p[2 * ds], p[3 * ds]);
     }
   }
 }
 
-RV_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
+TR_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
                             int n) {
   if (m == 4) {
     for (int t = 0; t < n; t++) {
@@ -136,7 +169,8 @@ static inline __attribute__((always_inline)) void g_1d(int m, double *restrict u
  * double and rounded once, 64 ci at a time as lanes: the taps transposed to [tap][ci], the
  * columns then the rows transformed for all lanes, and the a^2 output streams (a power of
  * two apart when cout cin is) written as runs of 64 */
-RV_CLONES static void weight_transform_row(float *u, size_t plane, const float *w, int cin, int m) {
+RV_CLONES static void weight_transform_row(float *u, size_t plane, size_t cs, const float *w,
+                                           int cin, int m) {
   enum { L = 64 };
   const int a = m + 2;
   double g[9 * L], tmp[6 * 3 * L], uu[6 * 6 * L];
@@ -154,8 +188,8 @@ RV_CLONES static void weight_transform_row(float *u, size_t plane, const float *
       for (int r = 0; r < 4; r++) g_1d(2, uu + r * 4 * L, L, tmp + r * 3 * L, L, nc);
     }
     for (int k = 0; k < a * a; k++) {
-      float *uk = u + (size_t)k * plane + c0;
-      for (int j = 0; j < nc; j++) uk[j] = (float)uu[k * L + j];
+      float *uk = u + (size_t)k * plane + (size_t)c0 * cs;
+      for (int j = 0; j < nc; j++) uk[(size_t)j * cs] = (float)uu[k * L + j];
     }
   }
 }
@@ -164,7 +198,7 @@ static void weight_transform(float *u, const float *w, int cout, int cin, int m)
   size_t plane = (size_t)cout * cin;
 #pragma omp parallel for schedule(static) if (plane >= 4096)
   for (int co = 0; co < cout; co++)
-    weight_transform_row(u + (size_t)co * cin, plane, w + (size_t)co * cin * 9, cin, m);
+    weight_transform_row(u + (size_t)co * cin, plane, 1, w + (size_t)co * cin * 9, cin, m);
 }
 
 typedef struct {
@@ -181,8 +215,8 @@ static void tile_pos(const wino_geom *g, size_t t, int *ni, int *ty, int *tx) {
 }
 
 /* V[k][c][t - t0] for tiles [t0, t0 + nt) of channel c; buf: 2 a (SEG m + 2) floats. */
-static void input_transform_channel(float *v, size_t ld, const float *x, const wino_geom *g,
-                                    int c, size_t t0, int nt, float *buf) {
+static void input_transform_channel(float *v, size_t ld, size_t ks, const float *x,
+                                    const wino_geom *g, int c, size_t t0, int nt, float *buf) {
   int m = g->m, a = g->a, L = SEG * m + 2;
   float *rows = buf, *col = buf + (size_t)a * L;
   for (int done = 0; done < nt;) {
@@ -212,7 +246,6 @@ static void input_transform_channel(float *v, size_t ld, const float *x, const w
       bt_1d(m, col, L, rows, L, 1, len); /* along columns: a rows -> a transformed rows */
     }
     float *vo = v + (size_t)c * ld + (size_t)done;
-    size_t ks = (size_t)g->cin * ld; /* between positions k */
     for (int i = 0; i < a; i++)      /* along rows: positions k = i*a + j */
       bt_1d(m, vo + (size_t)i * a * ks, ks, col + (size_t)i * L, 1, m, seg);
     done += seg;
@@ -282,10 +315,10 @@ static size_t pad_cols(const wino_geom *g) { return (size_t)g->tw * g->m + 2; }
  * up to LANES images, channel c of each is written into pad [PH][PW][lane] (zero borders),
  * from which every patch is a strided view: no per-patch gather. buf: PH PW LANES + a^2
  * LANES floats. */
-static void input_transform_batched(float *v, size_t ld, const float *x, const wino_geom *g,
-                                    int c, int n0, int nb, float *buf) {
+static void input_transform_batched(float *v, size_t ld, size_t ks, const float *x,
+                                    const wino_geom *g, int c, int n0, int nb, float *buf) {
   const int m = g->m, a = g->a, h = g->h, w = g->wd;
-  const size_t img = (size_t)g->cin * h * w, ks = (size_t)g->cin * ld;
+  const size_t img = (size_t)g->cin * h * w;
   const size_t PH = pad_rows(g), PW = pad_cols(g);
   float *pad = buf, *tr = buf + PH * PW * LANES;
   for (int j0 = 0; j0 < nb; j0 += LANES) {
@@ -358,9 +391,157 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
   }
 }
 
-rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const float *b,
-                                 int n, int cin, int h, int wd, int cout, rv_conv_params p, int m,
-                                 rv_arena *scratch) {
+/* ---- fused blocks: one thread transforms, multiplies and inverts TB tiles at a time ------
+ * The BLAS path above runs each of the a^2 GEMMs over a block of up to 4096 tiles: V and M
+ * (up to 64 MB) leave the caches between the transforms and the GEMMs, and BLAS re-packs U
+ * per block and zeroes M (sgemm_beta). Here each thread takes TB = 32 tiles at a time (V and
+ * M ~1.2 MB each for 256 channels, in L2/L3), U is packed once per call as [k][co / MR][ci]
+ * [co % MR] (cout padded to MR with zero rows), and a register-blocked AVX-512 kernel writes
+ * MR x TB of M per call: 12 x 2 vectors accumulated over ci in fixed order (the result does
+ * not depend on the thread count). Used where U fits in the last-level cache (FUSED_U_MAX)
+ * on CPUs with AVX-512F; elsewhere the BLAS path. BLAS -> fused, best of 5 alternating
+ * calls, 2 threads, 2026-12-01 (loaded machine: ratios, not times): F(2x2) 256->256
+ * 200x336 234 -> 205 ms, 100x168 59 -> 51, 50x84 16.5 -> 14.3; 32->32 256x256 9.7 -> 8.1;
+ * 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7; RoI batches (images as
+ * lanes) 256->256 7x7 n=1000 190 -> 175, 14x14 n=100 78 -> 75. Outputs bit-identical. */
+#define MR 12          /* output channels per kernel call (rows of packed U) */
+#define TB 32          /* tiles per fused block: two 16-float vectors per row of M */
+#define VKS(rows) ((size_t)(rows) * TB + 16) /* floats between positions k of v, mm */
+#define FUSED_U_MAX ((size_t)3 << 20) /* floats of packed U (12 MB; the L3 is 32 MB) */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* c[r * TB + t] = sum_{i < k} u[i MR + r] v[i TB + t] for r < MR, t < TB */
+__attribute__((target("avx512f,fma"))) static void fused_kernel(float *restrict c,
+                                                               const float *restrict u,
+                                                               const float *restrict v, int k) {
+  __m512 c0[MR], c1[MR];
+  for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int i = 0; i < k; i++) {
+    const __m512 v0 = _mm512_loadu_ps(v + (size_t)i * TB), v1 = _mm512_loadu_ps(v + (size_t)i * TB + 16);
+    const float *ui = u + (size_t)i * MR;
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; r++) {
+      const __m512 s = _mm512_set1_ps(ui[r]);
+      c0[r] = _mm512_fmadd_ps(s, v0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(s, v1, c1[r]);
+    }
+  }
+  for (int r = 0; r < MR; r++) {
+    _mm512_storeu_ps(c + r * TB, c0[r]);
+    _mm512_storeu_ps(c + r * TB + 16, c1[r]);
+  }
+}
+
+static int fused_supported(void) { return __builtin_cpu_supports("avx512f"); }
+#else
+static void fused_kernel(float *c, const float *u, const float *v, int k) {
+  (void)c, (void)u, (void)v, (void)k;
+}
+static int fused_supported(void) { return 0; }
+#endif
+
+/* U packed for fused_kernel: up[k][co / MR][ci][co % MR], rows cout..coutp zero */
+static void weight_transform_packed(float *up, const float *w, int cout, int coutp, int cin,
+                                    int m) {
+  const size_t plane = (size_t)coutp * cin, a2 = (size_t)(m + 2) * (m + 2);
+#pragma omp parallel for schedule(static) if (plane >= 4096)
+  for (int co = 0; co < coutp; co++) {
+    float *uc = up + (size_t)(co / MR) * cin * MR + co % MR;
+    if (co < cout) {
+      weight_transform_row(uc, plane, MR, w + (size_t)co * cin * 9, cin, m);
+    } else {
+      for (size_t k = 0; k < a2; k++)
+        for (int ci = 0; ci < cin; ci++) uc[k * plane + (size_t)ci * MR] = 0.0f;
+    }
+  }
+}
+
+/* One block: tiles [t0, t0 + cnt) (or, batched, images [n0, n0 + nb)) transformed into v
+ * [a^2][cin][TB], multiplied into mm [a^2][coutp][TB], inverted into y. */
+static void fused_block(float *y, const float *x, const float *up, const float *b,
+                        const wino_geom *g, rv_conv_params p, int coutp, int batched, size_t t0,
+                        int cnt, int n0, int nb, float *v, float *mm, float *buf) {
+  const size_t a2 = (size_t)g->a * g->a;
+  for (int c = 0; c < g->cin; c++) {
+    if (batched)
+      input_transform_batched(v, TB, VKS(g->cin), x, g, c, n0, nb, buf);
+    else
+      input_transform_channel(v, TB, VKS(g->cin), x, g, c, t0, cnt, buf);
+  }
+  for (size_t k = 0; k < a2; k++)
+    for (int cb = 0; cb < coutp; cb += MR)
+      fused_kernel(mm + k * VKS(coutp) + (size_t)cb * TB, up + (k * coutp + cb) * g->cin,
+                   v + k * VKS(g->cin), g->cin);
+  const size_t ks = VKS(coutp);
+  for (int co = 0; co < g->cout; co++) {
+    const float bias = b ? b[co] : 0.0f;
+    if (batched)
+      output_transform_batched(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               n0, nb, buf);
+    else
+      output_transform_channel(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               t0, cnt, buf);
+  }
+}
+
+/* per-thread buffer of the transforms (see each function) */
+static size_t transform_buf(const wino_geom *g, int batched) {
+  const size_t a2 = (size_t)g->a * g->a;
+  const int m = g->m;
+  size_t in_buf = batched ? (pad_rows(g) * pad_cols(g) + a2) * LANES
+                          : (size_t)2 * g->a * (SEG * m + 2);
+  size_t out_buf = batched ? ((size_t)g->th * m * g->tw * m + (size_t)g->a * m) * LANES
+                           : (size_t)(g->a * m + m * m) * SEG;
+  return in_buf > out_buf ? in_buf : out_buf;
+}
+
+static rv_status winograd_fused(float *y, const float *x, const float *w, const float *b, int n,
+                                const wino_geom *g, rv_conv_params p, rv_arena *scratch) {
+  const size_t a2 = (size_t)g->a * g->a, tpi = (size_t)g->th * g->tw;
+  const size_t total = (size_t)n * tpi;
+  const int coutp = (g->cout + MR - 1) / MR * MR;
+  /* RoI batches: whole images per block, images as the transforms' lanes */
+  const int batched = n >= 4 && g->tw < 8 && g->th < 8 && tpi <= TB;
+  const int nbi = batched ? (int)(TB / tpi) : 0; /* images per block */
+  const size_t blocks = batched ? ((size_t)n + nbi - 1) / nbi : (total + TB - 1) / TB;
+  const int nth = omp_get_max_threads();
+  const size_t per_thread = transform_buf(g, batched) + a2 * (VKS(g->cin) + VKS(coutp));
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  float *up = rv_arena_floats(scratch, a2 * coutp * g->cin);
+  float *tb = rv_arena_floats(scratch, per_thread * nth);
+  if (!up || !tb) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+  weight_transform_packed(up, w, g->cout, coutp, g->cin, g->m);
+#pragma omp parallel if (blocks > 1)
+  {
+    float *v = tb + per_thread * (size_t)omp_get_thread_num();
+    float *mm = v + a2 * VKS(g->cin), *buf = mm + a2 * VKS(coutp);
+    /* the columns of a partial block are left from earlier blocks: finite after this */
+    memset(v, 0, sizeof(float) * a2 * VKS(g->cin));
+#pragma omp for schedule(dynamic)
+    for (size_t i = 0; i < blocks; i++) {
+      if (batched) {
+        const int n0 = (int)i * nbi, nb = n - n0 < nbi ? n - n0 : nbi;
+        fused_block(y, x, up, b, g, p, coutp, 1, 0, 0, n0, nb, v, mm, buf);
+      } else {
+        const size_t t0 = i * TB;
+        const int cnt = (int)(total - t0 < TB ? total - t0 : TB);
+        fused_block(y, x, up, b, g, p, coutp, 0, t0, cnt, 0, 0, v, mm, buf);
+      }
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
+
+rv_status rv_conv2d_winograd_path_f32(float *y, const float *x, const float *w, const float *b,
+                                      int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                      int m, rv_wino_path path, rv_arena *scratch) {
   RV_ASSERT(p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1);
   RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0 && (m == 2 || m == 4));
   RV_ASSERT(n >= 0 && cin > 0 && cout > 0 && scratch != NULL);
@@ -373,6 +554,12 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
   if (n == 0) return RV_OK;
   g.th = (g.oh + m - 1) / m, g.tw = (g.ow + m - 1) / m;
   size_t a2 = (size_t)g.a * g.a, total = (size_t)n * g.th * g.tw;
+  if (path != RV_WINO_BLAS) {
+    const int fits = a2 * (size_t)((cout + MR - 1) / MR * MR) * cin <= FUSED_U_MAX;
+    if (path == RV_WINO_FUSED && !fused_supported()) return RV_ERR_UNSUPPORTED;
+    if (path == RV_WINO_FUSED || (fits && fused_supported()))
+      return winograd_fused(y, x, w, b, n, &g, p, scratch);
+  }
   /* output channels in chunks of cc so that U stays within U_BUDGET (the input transform
    * is redone per chunk) */
   int chunks = (int)((a2 * cout * cin + U_BUDGET - 1) / U_BUDGET);
@@ -391,12 +578,7 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
     nt = (size_t)nbi * tpi;
   }
   int nth = omp_get_max_threads();
-  /* per-thread buffers of the input and output transforms (see each function) */
-  size_t in_buf = batched ? (pad_rows(&g) * pad_cols(&g) + a2) * LANES
-                          : (size_t)2 * g.a * (SEG * m + 2);
-  size_t out_buf = batched ? ((size_t)g.th * m * g.tw * m + (size_t)g.a * m) * LANES
-                           : (size_t)(g.a * m + m * m) * SEG;
-  size_t per_thread = in_buf > out_buf ? in_buf : out_buf;
+  size_t per_thread = transform_buf(&g, batched);
 
   rv_arena_mark mark = rv_arena_get_mark(scratch);
   float *u = rv_arena_floats(scratch, a2 * cc * cin);
@@ -418,9 +600,9 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
       for (int c = 0; c < cin; c++) {
         float *buf = tb + per_thread * (size_t)omp_get_thread_num();
         if (batched)
-          input_transform_batched(v, (size_t)cnt, x, &g, c, n0, nb, buf);
+          input_transform_batched(v, (size_t)cnt, (size_t)cin * cnt, x, &g, c, n0, nb, buf);
         else
-          input_transform_channel(v, (size_t)cnt, x, &g, c, t0, cnt, buf);
+          input_transform_channel(v, (size_t)cnt, (size_t)cin * cnt, x, &g, c, t0, cnt, buf);
       }
       for (size_t k = 0; k < a2; k++)
         rv_gemm_f32(0, 0, nc, cnt, cin, 1.0f, u + k * nc * cin, cin, v + k * cin * cnt, cnt, 0.0f,
@@ -437,6 +619,242 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
           output_transform_channel(y, mm + (size_t)j * cnt, (size_t)nc * cnt, &g, co0 + j, bias,
                                    p.act, p.accumulate, t0, cnt, buf);
       }
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
+
+rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const float *b,
+                                 int n, int cin, int h, int wd, int cout, rv_conv_params p, int m,
+                                 rv_arena *scratch) {
+  return rv_conv2d_winograd_path_f32(y, x, w, b, n, cin, h, wd, cout, p, m, RV_WINO_AUTO,
+                                     scratch);
+}
+
+/* ---- channels-last RoI batches ----------------------------------------------------------
+ * rv_conv2d_winograd_rois_f32 (core/ops.h): the same convolution on batches of small images
+ * with the channels contiguous, so that every transform runs with the channels as lanes
+ * (256 lanes for the RoI heads, where the NCHW path has 2-64) and needs no staging beyond
+ * one zero-padded copy per image. A thread takes a block of whole images (about RB_TILES
+ * tiles, rows t = image * tiles + tile position), transforms them into
+ * vt [k][t][ci], multiplies vt[k] by the packed U^T (nhwc_kernel: NR tiles x NC output
+ * channels per call, accumulated over ci in order, as BLAS does: the results equal the NCHW
+ * path's bit for bit) into mt [k][t][co], and inverts each tile into y. The input can be
+ * read from NCHW and the output written to NCHW (the first and last layers of a stack), the
+ * transpose folded into the padded copy and the final store. Against the BLAS path (NCHW),
+ * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 NHWC
+ * 163 -> 129 ms, NCHW in and out 164 -> 147; 14x14 n=100 76 -> 57 / 85 -> 67. What is
+ * left is the kernel: 80% of the NHWC call (perf), ~85 GMAC/s of transformed work. */
+#define NR 12       /* tiles per kernel call */
+#define NC 32       /* output channels per kernel call: two vectors */
+#define RB_TILES 48 /* tiles per block at most (3 images of 14x14 with F(4x4)) */
+#define RB_AIM 36   /* and preferably (9 images of 7x7) */
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* c[r ldc + j] = sum_{i < k} a[r lda + i] b[i NC + j] for r < NR, j < NC */
+__attribute__((target("avx512f,fma"))) static void nhwc_kernel(float *restrict c, size_t ldc,
+                                                              const float *restrict a,
+                                                              size_t lda,
+                                                              const float *restrict b, int k) {
+  __m512 c0[NR], c1[NR];
+  for (int r = 0; r < NR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
+#pragma GCC unroll 4
+  for (int i = 0; i < k; i++) {
+    const __m512 b0 = _mm512_loadu_ps(b + (size_t)i * NC), b1 = _mm512_loadu_ps(b + (size_t)i * NC + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < NR; r++) {
+      const __m512 s = _mm512_set1_ps(a[(size_t)r * lda + i]);
+      c0[r] = _mm512_fmadd_ps(s, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(s, b1, c1[r]);
+    }
+  }
+  for (int r = 0; r < NR; r++) {
+    _mm512_storeu_ps(c + (size_t)r * ldc, c0[r]);
+    _mm512_storeu_ps(c + (size_t)r * ldc + 16, c1[r]);
+  }
+}
+#else
+static void nhwc_kernel(float *c, size_t ldc, const float *a, size_t lda, const float *b, int k) {
+  (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)k;
+}
+#endif
+
+/* U^T packed for nhwc_kernel: up[k][co / NC][ci][co % NC], columns cout..coutp zero */
+static void weight_transform_nhwc(float *up, const float *w, int cout, int coutp, int cin,
+                                  int m) {
+  const size_t plane = (size_t)coutp * cin, a2 = (size_t)(m + 2) * (m + 2);
+#pragma omp parallel for schedule(static) if (plane >= 4096)
+  for (int co = 0; co < coutp; co++) {
+    float *uc = up + (size_t)(co / NC) * cin * NC + co % NC;
+    if (co < cout) {
+      weight_transform_row(uc, plane, NC, w + (size_t)co * cin * 9, cin, m);
+    } else {
+      for (size_t k = 0; k < a2; k++)
+        for (int ci = 0; ci < cin; ci++) uc[k * plane + (size_t)ci * NC] = 0.0f;
+    }
+  }
+}
+
+typedef struct {
+  wino_geom g;
+  int coutp, tpi, nbi, tbp; /* tiles per image, images per block, rows of vt / mt */
+  size_t ksv, ksm;          /* floats between positions k of vt and mt */
+  const float *up, *b;
+  rv_act act;
+  int in_nchw, out_nchw;
+} rois_plan;
+
+/* image j's padded copy [PH][PW][cin] with zero borders */
+static void rois_pad(float *pad, const float *x, const rois_plan *P, int j) {
+  const wino_geom *g = &P->g;
+  const size_t PW = pad_cols(g), PH = pad_rows(g), cin = (size_t)g->cin;
+  const size_t hw = (size_t)g->h * g->wd;
+  const float *xi = x + (size_t)j * cin * hw;
+  for (size_t r = 0; r < PH; r++) {
+    float *pr = pad + r * PW * cin;
+    if (r < (size_t)g->ph || r >= (size_t)g->ph + g->h) {
+      memset(pr, 0, sizeof(float) * PW * cin);
+      continue;
+    }
+    memset(pr, 0, sizeof(float) * g->pw * cin);
+    memset(pr + ((size_t)g->pw + g->wd) * cin, 0, sizeof(float) * (PW - g->pw - g->wd) * cin);
+    float *row = pr + (size_t)g->pw * cin;
+    const size_t iy = r - g->ph;
+    if (!P->in_nchw) {
+      memcpy(row, xi + iy * g->wd * cin, sizeof(float) * g->wd * cin);
+    } else {
+      for (int ix = 0; ix < g->wd; ix++) {
+        const float *xp = xi + iy * g->wd + ix;
+        float *o = row + (size_t)ix * cin;
+        for (size_t c = 0; c < cin; c++) o[c] = xp[c * hw];
+      }
+    }
+  }
+}
+
+/* one block: images [n0, n0 + nb) */
+static void rois_block(float *y, const float *x, const rois_plan *P, int n0, int nb, float *vt,
+                       float *mt, float *pad, float *tmp) {
+  const wino_geom *g = &P->g;
+  const int m = g->m, a = g->a, cin = g->cin, cout = g->cout;
+  const size_t PW = pad_cols(g), a2 = (size_t)a * a;
+  for (int j = 0; j < nb; j++) {
+    rois_pad(pad, x, P, n0 + j);
+    for (int ty = 0; ty < g->th; ty++)
+      for (int tx = 0; tx < g->tw; tx++) {
+        const size_t t = (size_t)j * P->tpi + (size_t)ty * g->tw + tx;
+        const float *base = pad + ((size_t)ty * m * PW + (size_t)tx * m) * cin;
+        for (int c = 0; c < a; c++) /* along columns: tmp[i][c][ci] */
+          bt_1d(m, tmp + (size_t)c * cin, (size_t)a * cin, base + (size_t)c * cin, PW * cin, 1,
+                cin);
+        for (int i = 0; i < a; i++) /* along rows: vt[i a + jj][t][ci] */
+          bt_1d(m, vt + (size_t)i * a * P->ksv + t * cin, P->ksv, tmp + (size_t)i * a * cin,
+                (size_t)cin, 1, cin);
+      }
+  }
+  const int rows = (nb * P->tpi + NR - 1) / NR * NR;
+  for (size_t k = 0; k < a2; k++)
+    for (int cb = 0; cb < P->coutp; cb += NC)
+      for (int t0 = 0; t0 < rows; t0 += NR)
+        nhwc_kernel(mt + k * P->ksm + (size_t)t0 * P->coutp + cb, (size_t)P->coutp,
+                    vt + k * P->ksv + (size_t)t0 * cin, (size_t)cin,
+                    P->up + (k * P->coutp + cb) * cin, cin);
+  float *hor = tmp, *out = tmp + (size_t)a * m * cout;
+  const size_t ohw = (size_t)g->oh * g->ow;
+  for (int j = 0; j < nb; j++)
+    for (int ty = 0; ty < g->th; ty++)
+      for (int tx = 0; tx < g->tw; tx++) {
+        const size_t t = (size_t)j * P->tpi + (size_t)ty * g->tw + tx;
+        for (int i = 0; i < a; i++) /* along rows: hor[i][q][co] */
+          at_1d(m, hor + (size_t)i * m * cout, (size_t)cout,
+                mt + (size_t)i * a * P->ksm + t * P->coutp, P->ksm, cout);
+        for (int q = 0; q < m; q++) /* along columns: out[p][q][co] */
+          at_1d(m, out + (size_t)q * cout, (size_t)m * cout, hor + (size_t)q * cout,
+                (size_t)m * cout, cout);
+        const int oy0 = ty * m, ox0 = tx * m;
+        const int nr = g->oh - oy0 < m ? g->oh - oy0 : m, nc = g->ow - ox0 < m ? g->ow - ox0 : m;
+        for (int p = 0; p < nr; p++)
+          for (int q = 0; q < nc; q++) {
+            const float *op = out + ((size_t)p * m + q) * cout;
+            const size_t pix = (size_t)(oy0 + p) * g->ow + ox0 + q;
+            if (P->out_nchw) {
+              float *yp = y + (size_t)(n0 + j) * cout * ohw + pix;
+              for (int co = 0; co < cout; co++) {
+                float v = op[co] + (P->b ? P->b[co] : 0.0f);
+                yp[co * ohw] = P->act == RV_ACT_RELU ? (v > 0.0f ? v : 0.0f) : v;
+              }
+            } else {
+              float *yp = y + ((size_t)(n0 + j) * ohw + pix) * cout;
+              for (int co = 0; co < cout; co++) {
+                float v = op[co] + (P->b ? P->b[co] : 0.0f);
+                yp[co] = P->act == RV_ACT_RELU ? (v > 0.0f ? v : 0.0f) : v;
+              }
+            }
+          }
+      }
+}
+
+int rv_winograd_rois_supported(void) { return fused_supported(); }
+
+rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
+                                      int n, int cin, int h, int wd, int cout, int pad,
+                                      rv_act act, int m, int layout, rv_arena *scratch) {
+  RV_ASSERT((m == 2 || m == 4) && pad >= 0 && n >= 0 && cin > 0 && cout > 0 && scratch);
+  RV_ASSERT(act == RV_ACT_NONE || act == RV_ACT_RELU);
+  if (!fused_supported()) return RV_ERR_UNSUPPORTED;
+  rois_plan P;
+  wino_geom *g = &P.g;
+  g->m = m, g->a = m + 2, g->ph = g->pw = pad, g->h = h, g->wd = wd;
+  g->oh = rv_conv_out_size(h, 3, 1, pad, 1);
+  g->ow = rv_conv_out_size(wd, 3, 1, pad, 1);
+  g->cin = cin, g->cout = cout;
+  if (g->oh <= 0 || g->ow <= 0) return RV_ERR_SHAPE;
+  if (n == 0) return RV_OK;
+  g->th = (g->oh + m - 1) / m, g->tw = (g->ow + m - 1) / m;
+  const size_t a2 = (size_t)g->a * g->a;
+  P.coutp = (cout + NC - 1) / NC * NC;
+  P.tpi = g->th * g->tw;
+  /* images per block: at most RB_TILES tiles (one image at least), the count whose tiles
+   * leave the smallest share of the block's NR-row groups empty, on ties the one nearest
+   * RB_AIM tiles (7x7 n=1000 F(4x4): 36 tiles 120-132 ms, 48 126-141, 60 139-144; 14x14
+   * n=100: 32 tiles (4 of 36 rows empty) 60-64 ms, 48 55-59) */
+  P.nbi = 1;
+  for (int k = 1, be = 1, br = 1; k <= n && (k == 1 || k * P.tpi <= RB_TILES); k++) {
+    const int t = k * P.tpi, r = (t + NR - 1) / NR * NR; /* r - t of r rows empty */
+    const int tb = P.nbi * P.tpi, d = abs(t - RB_AIM), db = abs(tb - RB_AIM);
+    if (k == 1 || (r - t) * br < be * r || ((r - t) * br == be * r && d < db))
+      be = r - t, br = r, P.nbi = k;
+  }
+  P.tbp = (P.nbi * P.tpi + NR - 1) / NR * NR;
+  P.ksv = (size_t)P.tbp * cin + 16, P.ksm = (size_t)P.tbp * P.coutp + 16;
+  P.b = b, P.act = act;
+  P.in_nchw = (layout & RV_ROIS_IN_NCHW) != 0, P.out_nchw = (layout & RV_ROIS_OUT_NCHW) != 0;
+  const size_t pad_f = pad_rows(g) * pad_cols(g) * cin;
+  /* tmp: the input transform's [a][a][cin], then the output's [a][m][cout] + [m][m][cout] */
+  const size_t tmp_in = a2 * cin, tmp_out = ((size_t)g->a * m + (size_t)m * m) * cout;
+  const size_t tmp_f = tmp_in > tmp_out ? tmp_in : tmp_out;
+  const size_t per_thread = a2 * (P.ksv + P.ksm) + pad_f + tmp_f;
+  const size_t blocks = ((size_t)n + P.nbi - 1) / P.nbi;
+  const int nth = omp_get_max_threads();
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  float *up = rv_arena_floats(scratch, a2 * P.coutp * cin);
+  float *tb = rv_arena_floats(scratch, per_thread * nth);
+  if (!up || !tb) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+  weight_transform_nhwc(up, w, cout, P.coutp, cin, m);
+  P.up = up;
+#pragma omp parallel if (blocks > 1)
+  {
+    float *vt = tb + per_thread * (size_t)omp_get_thread_num();
+    float *mt = vt + a2 * P.ksv, *padb = mt + a2 * P.ksm, *tmp = padb + pad_f;
+    memset(vt, 0, sizeof(float) * a2 * P.ksv); /* rows of a partial block: finite */
+#pragma omp for schedule(dynamic)
+    for (size_t i = 0; i < blocks; i++) {
+      const int n0 = (int)i * P.nbi, nb = n - n0 < P.nbi ? n - n0 : P.nbi;
+      rois_block(y, x, &P, n0, nb, vt, mt, padb, tmp);
     }
   }
   rv_arena_release(scratch, mark);

@@ -23,9 +23,25 @@ static float *frand(size_t n, uint64_t seed) {
 }
 
 static double worst[5]; /* worst error / bound per algo below */
+static int fused_runs, rois_runs; /* cases run through those paths (where supported) */
+
+/* y [n][c][hw] <-> t [n][hw][c] */
+static void to_nhwc(float *t, const float *y, int n, int c, size_t hw) {
+  for (size_t i = 0; i < (size_t)n; i++)
+    for (int ch = 0; ch < c; ch++)
+      for (size_t p = 0; p < hw; p++) t[(i * hw + p) * c + ch] = y[(i * c + ch) * hw + p];
+}
+static void from_nhwc(float *y, const float *t, int n, int c, size_t hw) {
+  for (size_t i = 0; i < (size_t)n; i++)
+    for (int ch = 0; ch < c; ch++)
+      for (size_t p = 0; p < hw; p++) y[(i * c + ch) * hw + p] = t[(i * hw + p) * c + ch];
+}
 
 /* algo: 0 / 1 = rv_conv2d_f32 with RV_CONV_AUTO / RV_CONV_AUTO_FAST, 2 or 4 =
- * rv_conv2d_winograd_f32 with that m */
+ * rv_conv2d_winograd_path_f32 with that m, through the BLAS path and, where the CPU has
+ * AVX-512F, the fused path (same tolerance) and the channels-last path
+ * (rv_conv2d_winograd_rois_f32, for equal pads and act none / ReLU: equal to the fused
+ * path's output bit for bit, in all four layouts) */
 static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int cout, int ph,
                       int pw, int with_bias, rv_act act) {
   rv_conv_params p = rv_conv_default_params(3, 1, ph);
@@ -43,14 +59,42 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
   }
   size_t nx = (size_t)n * cin * h * wd, nw = (size_t)cout * cin * 9, ny = (size_t)n * cout * oh * ow;
   float *x = frand(nx, (uint64_t)h * 131 + wd * 7 + cin), *w = frand(nw, (uint64_t)cout * 3 + cin);
-  float *b = frand((size_t)cout, 17), *y = frand(ny, 5), *ref = frand(ny, 6), *bound = frand(ny, 7);
+  float *b = frand((size_t)cout, 17), *ref = frand(ny, 6), *bound = frand(ny, 7);
+  float *ys[2] = {frand(ny, 5), frand(ny, 8)}; /* BLAS (or dispatch) and fused outputs */
   const float *bias = with_bias ? b : NULL;
-  if (algo >= 2)
-    assert_int_equal(rv_conv2d_winograd_f32(y, x, w, bias, n, cin, h, wd, cout, p, algo, ar),
+  int paths = 1;
+  if (algo >= 2) {
+    assert_int_equal(rv_conv2d_winograd_path_f32(ys[0], x, w, bias, n, cin, h, wd, cout, p, algo,
+                                                 RV_WINO_BLAS, ar),
                      RV_OK);
-  else
-    assert_int_equal(rv_conv2d_f32(y, x, w, bias, n, cin, h, wd, cout, p, ar), RV_OK);
+    rv_status st = rv_conv2d_winograd_path_f32(ys[1], x, w, bias, n, cin, h, wd, cout, p, algo,
+                                               RV_WINO_FUSED, ar);
+    assert_int_equal(st, rv_winograd_rois_supported() ? RV_OK : RV_ERR_UNSUPPORTED);
+    if (st == RV_OK) paths = 2, fused_runs++;
+  } else {
+    assert_int_equal(rv_conv2d_f32(ys[0], x, w, bias, n, cin, h, wd, cout, p, ar), RV_OK);
+  }
   assert_int_equal(rv_arena_used(ar), 0); /* workspace released */
+  if (paths == 2 && ph == pw && (act == RV_ACT_NONE || act == RV_ACT_RELU)) {
+    /* channels-last path: NCHW in / out, and NHWC on either side */
+    const size_t ihw = (size_t)h * wd, ohw = (size_t)oh * ow;
+    float *xt = frand(nx, 1), *yt = frand(ny, 2), *yc = frand(ny, 3);
+    to_nhwc(xt, x, n, cin, ihw);
+    for (int layout = 0; layout < 4; layout++) {
+      const float *in = layout & RV_ROIS_IN_NCHW ? x : xt;
+      float *out = layout & RV_ROIS_OUT_NCHW ? yc : yt;
+      assert_int_equal(rv_conv2d_winograd_rois_f32(out, in, w, bias, n, cin, h, wd, cout, ph, act,
+                                                   algo, layout, ar),
+                       RV_OK);
+      assert_int_equal(rv_arena_used(ar), 0);
+      if (!(layout & RV_ROIS_OUT_NCHW)) from_nhwc(yc, yt, n, cout, ohw);
+      if (memcmp(yc, ys[1], ny * sizeof(float)) != 0)
+        fail_msg("channels-last m%d n%d ci%d %dx%d co%d pad %d layout %d differs from fused", algo,
+                 n, cin, h, wd, cout, ph, layout);
+    }
+    rois_runs++;
+    free(xt), free(yt), free(yc);
+  }
   rv_conv2d_naive_f32(ref, x, w, bias, n, cin, h, wd, cout, p);
   /* bound = |b| + sum |w||x|: the naive conv of the absolute values */
   for (size_t i = 0; i < nx; i++) x[i] = fabsf(x[i]);
@@ -67,18 +111,21 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
     for (size_t i = 0; i < ohw; i++) bound[pl * ohw + i] = mx;
   }
   double tol = algo == 4 || algo == 1 ? 3e-6 : 1e-6, ratio = 0;
-  for (size_t i = 0; i < ny; i++) {
-    double d = fabs((double)y[i] - ref[i]), s = bound[i];
-    if (!(d <= tol * s)) {
-      fprintf(stderr, "winograd m%d n%d ci%d %dx%d co%d pad %d,%d bias %d act %d: y[%zu] %.9g ref "
-              "%.9g, |diff| %g > %g * %g\n", algo, n, cin, h, wd, cout, ph, pw, with_bias,
-              (int)act, i, y[i], ref[i], d, tol, s);
-      fail();
+  for (int k = 0; k < paths; k++) {
+    const float *y = ys[k];
+    for (size_t i = 0; i < ny; i++) {
+      double d = fabs((double)y[i] - ref[i]), sc = bound[i];
+      if (!(d <= tol * sc)) {
+        fprintf(stderr, "winograd m%d (%s) n%d ci%d %dx%d co%d pad %d,%d bias %d act %d: y[%zu] %.9g "
+                "ref %.9g, |diff| %g > %g * %g\n", algo, k ? "fused" : "blas", n, cin, h, wd, cout,
+                ph, pw, with_bias, (int)act, i, y[i], ref[i], d, tol, sc);
+        fail();
+      }
+      if (d / sc > ratio) ratio = d / sc;
     }
-    if (d / s > ratio) ratio = d / s;
   }
   if (ratio > worst[algo]) worst[algo] = ratio;
-  free(x), free(w), free(b), free(y), free(ref), free(bound);
+  free(x), free(w), free(b), free(ys[0]), free(ys[1]), free(ref), free(bound);
 }
 
 /* p.accumulate (y = act(y + b + conv)) on every path of rv_conv2d_f32: im2col, F(2x2),
@@ -203,6 +250,14 @@ static void test_conv_dispatch(void **state) {
   printf("winograd worst |y - ref| / plane max(|b| + sum |w||x|): AUTO %.3g, AUTO_FAST %.3g, "
          "m=2 %.3g, m=4 %.3g\n", worst[0], worst[1], worst[2], worst[4]);
   assert_true(worst[2] > 0 && worst[4] > 0);
+  if (rv_winograd_rois_supported()) {
+    printf("winograd: %d cases also through the fused path, %d through the channels-last path\n",
+           fused_runs, rois_runs);
+    assert_true(fused_runs > 300 && rois_runs > 100);
+  } else {
+    printf("winograd: no AVX-512F here: the fused and channels-last paths are not built for "
+           "this CPU (both answered RV_ERR_UNSUPPORTED)\n");
+  }
 }
 
 int main(void) {
