@@ -365,6 +365,49 @@ static void test_conv_stack_rois(void **state) {
   rv_arena_free(a);
 }
 
+/* One width through the stack (the box and mask heads: 256 channels): with AVX-512 the stack
+ * runs channels-last (rv_conv2d_winograd_rois_f32), NCHW only at its ends. Stacks of 1-4
+ * layers (the ping-pong between the scratch buffer and y) on 7x7 and 14x14 rois equal
+ * per-roi naive convs + ReLU within 1e-5 of the scale, and equal the layer-by-layer NCHW
+ * convs (rv_det_layer_conv) bit for bit where the channels-last path runs. */
+static void test_conv_stack_rois_one_width(void **state) {
+  (void)state;
+  const int c = 40;
+  rv_arena *a = rv_arena_create(0);
+  for (int s = 7; s <= 14; s += 7)
+    for (int nl = 1; nl <= 4; nl++) {
+      const int n = s == 7 ? 61 : 13; /* n s s >= 2048: F(4x4) under AUTO_FAST */
+      const size_t sz = (size_t)n * c * s * s;
+      rv_det_layer L[4];
+      for (int i = 0; i < nl; i++) {
+        L[i] = rand_layer(c, c, 3, 20 + i);
+        L[i].algo = RV_CONV_AUTO_FAST;
+      }
+      float *x = malloc(sizeof(float) * sz), *y = malloc(sizeof(float) * sz);
+      float *r[2] = {malloc(sizeof(float) * sz), malloc(sizeof(float) * sz)};
+      float *q[2] = {malloc(sizeof(float) * sz), malloc(sizeof(float) * sz)};
+      fill_rand(x, sz, 30 + nl);
+      assert_int_equal(rv_det_conv_stack_rois(y, L, nl, x, n, s, a), RV_OK);
+      assert_int_equal(rv_arena_used(a), 0);
+      const float *in = x, *inq = x;
+      for (int i = 0; i < nl; i++) {
+        rv_conv_params p = rv_conv_default_params(3, 1, 1);
+        p.act = RV_ACT_RELU;
+        rv_conv2d_naive_f32(r[i & 1], in, L[i].w, L[i].b, n, c, s, s, c, p);
+        assert_int_equal(rv_det_layer_conv(q[i & 1], &L[i], inq, n, s, s, RV_ACT_RELU, a), RV_OK);
+        in = r[i & 1], inq = q[i & 1];
+      }
+      double e = max_abs_diff(y, in, sz), sc = max_abs(in, sz);
+      assert_true(sc > 0.1);
+      if (!(e <= 1e-5 * sc)) fail_msg("stack of %d on %dx%d: err %g scale %g", nl, s, s, e, sc);
+      if (rv_winograd_rois_supported() && memcmp(y, inq, sizeof(float) * sz) != 0)
+        fail_msg("stack of %d on %dx%d differs from the layer-by-layer convs", nl, s, s);
+      for (int i = 0; i < nl; i++) rv_det_layer_free(&L[i]);
+      free(x), free(y), free(r[0]), free(r[1]), free(q[0]), free(q[1]);
+    }
+  rv_arena_free(a);
+}
+
 /* Mask head: computing only each roi's label channel gives that channel of the full logits. */
 static void test_mask_head_label_channel(void **state) {
   (void)state;
@@ -407,6 +450,7 @@ int main(void) {
       cmocka_unit_test(test_multiclass_nms),   cmocka_unit_test(test_roi_align_ramp),
       cmocka_unit_test(test_roi_align_vs_naive), cmocka_unit_test(test_roi_levels),
       cmocka_unit_test(test_paste_mask),       cmocka_unit_test(test_conv_stack_rois),
+      cmocka_unit_test(test_conv_stack_rois_one_width),
       cmocka_unit_test(test_mask_head_label_channel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
