@@ -66,7 +66,7 @@
                         * 10.0-10.2 ms (1024 tiles: 14-16 ms), 2 threads */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
-/* the 1-D transforms also for AVX-512 (the channels-last path runs them on 256 lanes) */
+/* the transforms also for AVX-512 (the channels-last path runs them on 256 lanes) */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(RV_NO_CLONES) && !defined(__AVX2__)
 #define TR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -169,7 +169,7 @@ static inline __attribute__((always_inline)) void g_1d(int m, double *restrict u
  * double and rounded once, 64 ci at a time as lanes: the taps transposed to [tap][ci], the
  * columns then the rows transformed for all lanes, and the a^2 output streams (a power of
  * two apart when cout cin is) written as runs of 64 */
-RV_CLONES static void weight_transform_row(float *u, size_t plane, size_t cs, const float *w,
+TR_CLONES static void weight_transform_row(float *u, size_t plane, size_t cs, const float *w,
                                            int cin, int m) {
   enum { L = 64 };
   const int a = m + 2;
