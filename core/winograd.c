@@ -260,6 +260,34 @@ static inline void finish_row(float *yr, size_t n, rv_act act) {
     rv_act_serial_f32(yr, n, act);
 }
 
+/* yr[t m + q] = op[q SEG + t] + bias (+ yr's contents if acc) for t m + q < cols: the m
+ * outputs of a tile row written together (literal m: interleaved vector stores; one loop
+ * per q with stride-m stores stayed scalar), the clipped last tile one by one */
+TR_CLONES static void store_row(float *restrict yr, const float *restrict op, int m, int cols,
+                                float bias, int acc) {
+  const int full = cols / m;
+  const float *o0 = op, *o1 = op + SEG, *o2 = op + 2 * SEG, *o3 = op + 3 * SEG;
+  if (m == 4 && !acc) {
+    for (int t = 0; t < full; t++) {
+      yr[4 * t] = o0[t] + bias, yr[4 * t + 1] = o1[t] + bias;
+      yr[4 * t + 2] = o2[t] + bias, yr[4 * t + 3] = o3[t] + bias;
+    }
+  } else if (m == 4) {
+    for (int t = 0; t < full; t++) {
+      yr[4 * t] += o0[t] + bias, yr[4 * t + 1] += o1[t] + bias;
+      yr[4 * t + 2] += o2[t] + bias, yr[4 * t + 3] += o3[t] + bias;
+    }
+  } else if (!acc) {
+    for (int t = 0; t < full; t++) yr[2 * t] = o0[t] + bias, yr[2 * t + 1] = o1[t] + bias;
+  } else {
+    for (int t = 0; t < full; t++) yr[2 * t] += o0[t] + bias, yr[2 * t + 1] += o1[t] + bias;
+  }
+  for (int c = full * m; c < cols; c++) {
+    const float v = op[(size_t)(c % m) * SEG + c / m] + bias;
+    yr[c] = acc ? yr[c] + v : v;
+  }
+}
+
 /* y tiles of channel co for tiles [t0, t0 + nt) from mrow[k*ks + t - t0] (channel co's row
  * of M, positions k ks apart), + bias (+ y's contents if acc), act; buf: (a m + m m) SEG
  * floats. */
@@ -285,13 +313,7 @@ static void output_transform_channel(float *y, const float *mrow, size_t ks, con
     float *yp = y + ((size_t)ni * g->cout + co) * g->oh * g->ow + (size_t)oy0 * g->ow + ox0;
     for (int p = 0; p < rows; p++) {
       float *yr = yp + (size_t)p * g->ow;
-      for (int q = 0; q < m; q++) {
-        const float *op = out + (size_t)(p * m + q) * SEG;
-        if (acc)
-          for (int t = 0; t * m + q < cols; t++) yr[t * m + q] += op[t] + bias;
-        else
-          for (int t = 0; t * m + q < cols; t++) yr[t * m + q] = op[t] + bias;
-      }
+      store_row(yr, out + (size_t)p * m * SEG, m, cols, bias, acc);
       finish_row(yr, (size_t)cols, act);
     }
     done += seg;
