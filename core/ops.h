@@ -84,7 +84,7 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
                                  rv_arena *scratch);
 /* The same with the implementation chosen (tests, benchmarks): RV_WINO_BLAS runs each of
  * the (m+2)^2 GEMMs through BLAS over blocks of up to 4096 tiles; RV_WINO_FUSED has each
- * thread transform, multiply (AVX-512 kernel, U packed once) and invert 32 tiles at a time,
+ * thread transform, multiply (AVX-512 kernel, U packed once) and invert 48 tiles at a time,
  * RV_ERR_UNSUPPORTED without AVX-512F; RV_WINO_AUTO (rv_conv2d_winograd_f32) takes the fused
  * path where it is supported and the transformed weights fit in 12 MB. */
 typedef enum { RV_WINO_AUTO, RV_WINO_BLAS, RV_WINO_FUSED } rv_wino_path;

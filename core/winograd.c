@@ -39,7 +39,7 @@
  * Three implementations of the same arithmetic (the transforms are the same functions and
  * every GEMM sums over ci in order with FMA, as OpenBLAS's kernel does: on this machine all
  * three give the same bits): the BLAS path (below: each of the a^2 GEMMs over a block of up
- * to 4096 tiles), the fused path (a thread transforms, multiplies and inverts 32 tiles at
+ * to 4096 tiles), the fused path (a thread transforms, multiplies and inverts 48 tiles at
  * a time with U packed once, AVX-512 kernel; taken where U fits in FUSED_U_MAX) and the
  * channels-last path for RoI batches (rv_conv2d_winograd_rois_f32, the end of this file).
  * Workspace (scratch arena, released on return): U (a^2 cout cin floats: (a/3)^2 times the
@@ -416,45 +416,50 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
 /* ---- fused blocks: one thread transforms, multiplies and inverts TB tiles at a time ------
  * The BLAS path above runs each of the a^2 GEMMs over a block of up to 4096 tiles: V and M
  * (up to 64 MB) leave the caches between the transforms and the GEMMs, and BLAS re-packs U
- * per block and zeroes M (sgemm_beta). Here each thread takes TB = 32 tiles at a time (V and
- * M ~1.2 MB each for 256 channels, in L2/L3), U is packed once per call as [k][co / MR][ci]
- * [co % MR] (cout padded to MR with zero rows), and a register-blocked AVX-512 kernel writes
- * MR x TB of M per call: 12 x 2 vectors accumulated over ci in fixed order (the result does
- * not depend on the thread count). Used where U fits in the last-level cache (FUSED_U_MAX)
+ * per block and zeroes M (sgemm_beta). Here each thread takes TB = 48 tiles at a time (V and
+ * M ~1.8 MB each for 256 channels with F(4x4), in L2/L3), U is packed once per call as
+ * [k][co / MR][ci][co % MR] (cout padded to MR with zero rows), and a register-blocked
+ * AVX-512 kernel writes MR x TB of M per call: 8 x 3 vectors accumulated over ci in fixed
+ * order (the result does not depend on the thread count). Used where U fits in the last-level cache (FUSED_U_MAX)
  * on CPUs with AVX-512F; elsewhere the BLAS path. BLAS -> fused, best of 5 alternating
- * calls, 2 threads, 2026-12-01 (loaded machine: ratios, not times): F(2x2) 256->256
+ * calls, 2 threads, 2026-12-01, with a 12 x 2 kernel on 32 tiles (loaded machine: ratios,
+ * not times): F(2x2) 256->256
  * 200x336 234 -> 205 ms, 100x168 59 -> 51, 50x84 16.5 -> 14.3; 32->32 256x256 9.7 -> 8.1;
  * 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7; RoI batches (images as
  * lanes) 256->256 7x7 n=1000 190 -> 175, 14x14 n=100 78 -> 75. Outputs bit-identical. */
-#define MR 12          /* output channels per kernel call (rows of packed U) */
-#define TB 32          /* tiles per fused block: two 16-float vectors per row of M */
+#define MR 8           /* output channels per kernel call (rows of packed U) */
+#define TB 48          /* tiles per fused block: three 16-float vectors per row of M */
 #define VKS(rows) ((size_t)(rows) * TB + 16) /* floats between positions k of v, mm */
 #define FUSED_U_MAX ((size_t)3 << 20) /* floats of packed U (12 MB; the L3 is 32 MB) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-/* c[r * TB + t] = sum_{i < k} u[i MR + r] v[i TB + t] for r < MR, t < TB */
+/* c[r * TB + t] = sum_{i < k} u[i MR + r] v[i TB + t] for r < MR, t < TB: MR x TB / 16 = 24
+ * accumulators (8 x 3 vectors ran at 106-110 GMAC/s on 2 threads in cache, 12 x 2 at
+ * 100-103) */
 __attribute__((target("avx512f,fma"))) static void fused_kernel(float *restrict c,
                                                                const float *restrict u,
                                                                const float *restrict v, int k) {
-  __m512 c0[MR], c1[MR];
-  for (int r = 0; r < MR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
-#pragma GCC unroll 4
+  enum { NV = TB / 16 };
+  __m512 acc[MR][NV];
+  for (int r = 0; r < MR; r++)
+    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
+#pragma GCC unroll 2
   for (int i = 0; i < k; i++) {
-    const __m512 v0 = _mm512_loadu_ps(v + (size_t)i * TB), v1 = _mm512_loadu_ps(v + (size_t)i * TB + 16);
+    __m512 x[NV];
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; q++) x[q] = _mm512_loadu_ps(v + (size_t)i * TB + 16 * q);
     const float *ui = u + (size_t)i * MR;
-#pragma GCC unroll 12
+#pragma GCC unroll 16
     for (int r = 0; r < MR; r++) {
       const __m512 s = _mm512_set1_ps(ui[r]);
-      c0[r] = _mm512_fmadd_ps(s, v0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(s, v1, c1[r]);
+#pragma GCC unroll 4
+      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
     }
   }
-  for (int r = 0; r < MR; r++) {
-    _mm512_storeu_ps(c + r * TB, c0[r]);
-    _mm512_storeu_ps(c + r * TB + 16, c1[r]);
-  }
+  for (int r = 0; r < MR; r++)
+    for (int q = 0; q < NV; q++) _mm512_storeu_ps(c + r * TB + 16 * q, acc[r][q]);
 }
 
 static int fused_supported(void) { return __builtin_cpu_supports("avx512f"); }
@@ -668,33 +673,36 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
  * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 NHWC
  * 163 -> 129 ms, NCHW in and out 164 -> 147; 14x14 n=100 76 -> 57 / 85 -> 67. What is
  * left is the kernel: 80% of the NHWC call (perf), ~85 GMAC/s of transformed work. */
-#define NR 12       /* tiles per kernel call */
-#define NC 32       /* output channels per kernel call: two vectors */
+#define NR 6        /* tiles per kernel call */
+#define NC 64       /* output channels per kernel call: four vectors */
 #define RB_TILES 48 /* tiles per block at most (3 images of 14x14 with F(4x4)) */
 #define RB_AIM 36   /* and preferably (9 images of 7x7) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-/* c[r ldc + j] = sum_{i < k} a[r lda + i] b[i NC + j] for r < NR, j < NC */
+/* c[r ldc + j] = sum_{i < k} a[r lda + i] b[i NC + j] for r < NR, j < NC: 6 x 4 vectors of
+ * accumulators (102-104 GMAC/s on 2 threads in cache; 12 x 2: 91) */
 __attribute__((target("avx512f,fma"))) static void nhwc_kernel(float *restrict c, size_t ldc,
                                                               const float *restrict a,
                                                               size_t lda,
                                                               const float *restrict b, int k) {
-  __m512 c0[NR], c1[NR];
-  for (int r = 0; r < NR; r++) c0[r] = c1[r] = _mm512_setzero_ps();
-#pragma GCC unroll 4
+  enum { NV = NC / 16 };
+  __m512 acc[NR][NV];
+  for (int r = 0; r < NR; r++)
+    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
+#pragma GCC unroll 2
   for (int i = 0; i < k; i++) {
-    const __m512 b0 = _mm512_loadu_ps(b + (size_t)i * NC), b1 = _mm512_loadu_ps(b + (size_t)i * NC + 16);
-#pragma GCC unroll 12
+    __m512 x[NV];
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; q++) x[q] = _mm512_loadu_ps(b + (size_t)i * NC + 16 * q);
+#pragma GCC unroll 16
     for (int r = 0; r < NR; r++) {
       const __m512 s = _mm512_set1_ps(a[(size_t)r * lda + i]);
-      c0[r] = _mm512_fmadd_ps(s, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(s, b1, c1[r]);
+#pragma GCC unroll 4
+      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
     }
   }
-  for (int r = 0; r < NR; r++) {
-    _mm512_storeu_ps(c + (size_t)r * ldc, c0[r]);
-    _mm512_storeu_ps(c + (size_t)r * ldc + 16, c1[r]);
-  }
+  for (int r = 0; r < NR; r++)
+    for (int q = 0; q < NV; q++) _mm512_storeu_ps(c + (size_t)r * ldc + 16 * q, acc[r][q]);
 }
 #else
 static void nhwc_kernel(float *c, size_t ldc, const float *a, size_t lda, const float *b, int k) {
