@@ -427,48 +427,17 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
  * 200x336 234 -> 205 ms, 100x168 59 -> 51, 50x84 16.5 -> 14.3; 32->32 256x256 9.7 -> 8.1;
  * 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7; RoI batches (images as
  * lanes) 256->256 7x7 n=1000 190 -> 175, 14x14 n=100 78 -> 75. Outputs bit-identical. */
-#define MR 8           /* output channels per kernel call (rows of packed U) */
-#define TB 48          /* tiles per fused block: three 16-float vectors per row of M */
+#define MR UK_MR       /* output channels per kernel call (rows of packed U): 8 */
+#define TB UK_NT       /* tiles per fused block: three 16-float vectors per row of M: 48 */
 #define VKS(rows) ((size_t)(rows) * TB + 16) /* floats between positions k of v, mm */
 #define FUSED_U_MAX ((size_t)3 << 20) /* floats of packed U (12 MB; the L3 is 32 MB) */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-/* c[r * TB + t] = sum_{i < k} u[i MR + r] v[i TB + t] for r < MR, t < TB: MR x TB / 16 = 24
- * accumulators (8 x 3 vectors ran at 106-110 GMAC/s on 2 threads in cache, 12 x 2 at
- * 100-103) */
-__attribute__((target("avx512f,fma"))) static void fused_kernel(float *restrict c,
-                                                               const float *restrict u,
-                                                               const float *restrict v, int k) {
-  enum { NV = TB / 16 };
-  __m512 acc[MR][NV];
-  for (int r = 0; r < MR; r++)
-    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
-#pragma GCC unroll 2
-  for (int i = 0; i < k; i++) {
-    __m512 x[NV];
-#pragma GCC unroll 4
-    for (int q = 0; q < NV; q++) x[q] = _mm512_loadu_ps(v + (size_t)i * TB + 16 * q);
-    const float *ui = u + (size_t)i * MR;
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; r++) {
-      const __m512 s = _mm512_set1_ps(ui[r]);
-#pragma GCC unroll 4
-      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
-    }
-  }
-  for (int r = 0; r < MR; r++)
-    for (int q = 0; q < NV; q++) _mm512_storeu_ps(c + r * TB + 16 * q, acc[r][q]);
+/* M rows of one packed U panel: the shared kernel (core/ukernel.c: 8 x 3 vectors, 106-110
+ * GMAC/s on 2 threads in cache; a 12 x 2 kernel on 32 tiles ran at 100-103) */
+static inline void fused_kernel(float *c, const float *u, const float *v, int k) {
+  rv_ukernel_f32(c, TB, u, v, TB, k, TB, NULL);
 }
-
-static int fused_supported(void) { return __builtin_cpu_supports("avx512f"); }
-#else
-static void fused_kernel(float *c, const float *u, const float *v, int k) {
-  (void)c, (void)u, (void)v, (void)k;
-}
-static int fused_supported(void) { return 0; }
-#endif
+static int fused_supported(void) { return rv_ukernel_supported(); }
 
 /* U packed for fused_kernel: up[k][co / MR][ci][co % MR], rows cout..coutp zero */
 static void weight_transform_packed(float *up, const float *w, int cout, int coutp, int cin,
@@ -679,6 +648,7 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
 #define RB_AIM 36   /* and preferably (9 images of 7x7) */
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
 /* c[r ldc + j] = sum_{i < k} a[r lda + i] b[i NC + j] for r < NR, j < NC: 6 x 4 vectors of
  * accumulators (102-104 GMAC/s on 2 threads in cache; 12 x 2: 91) */
 __attribute__((target("avx512f,fma"))) static void nhwc_kernel(float *restrict c, size_t ldc,

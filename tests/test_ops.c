@@ -90,6 +90,40 @@ static void conv_case(rv_arena *ar, int n, int cin, int h, int wd, int cout, rv_
   free(x), free(w), free(b), free(y1), free(y2);
 }
 
+/* rv_pointwise_f32 (the AVX-512 kernel reading x in place, or BLAS): output rows past a
+ * multiple of 8 (cout 1..21), masked pixel tails (n not a multiple of 48, n < 48, n = 1),
+ * cin 1..300, with and without bias, against rv_gemm_naive_f32 (double); where the kernel
+ * runs, also against the BLAS path (bias-filled y, beta 1) within 1e-6 of the scale. */
+static void test_pointwise(void **state) {
+  (void)state;
+  rv_arena *ar = rv_arena_create(0);
+  static const int cs[][3] = {{8, 16, 48},  {1, 1, 1},    {21, 37, 50},  {13, 300, 97},
+                              {64, 64, 47}, {5, 3, 2305}, {256, 64, 481}, {17, 9, 96}};
+  for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++)
+    for (int with_b = 0; with_b <= 1; with_b++) {
+      const int co = cs[c][0], ci = cs[c][1];
+      const size_t n = (size_t)cs[c][2];
+      float *w = frand((size_t)co * ci, 10 + c), *x = frand((size_t)ci * n, 20 + c);
+      float *b = frand((size_t)co, 30 + c), *y = frand((size_t)co * n, 1), *ref = frand((size_t)co * n, 2);
+      float *yb = frand((size_t)co * n, 3);
+      const float *bias = with_b ? b : NULL;
+      assert_int_equal(rv_pointwise_f32(y, w, bias, x, co, ci, n, ar), RV_OK);
+      assert_int_equal(rv_arena_used(ar), 0);
+      for (int o = 0; o < co; o++)
+        for (size_t l = 0; l < n; l++) ref[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
+      rv_gemm_naive_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, ref, (int)n);
+      assert_close(y, ref, (size_t)co * n, 2e-5, "pointwise vs naive");
+      if (rv_ukernel_supported()) {
+        for (int o = 0; o < co; o++)
+          for (size_t l = 0; l < n; l++) yb[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
+        rv_gemm_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, yb, (int)n);
+        assert_close(y, yb, (size_t)co * n, 1e-6, "pointwise vs BLAS");
+      }
+      free(w), free(x), free(b), free(y), free(ref), free(yb);
+    }
+  rv_arena_free(ar);
+}
+
 static void test_conv_sweep(void **state) {
   (void)state;
   rv_arena *ar = rv_arena_create(0);
@@ -589,7 +623,8 @@ int main(void) {
   fprintf(stderr, "OpenBLAS core: %s\n", core);
   assert_string_equal(rv_blas_init(), core); /* idempotent: OPENBLAS_CORETYPE is now set */
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gemm),          cmocka_unit_test(test_conv_sweep),
+      cmocka_unit_test(test_gemm),          cmocka_unit_test(test_pointwise),
+      cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
       cmocka_unit_test(test_deconv),        cmocka_unit_test(test_norms),
       cmocka_unit_test(test_vmath),         cmocka_unit_test(test_activations),

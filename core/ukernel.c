@@ -1,0 +1,144 @@
+/* The register-blocked AVX-512 GEMM kernel shared by the fused Winograd path
+ * (core/winograd.c) and the pointwise convolution below, and the pointwise convolution
+ *
+ *   y[co][p] = b[co] + sum_ci w[co][ci] x[ci][p]      (y [cout x n], x [cin x n], rows n apart)
+ *
+ * that replaces a BLAS call where the CPU has AVX-512F: the weights are packed once per call
+ * as [co / 8][ci][co % 8] (cout x cin floats: 1 / n of the multiply-adds' worth of traffic),
+ * and the kernel reads x in place, 48 pixels of each of the cin rows, so nothing of x is
+ * copied (OpenBLAS packs both operands: 8% of the RAVLT-S backbone at 512x512 was
+ * sgemm_itcopy / oncopy / incopy) and the bias is added in the kernel's store instead of a
+ * pass that fills y first. Each output sums over ci in order with FMA and then adds b, as
+ * OpenBLAS's kernel does with beta 1 over a y filled with b: the same bits on this machine
+ * (tests/test_ops.c compares with the BLAS path to a tolerance, not bits: other BLAS builds
+ * may split the sum). Threads take (48-pixel column, 64-channel group) tasks. */
+#include "core/ops.h"
+
+#include <omp.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* c[r ldc + t] = (bias ? bias[r] : 0) + sum_{i < k} u[i UK_MR + r] v[i ldv + t] for
+ * r < UK_MR, t < nt <= UK_NT (masked loads and stores past nt) */
+__attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
+ukernel_body(float *restrict c, size_t ldc, const float *restrict u, const float *restrict v,
+             size_t ldv, int k, int nt, const float *bias, int full) {
+  enum { NV = UK_NT / 16 };
+  __mmask16 mk[NV];
+  for (int q = 0; q < NV; q++) {
+    const int rem = nt - 16 * q;
+    mk[q] = full || rem >= 16 ? (__mmask16)0xffff
+            : rem <= 0        ? (__mmask16)0
+                              : (__mmask16)((1u << rem) - 1);
+  }
+  __m512 acc[UK_MR][NV];
+  for (int r = 0; r < UK_MR; r++)
+    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int i = 0; i < k; i++) {
+    __m512 x[NV];
+    const float *vi = v + (size_t)i * ldv;
+#pragma GCC unroll 4
+    for (int q = 0; q < NV; q++)
+      x[q] = full ? _mm512_loadu_ps(vi + 16 * q) : _mm512_maskz_loadu_ps(mk[q], vi + 16 * q);
+    const float *ui = u + (size_t)i * UK_MR;
+#pragma GCC unroll 16
+    for (int r = 0; r < UK_MR; r++) {
+      const __m512 s = _mm512_set1_ps(ui[r]);
+#pragma GCC unroll 4
+      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
+    }
+  }
+  for (int r = 0; r < UK_MR; r++) {
+    const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
+    for (int q = 0; q < NV; q++) {
+      const __m512 o = bias ? _mm512_add_ps(acc[r][q], br) : acc[r][q];
+      if (full)
+        _mm512_storeu_ps(c + (size_t)r * ldc + 16 * q, o);
+      else
+        _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16 * q, mk[q], o);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) void rv_ukernel_f32(float *c, size_t ldc, const float *u,
+                                                          const float *v, size_t ldv, int k,
+                                                          int nt, const float *bias) {
+  if (nt == UK_NT)
+    ukernel_body(c, ldc, u, v, ldv, k, UK_NT, bias, 1);
+  else
+    ukernel_body(c, ldc, u, v, ldv, k, nt, bias, 0);
+}
+
+int rv_ukernel_supported(void) { return __builtin_cpu_supports("avx512f"); }
+#else
+void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
+                    int nt, const float *bias) {
+  (void)c, (void)ldc, (void)u, (void)v, (void)ldv, (void)k, (void)nt, (void)bias;
+  RV_ASSERT(0 && "rv_ukernel_f32 without AVX-512");
+}
+int rv_ukernel_supported(void) { return 0; }
+#endif
+
+void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int cin) {
+  const int coutp = (cout + UK_MR - 1) / UK_MR * UK_MR;
+  for (int co = 0; co < coutp; co++) {
+    float *uc = up + (size_t)(co / UK_MR) * cin * UK_MR + co % UK_MR;
+    const float *wr = w + (size_t)co * ldw;
+    for (int ci = 0; ci < cin; ci++) uc[(size_t)ci * UK_MR] = co < cout ? wr[ci] : 0.0f;
+  }
+}
+
+rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float *x, int cout,
+                           int cin, size_t n, rv_arena *scratch) {
+  RV_ASSERT(cout > 0 && cin > 0 && scratch != NULL);
+  if (n == 0) return RV_OK;
+  if (!rv_ukernel_supported()) {
+    if (b) {
+#pragma omp parallel for schedule(static) if ((size_t)cout * n >= 65536)
+      for (int o = 0; o < cout; o++)
+        for (size_t l = 0; l < n; l++) y[(size_t)o * n + l] = b[o];
+    }
+    rv_gemm_f32(0, 0, cout, (int)n, cin, 1.0f, w, cin, x, (int)n, b ? 1.0f : 0.0f, y, (int)n);
+    return RV_OK;
+  }
+  const int coutp = (cout + UK_MR - 1) / UK_MR * UK_MR;
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  float *up = rv_arena_floats(scratch, (size_t)coutp * cin);
+  float *tail = rv_arena_floats(scratch, (size_t)UK_MR * UK_NT * omp_get_max_threads());
+  if (!up || !tail) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+  rv_ukernel_pack_f32(up, w, (size_t)cin, cout, cin);
+  enum { GROUP = 64 }; /* output channels per task (8 kernel calls on one column) */
+  const size_t cols = (n + UK_NT - 1) / UK_NT, groups = (size_t)(coutp + GROUP - 1) / GROUP;
+  const size_t tasks = cols * groups;
+#pragma omp parallel if (tasks > 1 && (size_t)cout * cin * n >= 1000000)
+  {
+    float *tb = tail + (size_t)UK_MR * UK_NT * omp_get_thread_num();
+#pragma omp for schedule(static)
+    for (size_t t = 0; t < tasks; t++) {
+      const size_t col = t / groups, p0 = col * UK_NT;
+      const int nt = (int)(n - p0 < UK_NT ? n - p0 : UK_NT);
+      const int c0 = (int)(t % groups) * GROUP, c1 = c0 + GROUP < coutp ? c0 + GROUP : coutp;
+      for (int co = c0; co < c1; co += UK_MR) {
+        const float *bias = b ? b + co : NULL;
+        if (co + UK_MR <= cout) {
+          rv_ukernel_f32(y + (size_t)co * n + p0, n, up + (size_t)co * cin, x + p0, n, cin, nt,
+                         bias);
+        } else { /* the last rows past cout: through a scratch tile */
+          float bb[UK_MR] = {0};
+          for (int r = 0; r < cout - co; r++) bb[r] = b ? b[co + r] : 0.0f;
+          rv_ukernel_f32(tb, UK_NT, up + (size_t)co * cin, x + p0, n, cin, nt, b ? bb : NULL);
+          for (int r = 0; r < cout - co; r++)
+            memcpy(y + (size_t)(co + r) * n + p0, tb + (size_t)r * UK_NT, sizeof(float) * nt);
+        }
+      }
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
