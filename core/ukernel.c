@@ -3,7 +3,7 @@
  *
  *   y[co][p] = b[co] + sum_ci w[co][ci] x[ci][p]      (y [cout x n], x [cin x n], rows n apart)
  *
- * that replaces a BLAS call where the CPU has AVX-512F: the weights are packed once per call
+ * that replaces a BLAS call where the CPU has AVX-512F and the rows are long: the weights are packed once per call
  * as [co / 8][ci][co % 8] (cout x cin floats: 1 / n of the multiply-adds' worth of traffic),
  * and the kernel reads x in place, 48 pixels of each of the cin rows, so nothing of x is
  * copied (OpenBLAS packs both operands: 8% of the RAVLT-S backbone at 512x512 was
@@ -16,6 +16,13 @@
 
 #include <omp.h>
 #include <string.h>
+
+/* rows shorter than this go to BLAS: with few pixels the per-call packing of W and its
+ * re-reading per 48-pixel column cost more than OpenBLAS's packing of x. Best of 10, 2
+ * threads, ukernel vs BLAS (GMAC/s): 256x64 n=67200 62 / 48, n=16384 66 / 58; 512x128
+ * n=4096 72 / 67; 960x320 n=4200 93 / 91, n=1024 78 / 80; 2048x512 n=1050 85 / 91, n=256
+ * 51 / 81; 512x1536 n=256 43 / 89. */
+#define UK_MIN_PIXELS 8192
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -95,7 +102,7 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
                            int cin, size_t n, rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && scratch != NULL);
   if (n == 0) return RV_OK;
-  if (!rv_ukernel_supported()) {
+  if (!rv_ukernel_supported() || n < UK_MIN_PIXELS) {
     if (b) {
 #pragma omp parallel for schedule(static) if ((size_t)cout * n >= 65536)
       for (int o = 0; o < cout; o++)
