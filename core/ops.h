@@ -42,6 +42,12 @@ enum { UK_MR = 8, UK_NT = 48 };
 int rv_ukernel_supported(void);
 void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
                     int nt, const float *bias);
+/* rv_ukernel_rows_f32: c[r ldc + j] = sum_{i < k} a[r lda + i] b[i UK_RC + j] for r < UK_RR,
+ * j < UK_RC (rows of a broadcast, b packed in panels of UK_RC columns): the channels-last
+ * Winograd GEMM, tiles as rows and 64 output channels per call. */
+enum { UK_RR = 6, UK_RC = 64 };
+void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                         int k);
 void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int cin);
 /* y[cout x n] = w[cout x cin] x[cin x n] + b (b may be NULL): the kernel with x read in place
  * where supported and n >= 8192 (core/ukernel.c), else BLAS. Workspace: cout cin floats. RV_ERR_NOMEM if scratch is short. */

@@ -1,5 +1,5 @@
-/* The register-blocked AVX-512 GEMM kernel shared by the fused Winograd path
- * (core/winograd.c) and the pointwise convolution below, and the pointwise convolution
+/* The register-blocked AVX-512 GEMM kernels of the fused and channels-last Winograd paths
+ * (core/winograd.c) and of the pointwise convolution below, and the pointwise convolution
  *
  *   y[co][p] = b[co] + sum_ci w[co][ci] x[ci][p]      (y [cout x n], x [cin x n], rows n apart)
  *
@@ -27,38 +27,42 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-/* c[r ldc + t] = (bias ? bias[r] : 0) + sum_{i < k} u[i UK_MR + r] v[i ldv + t] for
- * r < UK_MR, t < nt <= UK_NT (masked loads and stores past nt) */
+/* The register block of both kernels: R rows x NV vectors of 16 accumulators,
+ *   c[r ldc + t] = (bias ? bias[r] : 0) + sum_{i < k} s[r sr + i si] v[i ldv + t]
+ * for r < R, t < nt <= 16 NV (masked loads and stores past nt unless full): s broadcast,
+ * v loaded as vectors. R and NV are literals at the call sites (the arrays below are
+ * scalarised into registers: 24 accumulators). */
+#define MAXR 8
+#define MAXV 4
 __attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
-ukernel_body(float *restrict c, size_t ldc, const float *restrict u, const float *restrict v,
-             size_t ldv, int k, int nt, const float *bias, int full) {
-  enum { NV = UK_NT / 16 };
-  __mmask16 mk[NV];
+block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s, size_t sr,
+           size_t si, const float *restrict v, size_t ldv, int k, int nt, const float *bias,
+           int full) {
+  __mmask16 mk[MAXV];
   for (int q = 0; q < NV; q++) {
     const int rem = nt - 16 * q;
     mk[q] = full || rem >= 16 ? (__mmask16)0xffff
             : rem <= 0        ? (__mmask16)0
                               : (__mmask16)((1u << rem) - 1);
   }
-  __m512 acc[UK_MR][NV];
-  for (int r = 0; r < UK_MR; r++)
+  __m512 acc[MAXR][MAXV];
+  for (int r = 0; r < R; r++)
     for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int i = 0; i < k; i++) {
-    __m512 x[NV];
+    __m512 x[MAXV];
     const float *vi = v + (size_t)i * ldv;
 #pragma GCC unroll 4
     for (int q = 0; q < NV; q++)
       x[q] = full ? _mm512_loadu_ps(vi + 16 * q) : _mm512_maskz_loadu_ps(mk[q], vi + 16 * q);
-    const float *ui = u + (size_t)i * UK_MR;
 #pragma GCC unroll 16
-    for (int r = 0; r < UK_MR; r++) {
-      const __m512 s = _mm512_set1_ps(ui[r]);
+    for (int r = 0; r < R; r++) {
+      const __m512 b = _mm512_set1_ps(s[(size_t)r * sr + (size_t)i * si]);
 #pragma GCC unroll 4
-      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
+      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(b, x[q], acc[r][q]);
     }
   }
-  for (int r = 0; r < UK_MR; r++) {
+  for (int r = 0; r < R; r++) {
     const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
     for (int q = 0; q < NV; q++) {
       const __m512 o = bias ? _mm512_add_ps(acc[r][q], br) : acc[r][q];
@@ -74,9 +78,15 @@ __attribute__((target("avx512f,fma"))) void rv_ukernel_f32(float *c, size_t ldc,
                                                           const float *v, size_t ldv, int k,
                                                           int nt, const float *bias) {
   if (nt == UK_NT)
-    ukernel_body(c, ldc, u, v, ldv, k, UK_NT, bias, 1);
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1);
   else
-    ukernel_body(c, ldc, u, v, ldv, k, nt, bias, 0);
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0);
+}
+
+__attribute__((target("avx512f,fma"))) void rv_ukernel_rows_f32(float *c, size_t ldc,
+                                                               const float *a, size_t lda,
+                                                               const float *b, int k) {
+  block_body(UK_RR, UK_RC / 16, c, ldc, a, lda, 1, b, UK_RC, k, UK_RC, NULL, 1);
 }
 
 int rv_ukernel_supported(void) { return __builtin_cpu_supports("avx512f"); }
@@ -85,6 +95,11 @@ void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t
                     int nt, const float *bias) {
   (void)c, (void)ldc, (void)u, (void)v, (void)ldv, (void)k, (void)nt, (void)bias;
   RV_ASSERT(0 && "rv_ukernel_f32 without AVX-512");
+}
+void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                         int k) {
+  (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)k;
+  RV_ASSERT(0 && "rv_ukernel_rows_f32 without AVX-512");
 }
 int rv_ukernel_supported(void) { return 0; }
 #endif

@@ -439,18 +439,19 @@ static inline void fused_kernel(float *c, const float *u, const float *v, int k)
 }
 static int fused_supported(void) { return rv_ukernel_supported(); }
 
-/* U packed for fused_kernel: up[k][co / MR][ci][co % MR], rows cout..coutp zero */
-static void weight_transform_packed(float *up, const float *w, int cout, int coutp, int cin,
-                                    int m) {
+/* U packed in panels of pw output channels: up[k][co / pw][ci][co % pw] (pw = MR for the
+ * fused path's kernel, NC for the channels-last one), rows cout..coutp zero */
+static void weight_transform_panels(float *up, const float *w, int cout, int coutp, int cin,
+                                    int m, int pw) {
   const size_t plane = (size_t)coutp * cin, a2 = (size_t)(m + 2) * (m + 2);
 #pragma omp parallel for schedule(static) if (plane >= 4096)
   for (int co = 0; co < coutp; co++) {
-    float *uc = up + (size_t)(co / MR) * cin * MR + co % MR;
+    float *uc = up + (size_t)(co / pw) * cin * pw + co % pw;
     if (co < cout) {
-      weight_transform_row(uc, plane, MR, w + (size_t)co * cin * 9, cin, m);
+      weight_transform_row(uc, plane, (size_t)pw, w + (size_t)co * cin * 9, cin, m);
     } else {
       for (size_t k = 0; k < a2; k++)
-        for (int ci = 0; ci < cin; ci++) uc[k * plane + (size_t)ci * MR] = 0.0f;
+        for (int ci = 0; ci < cin; ci++) uc[k * plane + (size_t)ci * pw] = 0.0f;
     }
   }
 }
@@ -512,7 +513,7 @@ static rv_status winograd_fused(float *y, const float *x, const float *w, const 
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
-  weight_transform_packed(up, w, g->cout, coutp, g->cin, g->m);
+  weight_transform_panels(up, w, g->cout, coutp, g->cin, g->m, MR);
 #pragma omp parallel if (blocks > 1)
   {
     float *v = tb + per_thread * (size_t)omp_get_thread_num();
@@ -642,58 +643,16 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
  * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 NHWC
  * 163 -> 129 ms, NCHW in and out 164 -> 147; 14x14 n=100 76 -> 57 / 85 -> 67. What is
  * left is the kernel: 80% of the NHWC call (perf), ~85 GMAC/s of transformed work. */
-#define NR 6        /* tiles per kernel call */
-#define NC 64       /* output channels per kernel call: four vectors */
+#define NR UK_RR    /* tiles per kernel call: 6 */
+#define NC UK_RC    /* output channels per kernel call, four vectors: 64 */
 #define RB_TILES 48 /* tiles per block at most (3 images of 14x14 with F(4x4)) */
 #define RB_AIM 36   /* and preferably (9 images of 7x7) */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-/* c[r ldc + j] = sum_{i < k} a[r lda + i] b[i NC + j] for r < NR, j < NC: 6 x 4 vectors of
- * accumulators (102-104 GMAC/s on 2 threads in cache; 12 x 2: 91) */
-__attribute__((target("avx512f,fma"))) static void nhwc_kernel(float *restrict c, size_t ldc,
-                                                              const float *restrict a,
-                                                              size_t lda,
-                                                              const float *restrict b, int k) {
-  enum { NV = NC / 16 };
-  __m512 acc[NR][NV];
-  for (int r = 0; r < NR; r++)
-    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
-#pragma GCC unroll 2
-  for (int i = 0; i < k; i++) {
-    __m512 x[NV];
-#pragma GCC unroll 4
-    for (int q = 0; q < NV; q++) x[q] = _mm512_loadu_ps(b + (size_t)i * NC + 16 * q);
-#pragma GCC unroll 16
-    for (int r = 0; r < NR; r++) {
-      const __m512 s = _mm512_set1_ps(a[(size_t)r * lda + i]);
-#pragma GCC unroll 4
-      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(s, x[q], acc[r][q]);
-    }
-  }
-  for (int r = 0; r < NR; r++)
-    for (int q = 0; q < NV; q++) _mm512_storeu_ps(c + (size_t)r * ldc + 16 * q, acc[r][q]);
-}
-#else
-static void nhwc_kernel(float *c, size_t ldc, const float *a, size_t lda, const float *b, int k) {
-  (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)k;
-}
-#endif
-
-/* U^T packed for nhwc_kernel: up[k][co / NC][ci][co % NC], columns cout..coutp zero */
-static void weight_transform_nhwc(float *up, const float *w, int cout, int coutp, int cin,
-                                  int m) {
-  const size_t plane = (size_t)coutp * cin, a2 = (size_t)(m + 2) * (m + 2);
-#pragma omp parallel for schedule(static) if (plane >= 4096)
-  for (int co = 0; co < coutp; co++) {
-    float *uc = up + (size_t)(co / NC) * cin * NC + co % NC;
-    if (co < cout) {
-      weight_transform_row(uc, plane, NC, w + (size_t)co * cin * 9, cin, m);
-    } else {
-      for (size_t k = 0; k < a2; k++)
-        for (int ci = 0; ci < cin; ci++) uc[k * plane + (size_t)ci * NC] = 0.0f;
-    }
-  }
+/* the shared kernel (core/ukernel.c), 6 x 4 vectors: 102-104 GMAC/s on 2 threads in cache
+ * (a 12 x 2 one: 91) */
+static inline void nhwc_kernel(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                               int k) {
+  rv_ukernel_rows_f32(c, ldc, a, lda, b, k);
 }
 
 typedef struct {
@@ -844,7 +803,7 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
-  weight_transform_nhwc(up, w, cout, P.coutp, cin, m);
+  weight_transform_panels(up, w, cout, P.coutp, cin, m, NC);
   P.up = up;
 #pragma omp parallel if (blocks > 1)
   {
