@@ -3,15 +3,16 @@
  *
  *   y[co][p] = b[co] + sum_ci w[co][ci] x[ci][p]      (y [cout x n], x [cin x n], rows n apart)
  *
- * that replaces a BLAS call where the CPU has AVX-512F and the rows are long: the weights are packed once per call
- * as [co / 8][ci][co % 8] (cout x cin floats: 1 / n of the multiply-adds' worth of traffic),
- * and the kernel reads x in place, 48 pixels of each of the cin rows, so nothing of x is
- * copied (OpenBLAS packs both operands: 8% of the RAVLT-S backbone at 512x512 was
- * sgemm_itcopy / oncopy / incopy) and the bias is added in the kernel's store instead of a
- * pass that fills y first. Each output sums over ci in order with FMA and then adds b, as
- * OpenBLAS's kernel does with beta 1 over a y filled with b: the same bits on this machine
- * (tests/test_ops.c compares with the BLAS path to a tolerance, not bits: other BLAS builds
- * may split the sum). Threads take (48-pixel column, 64-channel group) tasks. */
+ * that replaces a BLAS call where the CPU has AVX-512F and the rows are long: the weights
+ * are packed once per call as [co / 8][ci][co % 8] (cout x cin floats: 1 / n of the
+ * multiply-adds' worth of traffic), and the kernel reads x in place, 48 pixels of each of
+ * the cin rows, so nothing of x is copied (OpenBLAS packs both operands: 8% of the RAVLT-S
+ * backbone at 512x512 was sgemm_itcopy / oncopy / incopy) and the bias is added in the
+ * kernel's store instead of a pass that fills y first. Each output sums over ci in order
+ * with FMA and then adds b, as OpenBLAS's kernel does with beta 1 over a y filled with b:
+ * the same bits on this machine where OpenBLAS does not split the sum over ci
+ * (tests/test_ops.c compares with the BLAS path to a tolerance, not bits). Threads take
+ * (48-pixel column, 64-channel group) tasks. */
 #include "core/ops.h"
 
 #include <omp.h>

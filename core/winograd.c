@@ -266,7 +266,8 @@ static inline void finish_row(float *yr, size_t n, rv_act act) {
 TR_CLONES static void store_row(float *restrict yr, const float *restrict op, int m, int cols,
                                 float bias, int acc) {
   const int full = cols / m;
-  const float *o0 = op, *o1 = op + SEG, *o2 = op + 2 * SEG, *o3 = op + 3 * SEG;
+  const float *o0 = op, *o1 = op + SEG, *o2 = m == 4 ? op + 2 * SEG : op;
+  const float *o3 = m == 4 ? op + 3 * SEG : op; /* rows 2, 3 exist for m = 4 only */
   if (m == 4 && !acc) {
     for (int t = 0; t < full; t++) {
       yr[4 * t] = o0[t] + bias, yr[4 * t + 1] = o1[t] + bias;
@@ -418,15 +419,14 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
  * (up to 64 MB) leave the caches between the transforms and the GEMMs, and BLAS re-packs U
  * per block and zeroes M (sgemm_beta). Here each thread takes TB = 48 tiles at a time (V and
  * M ~1.8 MB each for 256 channels with F(4x4), in L2/L3), U is packed once per call as
- * [k][co / MR][ci][co % MR] (cout padded to MR with zero rows), and a register-blocked
- * AVX-512 kernel writes MR x TB of M per call: 8 x 3 vectors accumulated over ci in fixed
- * order (the result does not depend on the thread count). Used where U fits in the last-level cache (FUSED_U_MAX)
- * on CPUs with AVX-512F; elsewhere the BLAS path. BLAS -> fused, best of 5 alternating
- * calls, 2 threads, 2026-12-01, with a 12 x 2 kernel on 32 tiles (loaded machine: ratios,
- * not times): F(2x2) 256->256
- * 200x336 234 -> 205 ms, 100x168 59 -> 51, 50x84 16.5 -> 14.3; 32->32 256x256 9.7 -> 8.1;
- * 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7; RoI batches (images as
- * lanes) 256->256 7x7 n=1000 190 -> 175, 14x14 n=100 78 -> 75. Outputs bit-identical. */
+ * [k][co / MR][ci][co % MR] (cout padded to MR with zero rows), and the AVX-512 kernel of
+ * core/ukernel.c writes MR x TB of M per call, 8 x 3 vectors accumulated over ci in fixed
+ * order (the result does not depend on the thread count). Used where U fits in the
+ * last-level cache (FUSED_U_MAX) on CPUs with AVX-512F; elsewhere the BLAS path. BLAS ->
+ * fused, best of 5 alternating calls, 2 threads, 2026-12-01 (ratios; the VM was busy at
+ * times): F(2x2) 256->256 200x336 236 -> 195 ms, 100x168 72.9 -> 59.3, 50x84 16.5 -> 14.3;
+ * 32->32 256x256 9.7 -> 8.1; 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7
+ * (the first of these with a 12 x 2 kernel on 32 tiles). Outputs bit-identical. */
 #define MR UK_MR       /* output channels per kernel call (rows of packed U): 8 */
 #define TB UK_NT       /* tiles per fused block: three 16-float vectors per row of M: 48 */
 #define VKS(rows) ((size_t)(rows) * TB + 16) /* floats between positions k of v, mm */
@@ -633,16 +633,16 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
  * rv_conv2d_winograd_rois_f32 (core/ops.h): the same convolution on batches of small images
  * with the channels contiguous, so that every transform runs with the channels as lanes
  * (256 lanes for the RoI heads, where the NCHW path has 2-64) and needs no staging beyond
- * one zero-padded copy per image. A thread takes a block of whole images (about RB_TILES
- * tiles, rows t = image * tiles + tile position), transforms them into
- * vt [k][t][ci], multiplies vt[k] by the packed U^T (nhwc_kernel: NR tiles x NC output
+ * one zero-padded copy per image. A thread takes a block of whole images (at most RB_TILES
+ * tiles, rows t = image * tiles + tile position), transforms them into vt [k][t][ci],
+ * multiplies vt[k] by the packed U^T (core/ukernel.c's rows kernel: NR tiles x NC output
  * channels per call, accumulated over ci in order, as BLAS does: the results equal the NCHW
- * path's bit for bit) into mt [k][t][co], and inverts each tile into y. The input can be
+ * paths' bit for bit) into mt [k][t][co], and inverts each tile into y. The input can be
  * read from NCHW and the output written to NCHW (the first and last layers of a stack), the
  * transpose folded into the padded copy and the final store. Against the BLAS path (NCHW),
- * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 NHWC
- * 163 -> 129 ms, NCHW in and out 164 -> 147; 14x14 n=100 76 -> 57 / 85 -> 67. What is
- * left is the kernel: 80% of the NHWC call (perf), ~85 GMAC/s of transformed work. */
+ * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 150 ->
+ * 98-106 ms NHWC (125 with NCHW in and out), 14x14 n=100 76 -> 48-57 ms. What is left is the
+ * kernel: 78-82% of the NHWC call (perf), ~96 GMAC/s of transformed work at best. */
 #define NR UK_RR    /* tiles per kernel call: 6 */
 #define NC UK_RC    /* output channels per kernel call, four vectors: 64 */
 #define RB_TILES 48 /* tiles per block at most (3 images of 14x14 with F(4x4)) */

@@ -106,7 +106,8 @@ static void test_pointwise(void **state) {
       const int co = cs[c][0], ci = cs[c][1];
       const size_t n = (size_t)cs[c][2];
       float *w = frand((size_t)co * ci, 10 + c), *x = frand((size_t)ci * n, 20 + c);
-      float *b = frand((size_t)co, 30 + c), *y = frand((size_t)co * n, 1), *ref = frand((size_t)co * n, 2);
+      float *b = frand((size_t)co, 30 + c), *y = frand((size_t)co * n, 1);
+      float *ref = frand((size_t)co * n, 2);
       float *yb = frand((size_t)co * n, 3);
       const float *bias = with_b ? b : NULL;
       assert_int_equal(rv_pointwise_f32(y, w, bias, x, co, ci, n, ar), RV_OK);

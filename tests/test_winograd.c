@@ -116,9 +116,9 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
     for (size_t i = 0; i < ny; i++) {
       double d = fabs((double)y[i] - ref[i]), sc = bound[i];
       if (!(d <= tol * sc)) {
-        fprintf(stderr, "winograd m%d (%s) n%d ci%d %dx%d co%d pad %d,%d bias %d act %d: y[%zu] %.9g "
-                "ref %.9g, |diff| %g > %g * %g\n", algo, k ? "fused" : "blas", n, cin, h, wd, cout,
-                ph, pw, with_bias, (int)act, i, y[i], ref[i], d, tol, sc);
+        fprintf(stderr, "winograd m%d (%s) n%d ci%d %dx%d co%d pad %d,%d bias %d act %d: "
+                "y[%zu] %.9g ref %.9g, |diff| %g > %g * %g\n", algo, k ? "fused" : "blas", n,
+                cin, h, wd, cout, ph, pw, with_bias, (int)act, i, y[i], ref[i], d, tol, sc);
         fail();
       }
       if (d / sc > ratio) ratio = d / sc;
