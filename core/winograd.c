@@ -76,6 +76,16 @@
 
 /* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
 
+/* no dependences between the lanes (the 12 row pointers below would take more run-time
+ * alias checks than GCC makes) */
+#if defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
+
 /* B^T d for one lane of taps d0..d5 (m = 4) or d0..d3 (m = 2), outputs o[k os + t] */
 #define BT4(o, os, t, d0, d1, d2, d3, d4, d5)                                                 \
   do {                                                                                       \
@@ -103,7 +113,7 @@ TR_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *re
   if (m == 4 && step == 1) {
     const float *d0 = d, *d1 = d + ds, *d2 = d + 2 * ds, *d3 = d + 3 * ds, *d4 = d + 4 * ds,
                 *d5 = d + 5 * ds;
-#pragma GCC ivdep
+    IVDEP
     for (int t = 0; t < n; t++) BT4(o, os, t, d0[t], d1[t], d2[t], d3[t], d4[t], d5[t]);
   } else if (m == 4) {
     for (int t = 0; t < n; t++) {
