@@ -102,10 +102,10 @@ static void test_rala_vs_naive(void **state) {
 
 static void test_softmax_attention_vs_naive(void **state) {
   (void)state;
-  const int ds[] = {4, 16, 64};
+  const int ds[] = {4, 16, 24, 64}; /* 4: the BLAS tiles (d % 8 != 0), others the transposed ones */
   const int ns[] = {1, 7, 63, 64, 65, 257, 600, 1100}; /* 1100: 3 partial tiles of 512 */
   rv_arena *A = rv_arena_create(0);
-  for (size_t a = 0; a < 3; a++)
+  for (size_t a = 0; a < 4; a++)
     for (size_t b = 0; b < 8; b++) {
       int d = ds[a], n = ns[b], heads = 1 + (int)((a + b) % 2), ld = n + 5;
       size_t sz = (size_t)heads * d * ld;
