@@ -5,6 +5,8 @@
  *       -o build-ops/bench_ops
  *   OMP_NUM_THREADS=2 build-ops/bench_ops [reps] [-c]   (-c: CPU time instead of wall time)
  *   OMP_NUM_THREADS=2 build-ops/bench_ops wino [reps]   (3x3 convs: im2col vs Winograd)
+ *   OMP_NUM_THREADS=2 build-ops/bench_ops paths [reps]  (Winograd BLAS / fused / channels-last
+ *                                      paths and the 1x1 kernel vs BLAS, alternating calls)
  * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/ops.h"
@@ -131,17 +133,105 @@ static void bench_wino(rv_arena *ar) {
                         shapes[i].cout);
 }
 
+/* `bench_ops paths [reps]`: the implementations of one computation in alternating calls
+ * (best of reps each), and whether their outputs are the same bits: Winograd through BLAS,
+ * the fused path and (RoI batches) the channels-last path; 1x1 convs through the AVX-512
+ * kernel (rv_pointwise_f32) and BLAS. */
+static double max_diff(const float *a, const float *b, size_t n) {
+  double d = 0;
+  for (size_t i = 0; i < n; i++) d = fabs((double)a[i] - b[i]) > d ? fabs((double)a[i] - b[i]) : d;
+  return d;
+}
+
+static void bench_paths(rv_arena *ar) {
+  if (!rv_ukernel_supported()) {
+    printf("no AVX-512F: only the BLAS paths exist here\n");
+    return;
+  }
+  static const struct {
+    const char *name;
+    int n, c, h, w, m;
+  } wc[] = {{"F2 256->256 200x336", 1, 256, 200, 336, 2}, {"F2 256->256 100x168", 1, 256, 100, 168, 2},
+            {"F2 32->32 256x256", 1, 32, 256, 256, 2},    {"F2 64->64 128x128", 1, 64, 128, 128, 2},
+            {"F4 128->128 64x128", 1, 128, 64, 128, 4},   {"F4 256->256 7x7 n=1000", 1000, 256, 7, 7, 4},
+            {"F4 256->256 14x14 n=100", 100, 256, 14, 14, 4}};
+  printf("%-26s %10s %10s %10s  same bits\n", "winograd (ms, best)", "blas", "fused", "rois");
+  for (size_t i = 0; i < sizeof wc / sizeof wc[0]; i++) {
+    const int n = wc[i].n, c = wc[i].c, h = wc[i].h, w = wc[i].w, m = wc[i].m;
+    const size_t sz = (size_t)n * c * h * w;
+    float *x = buf(sz), *wt = buf((size_t)c * c * 9), *b = buf((size_t)c);
+    float *y[3] = {buf(sz), buf(sz), buf(sz)};
+    for (size_t j = 0; j < (size_t)c * c * 9; j++) wt[j] *= 0.05f;
+    rv_conv_params p = rv_conv_default_params(3, 1, 1);
+    p.act = RV_ACT_RELU;
+    const int rois = n >= 4 && h < 32 && w < 32;
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r <= reps; r++)
+      for (int k = 0; k < 2 + rois; k++) {
+        double t0 = now();
+        if (k < 2)
+          rv_conv2d_winograd_path_f32(y[k], x, wt, b, n, c, h, w, c, p, m,
+                                      k ? RV_WINO_FUSED : RV_WINO_BLAS, ar);
+        else
+          rv_conv2d_winograd_rois_f32(y[k], x, wt, b, n, c, h, w, c, 1, RV_ACT_RELU, m,
+                                      RV_ROIS_IN_NCHW | RV_ROIS_OUT_NCHW, ar);
+        double dt = now() - t0;
+        if (r > 0 && dt < best[k]) best[k] = dt; /* the first round warms up */
+      }
+    int same = !memcmp(y[0], y[1], sz * sizeof(float)) && (!rois || !memcmp(y[0], y[2], sz * sizeof(float)));
+    printf("%-26s %10.1f %10.1f ", wc[i].name, best[0] * 1e3, best[1] * 1e3);
+    if (rois) printf("%10.1f", best[2] * 1e3); else printf("%10s", "-");
+    printf("  %s (max diff %.2g)\n", same ? "yes" : "no", max_diff(y[0], y[1], sz));
+    rv_free(x), rv_free(wt), rv_free(b), rv_free(y[0]), rv_free(y[1]), rv_free(y[2]);
+  }
+  static const int pc[][3] = {{256, 64, 67200}, {256, 64, 16384}, {64, 192, 67200},
+                              {512, 128, 8192}, {960, 320, 8400}};
+  printf("%-26s %10s %10s  max diff\n", "1x1 conv (GMAC/s, best)", "blas", "kernel");
+  for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
+    const int co = pc[i][0], ci = pc[i][1];
+    const size_t n = (size_t)pc[i][2];
+    float *w = buf((size_t)co * ci), *x = buf((size_t)ci * n), *b = buf((size_t)co);
+    float *y[2] = {buf((size_t)co * n), buf((size_t)co * n)};
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r <= reps; r++)
+      for (int k = 0; k < 2; k++) {
+        double t0 = now();
+        if (k) {
+          rv_pointwise_f32(y[1], w, b, x, co, ci, n, ar);
+        } else {
+          for (int o = 0; o < co; o++)
+            for (size_t l = 0; l < n; l++) y[0][(size_t)o * n + l] = b[o];
+          rv_gemm_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, y[0], (int)n);
+        }
+        double dt = now() - t0;
+        if (r > 0 && dt < best[k]) best[k] = dt;
+      }
+    char name[64];
+    snprintf(name, sizeof name, "%dx%d n=%zu", co, ci, n);
+    const double mac = (double)co * ci * n * 1e-9;
+    printf("%-26s %10.1f %10.1f  %.2g\n", name, mac / best[0], mac / best[1],
+           max_diff(y[0], y[1], (size_t)co * n));
+    rv_free(w), rv_free(x), rv_free(b), rv_free(y[0]), rv_free(y[1]);
+  }
+}
+
 int main(int argc, char **argv) {
-  int wino = 0;
+  int wino = 0, paths = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-c")) use_cpu = 1;
     else if (!strcmp(argv[i], "wino")) wino = 1;
+    else if (!strcmp(argv[i], "paths")) paths = 1;
     else reps = atoi(argv[i]);
   }
   if (reps < 1) reps = 1;
   const char *core = rv_blas_init();
   printf("OpenBLAS core: %s, OpenMP threads: %d\n", core, omp_get_max_threads());
   rv_arena *ar = rv_arena_create(0);
+  if (paths) {
+    bench_paths(ar);
+    rv_arena_free(ar);
+    return 0;
+  }
   if (wino) {
     bench_wino(ar);
     rv_arena_free(ar);
