@@ -50,7 +50,7 @@ void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const
                          int k);
 void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int cin);
 /* y[cout x n] = w[cout x cin] x[cin x n] + b (b may be NULL): the kernel with x read in place
- * where supported and n >= 8192 (core/ukernel.c), else BLAS. Workspace: cout cin floats;
+ * where supported and n >= 4096 (core/ukernel.c), else BLAS. Workspace: cout cin floats;
  * RV_ERR_NOMEM if scratch is short. */
 rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float *x, int cout,
                            int cin, size_t n, rv_arena *scratch);
