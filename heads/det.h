@@ -69,6 +69,9 @@ void rv_delta2bbox_f32(float *out, const float *rois, int roi_stride, const floa
 /* Sort order used everywhere: score descending, ties by index ascending (mmcv's sort is not
  * stable; this is the deterministic choice). order[0..n) receives the permutation. */
 int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch); /* -1: OOM */
+/* The first min(k, n) indices of that order (the same as rv_argsort_desc's first k) into
+ * order[0..k), by selection and a sort of those k: returns their count, -1 on OOM. */
+int rv_argsort_topk_desc(int *order, const float *scores, int n, int k, rv_arena *scratch);
 /* Greedy NMS (mmcv nms, offset 0): visits boxes by descending score, drops j when
  * inter/(area_i + area_j - inter) > iou_thr. keep[] (capacity n) receives kept indices in
  * score order; returns their count. scratch: arena for temporaries (released). -1 on OOM. */

@@ -40,6 +40,56 @@ int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch) {
   return 0;
 }
 
+static inline int before(const scored *a, const scored *b) { return cmp_scored(a, b) < 0; }
+
+static inline void swap_scored(scored *a, scored *b) {
+  scored t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Rearranges t[0..n) so that its k first elements under cmp_scored are t[0..k) (in no
+ * order): quickselect with a median-of-three pivot (the order is total, so there are no
+ * equal keys to degrade it); past 2 log2(n) + 8 rounds the rest is sorted instead. */
+static void select_first(scored *t, int n, int k) {
+  int lo = 0, hi = n - 1, rounds = 8;
+  for (int m = n; m > 1; m >>= 1) rounds += 2;
+  while (hi > lo && rounds-- > 0) {
+    const int mid = lo + (hi - lo) / 2;
+    if (before(&t[mid], &t[lo])) swap_scored(&t[mid], &t[lo]);
+    if (before(&t[hi], &t[lo])) swap_scored(&t[hi], &t[lo]);
+    if (before(&t[hi], &t[mid])) swap_scored(&t[hi], &t[mid]);
+    const scored piv = t[mid]; /* median of lo, mid, hi */
+    int i = lo, j = hi;
+    while (i <= j) { /* Hoare partition: [lo, j] before-or-pivot, [i, hi] pivot-or-after */
+      while (before(&t[i], &piv)) i++;
+      while (before(&piv, &t[j])) j--;
+      if (i <= j) swap_scored(&t[i++], &t[j--]);
+    }
+    if (k - 1 <= j) hi = j;
+    else if (k - 1 >= i) lo = i;
+    else return; /* t[j + 1 .. i - 1] is the pivot: the k first are in place */
+  }
+  if (hi > lo) qsort(t + lo, (size_t)(hi - lo + 1), sizeof *t, cmp_scored);
+}
+
+int rv_argsort_topk_desc(int *order, const float *scores, int n, int k, rv_arena *scratch) {
+  if (n <= 0 || k <= 0) return 0;
+  if (k >= n) return rv_argsort_desc(order, scores, n, scratch) ? -1 : n;
+  rv_arena_mark mk = rv_arena_get_mark(scratch);
+  scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof *tmp);
+  if (!tmp) return -1;
+  for (int i = 0; i < n; i++) {
+    tmp[i].s = scores[i];
+    tmp[i].i = i;
+  }
+  select_first(tmp, n, k);
+  qsort(tmp, (size_t)k, sizeof *tmp, cmp_scored);
+  for (int i = 0; i < k; i++) order[i] = tmp[i].i;
+  rv_arena_release(scratch, mk);
+  return k;
+}
+
 /* Greedy suppression over the boxes listed in idx[0..m) (already in score order).
  * alive[] flags (1 = kept) are written for those positions. IoU in double:
  * inter / (area_i + area_j - inter) > thr suppresses j. The boxes are gathered into double

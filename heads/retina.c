@@ -157,7 +157,7 @@ rv_status rv_retina_get_bboxes(rv_detections *det, const rv_retina_head *h,
     rv_anchor_grid_f32(anchors, base, A, H, W, strides[l]);
     int k = m;
     if (cfg->nms_pre > 0 && k > cfg->nms_pre) {
-      if (rv_argsort_desc(order, mx, m, arena) != 0) {
+      if (rv_argsort_topk_desc(order, mx, m, cfg->nms_pre, arena) < 0) {
         rv_arena_release(arena, mk);
         return rv_error(ctx, RV_ERR_NOMEM, "retina: out of memory");
       }

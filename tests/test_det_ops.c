@@ -306,6 +306,42 @@ static void test_paste_mask(void **state) {
   for (int i = 0; i < 120; i++) assert_int_equal(m[i], 0);
 }
 
+/* rv_argsort_topk_desc gives rv_argsort_desc's first k: random scores with many ties and
+ * NaNs, ascending / descending / constant inputs, k from 1 to past n */
+static void test_argsort_topk(void **state) {
+  (void)state;
+  rv_arena *a = rv_arena_create(0);
+  uint64_t seed = 77;
+  static const int ns[] = {1, 2, 7, 100, 1000, 20011};
+  for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++)
+    for (int kind = 0; kind < 4; kind++) {
+      const int n = ns[c];
+      float *s = malloc(sizeof(float) * n);
+      int *full = malloc(sizeof(int) * n), *top = malloc(sizeof(int) * n);
+      for (int i = 0; i < n; i++) {
+        const float r = test_rand(&seed);
+        s[i] = kind == 0   ? (float)(int)(r * 10) / 10 /* ties */
+               : kind == 1 ? (float)i                  /* ascending */
+               : kind == 2 ? (float)-i                 /* descending */
+                           : 0.5f;                     /* all equal */
+        if (kind == 0 && i % 37 == 5) s[i] = NAN;
+      }
+      assert_int_equal(rv_argsort_desc(full, s, n, a), 0);
+      const int ks[] = {1, 2, n / 2, n - 1, n, n + 5};
+      for (int q = 0; q < 6; q++) {
+        if (ks[q] < 1) continue;
+        const int want = ks[q] < n ? ks[q] : n;
+        assert_int_equal(rv_argsort_topk_desc(top, s, n, ks[q], a), want);
+        assert_int_equal(rv_arena_used(a), 0);
+        for (int i = 0; i < want; i++)
+          if (top[i] != full[i]) fail_msg("n %d kind %d k %d: order[%d] %d, full sort %d", n, kind,
+                                          ks[q], i, top[i], full[i]);
+      }
+      free(s), free(full), free(top);
+    }
+  rv_arena_free(a);
+}
+
 static rv_det_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
   rv_det_layer l = {0};
   size_t n = (size_t)cout * cin * (k ? k * k : 1);
@@ -451,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_roi_align_vs_naive), cmocka_unit_test(test_roi_levels),
       cmocka_unit_test(test_paste_mask),       cmocka_unit_test(test_conv_stack_rois),
       cmocka_unit_test(test_conv_stack_rois_one_width),
+      cmocka_unit_test(test_argsort_topk),
       cmocka_unit_test(test_mask_head_label_channel),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
