@@ -416,18 +416,11 @@ static void residual(float *x, const float *p, const float *g, int c, int n) {
 #define CLONES
 #endif
 
-/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7) */
+/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7):
+ * applied by fc1's rv_pointwise_post_f32 to each block of its output while in cache (a
+ * separate pass over the FF x N map before) */
 CLONES static void gelu_block(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
-}
-static void gelu(float *x, size_t n) {
-  const size_t blk = 16384;
-  const long nb = (long)((n + blk - 1) / blk);
-#pragma omp parallel for schedule(static) if (nb > 1)
-  for (long b = 0; b < nb; b++) {
-    size_t o = (size_t)b * blk;
-    gelu_block(x + o, n - o < blk ? n - o : blk);
-  }
 }
 
 static void mul_inplace(float *x, const float *o, size_t n) {
@@ -487,8 +480,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     /* ffn on LN(x) */
     rv_layernorm_nchw_f32(t, x, b->ln2_g, b->ln2_b, 1, C, N, cfg->ln_eps);
     float *h1 = big, *h2 = big + (size_t)FF * N;
-    CONV1X1(F, h1, b->fc1_w, b->fc1_b, t, FF, C, N);
-    gelu(h1, (size_t)FF * N);
+    if (rv_pointwise_post_f32(h1, b->fc1_w, b->fc1_b, t, FF, C, (size_t)N, gelu_block, F->A) !=
+        RV_OK)
+      return oom(F);
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
     CONV1X1(F, t, b->fc2_w, b->fc2_b, h2, C, FF, N);
     snprintf(name, sizeof name, "s%db%d.ffn_out", si, j);

@@ -54,6 +54,12 @@ void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int ci
  * RV_ERR_NOMEM if scratch is short. */
 rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float *x, int cout,
                            int cin, size_t n, rv_arena *scratch);
+/* The same with post(row, len) applied to every stretch of finished output (an elementwise
+ * function such as an activation: the kernel path calls it on each 8 x 48 block while it is
+ * in cache, the BLAS path on whole rows after the GEMM; NULL: none). */
+typedef void (*rv_row_fn)(float *row, size_t n);
+rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
 
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the

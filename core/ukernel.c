@@ -117,6 +117,11 @@ void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int ci
 
 rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float *x, int cout,
                            int cin, size_t n, rv_arena *scratch) {
+  return rv_pointwise_post_f32(y, w, b, x, cout, cin, n, NULL, scratch);
+}
+
+rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && scratch != NULL);
   if (n == 0) return RV_OK;
   if (!rv_ukernel_supported() || n < UK_MIN_PIXELS) {
@@ -126,6 +131,10 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
         for (size_t l = 0; l < n; l++) y[(size_t)o * n + l] = b[o];
     }
     rv_gemm_f32(0, 0, cout, (int)n, cin, 1.0f, w, cin, x, (int)n, b ? 1.0f : 0.0f, y, (int)n);
+    if (post) {
+#pragma omp parallel for schedule(static) if ((size_t)cout * n >= 65536)
+      for (int o = 0; o < cout; o++) post(y + (size_t)o * n, n);
+    }
     return RV_OK;
   }
   const int coutp = (cout + UK_MR - 1) / UK_MR * UK_MR;
@@ -150,16 +159,19 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
       const int c0 = (int)(t % groups) * GROUP, c1 = c0 + GROUP < coutp ? c0 + GROUP : coutp;
       for (int co = c0; co < c1; co += UK_MR) {
         const float *bias = b ? b + co : NULL;
-        if (co + UK_MR <= cout) {
+        const int rows = cout - co < UK_MR ? cout - co : UK_MR;
+        if (rows == UK_MR) {
           rv_ukernel_f32(y + (size_t)co * n + p0, n, up + (size_t)co * cin, x + p0, n, cin, nt,
                          bias);
         } else { /* the last rows past cout: through a scratch tile */
           float bb[UK_MR] = {0};
-          for (int r = 0; r < cout - co; r++) bb[r] = b ? b[co + r] : 0.0f;
+          for (int r = 0; r < rows; r++) bb[r] = b ? b[co + r] : 0.0f;
           rv_ukernel_f32(tb, UK_NT, up + (size_t)co * cin, x + p0, n, cin, nt, b ? bb : NULL);
-          for (int r = 0; r < cout - co; r++)
+          for (int r = 0; r < rows; r++)
             memcpy(y + (size_t)(co + r) * n + p0, tb + (size_t)r * UK_NT, sizeof(float) * nt);
         }
+        if (post) /* while the block is in L1 */
+          for (int r = 0; r < rows; r++) post(y + (size_t)(co + r) * n + p0, (size_t)nt);
       }
     }
   }

@@ -90,10 +90,16 @@ static void conv_case(rv_arena *ar, int n, int cin, int h, int wd, int cout, rv_
   free(x), free(w), free(b), free(y1), free(y2);
 }
 
+/* post function for rv_pointwise_post_f32: applied once to every element, so y = 2 z + 1 */
+static void twice_plus_one(float *row, size_t n) {
+  for (size_t i = 0; i < n; i++) row[i] = 2.0f * row[i] + 1.0f;
+}
+
 /* rv_pointwise_f32 (the AVX-512 kernel reading x in place, or BLAS): output rows past a
  * multiple of 8 (cout 1..40), masked pixel tails (n not a multiple of 48), cin 1..300, with
  * and without bias, against rv_gemm_naive_f32 (double); where the kernel runs, also against
- * the BLAS path (bias-filled y, beta 1) within 1e-6 of the scale. */
+ * the BLAS path (bias-filled y, beta 1) within 1e-6 of the scale; rv_pointwise_post_f32
+ * applies its function to every output exactly once. */
 static void test_pointwise(void **state) {
   (void)state;
   rv_arena *ar = rv_arena_create(0);
@@ -116,6 +122,10 @@ static void test_pointwise(void **state) {
         for (size_t l = 0; l < n; l++) ref[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
       rv_gemm_naive_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, ref, (int)n);
       assert_close(y, ref, (size_t)co * n, 2e-5, "pointwise vs naive");
+      /* with a post function: exactly post(y) (each element once, also in tail blocks) */
+      assert_int_equal(rv_pointwise_post_f32(yb, w, bias, x, co, ci, n, twice_plus_one, ar), RV_OK);
+      for (size_t i = 0; i < (size_t)co * n; i++)
+        if (yb[i] != 2.0f * y[i] + 1.0f) fail_msg("pointwise post: element %zu", i);
       if (rv_ukernel_supported()) {
         for (int o = 0; o < co; o++)
           for (size_t l = 0; l < n; l++) yb[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
