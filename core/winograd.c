@@ -216,6 +216,21 @@ typedef struct {
   int cin, cout;
 } wino_geom;
 
+/* The geometry of a conv of h x wd images with pads ph, pw; 0 when the output is empty. */
+static int make_geom(wino_geom *g, int m, int ph, int pw, int h, int wd, int cin, int cout) {
+  g->m = m, g->a = m + 2, g->ph = ph, g->pw = pw, g->h = h, g->wd = wd;
+  g->oh = rv_conv_out_size(h, 3, 1, ph, 1);
+  g->ow = rv_conv_out_size(wd, 3, 1, pw, 1);
+  g->cin = cin, g->cout = cout;
+  if (g->oh <= 0 || g->ow <= 0) return 0;
+  g->th = (g->oh + m - 1) / m, g->tw = (g->ow + m - 1) / m;
+  return 1;
+}
+
+/* Batches of small images (tile rows under 8 tiles: RoI heads), run with the images as the
+ * transforms' lanes (the batched functions below) */
+static int small_images(const wino_geom *g, int n) { return n >= 4 && g->tw < 8 && g->th < 8; }
+
 /* Tile t -> image, tile row, tile column. */
 static void tile_pos(const wino_geom *g, size_t t, int *ni, int *ty, int *tx) {
   size_t per = (size_t)g->th * g->tw;
@@ -447,7 +462,6 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
 static inline void fused_kernel(float *c, const float *u, const float *v, int k) {
   rv_ukernel_f32(c, TB, u, v, TB, k, TB, NULL);
 }
-static int fused_supported(void) { return rv_ukernel_supported(); }
 
 /* U packed in panels of pw output channels: up[k][co / pw][ci][co % pw] (pw = MR for the
  * fused path's kernel, NC for the channels-last one), rows cout..coutp zero */
@@ -511,7 +525,7 @@ static rv_status winograd_fused(float *y, const float *x, const float *w, const 
   const size_t total = (size_t)n * tpi;
   const int coutp = (g->cout + MR - 1) / MR * MR;
   /* RoI batches: whole images per block, images as the transforms' lanes */
-  const int batched = n >= 4 && g->tw < 8 && g->th < 8 && tpi <= TB;
+  const int batched = small_images(g, n) && tpi <= TB;
   const int nbi = batched ? (int)(TB / tpi) : 0; /* images per block */
   const size_t blocks = batched ? ((size_t)n + nbi - 1) / nbi : (total + TB - 1) / TB;
   const int nth = omp_get_max_threads();
@@ -553,18 +567,13 @@ rv_status rv_conv2d_winograd_path_f32(float *y, const float *x, const float *w, 
   RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0 && (m == 2 || m == 4));
   RV_ASSERT(n >= 0 && cin > 0 && cout > 0 && scratch != NULL);
   wino_geom g;
-  g.m = m, g.a = m + 2, g.ph = p.ph, g.pw = p.pw, g.h = h, g.wd = wd;
-  g.oh = rv_conv_out_size(h, 3, 1, p.ph, 1);
-  g.ow = rv_conv_out_size(wd, 3, 1, p.pw, 1);
-  g.cin = cin, g.cout = cout;
-  if (g.oh <= 0 || g.ow <= 0) return RV_ERR_SHAPE;
+  if (!make_geom(&g, m, p.ph, p.pw, h, wd, cin, cout)) return RV_ERR_SHAPE;
   if (n == 0) return RV_OK;
-  g.th = (g.oh + m - 1) / m, g.tw = (g.ow + m - 1) / m;
   size_t a2 = (size_t)g.a * g.a, total = (size_t)n * g.th * g.tw;
   if (path != RV_WINO_BLAS) {
     const int fits = a2 * (size_t)((cout + MR - 1) / MR * MR) * cin <= FUSED_U_MAX;
-    if (path == RV_WINO_FUSED && !fused_supported()) return RV_ERR_UNSUPPORTED;
-    if (path == RV_WINO_FUSED || (fits && fused_supported()))
+    if (path == RV_WINO_FUSED && !rv_ukernel_supported()) return RV_ERR_UNSUPPORTED;
+    if (path == RV_WINO_FUSED || (fits && rv_ukernel_supported()))
       return winograd_fused(y, x, w, b, n, &g, p, scratch);
   }
   /* output channels in chunks of cc so that U stays within U_BUDGET (the input transform
@@ -575,9 +584,9 @@ rv_status rv_conv2d_winograd_path_f32(float *y, const float *x, const float *w, 
   if (nt < MIN_TILES) nt = MIN_TILES;
   if (nt > MAX_TILES) nt = MAX_TILES;
   if (nt > total) nt = total;
-  /* small images (tile rows under 8 tiles) in batches of whole images, images as lanes */
+  /* small images in batches of whole images, images as lanes */
   const size_t tpi = (size_t)g.th * g.tw; /* tiles per image */
-  const int batched = n >= 4 && g.tw < 8 && g.th < 8;
+  const int batched = small_images(&g, n);
   int nbi = 1; /* images per block when batched */
   if (batched) {
     nbi = (int)(nt / tpi > 0 ? nt / tpi : 1);
@@ -764,30 +773,26 @@ static void rois_block(float *y, const float *x, const rois_plan *P, int n0, int
       }
 }
 
-int rv_winograd_rois_supported(void) { return fused_supported(); }
+int rv_winograd_rois_supported(void) { return rv_ukernel_supported(); }
 
 rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
                                       int n, int cin, int h, int wd, int cout, int pad,
                                       rv_act act, int m, int layout, rv_arena *scratch) {
   RV_ASSERT((m == 2 || m == 4) && pad >= 0 && n >= 0 && cin > 0 && cout > 0 && scratch);
   RV_ASSERT(act == RV_ACT_NONE || act == RV_ACT_RELU);
-  if (!fused_supported()) return RV_ERR_UNSUPPORTED;
+  if (!rv_ukernel_supported()) return RV_ERR_UNSUPPORTED;
   rois_plan P;
   wino_geom *g = &P.g;
-  g->m = m, g->a = m + 2, g->ph = g->pw = pad, g->h = h, g->wd = wd;
-  g->oh = rv_conv_out_size(h, 3, 1, pad, 1);
-  g->ow = rv_conv_out_size(wd, 3, 1, pad, 1);
-  g->cin = cin, g->cout = cout;
-  if (g->oh <= 0 || g->ow <= 0) return RV_ERR_SHAPE;
+  if (!make_geom(g, m, pad, pad, h, wd, cin, cout)) return RV_ERR_SHAPE;
   if (n == 0) return RV_OK;
-  g->th = (g->oh + m - 1) / m, g->tw = (g->ow + m - 1) / m;
   const size_t a2 = (size_t)g->a * g->a;
   P.coutp = (cout + NC - 1) / NC * NC;
   P.tpi = g->th * g->tw;
   /* images per block: at most RB_TILES tiles (one image at least), the count whose tiles
    * leave the smallest share of the block's NR-row groups empty, on ties the one nearest
-   * RB_AIM tiles (7x7 n=1000 F(4x4): 36 tiles 120-132 ms, 48 126-141, 60 139-144; 14x14
-   * n=100: 32 tiles (4 of 36 rows empty) 60-64 ms, 48 55-59) */
+   * RB_AIM tiles (with a 12 x 2 kernel: 7x7 n=1000 F(4x4): 36 tiles 120-132 ms, 48 126-141,
+   * 60 139-144; 14x14 n=100: 32 tiles (4 of 36 rows empty) 60-64 ms, 48 55-59; with the
+   * 6 x 4 kernel 24 / 36 / 48 tiles ran alike, 98-100 ms) */
   P.nbi = 1;
   for (int k = 1, be = 1, br = 1; k <= n && (k == 1 || k * P.tpi <= RB_TILES); k++) {
     const int t = k * P.tpi, r = (t + NR - 1) / NR * NR; /* r - t of r rows empty */
