@@ -21,13 +21,17 @@ static int cmp_scored(const void *pa, const void *pb) {
   return (a->i > b->i) - (a->i < b->i);
 }
 
-static void argsort_pairs(int *order, scored *tmp, const float *scores, int n) {
+static void select_first(scored *t, int n, int k);
+
+/* order[0..k) = the first k indices (k <= n) in cmp_scored order; tmp: n pairs of scratch */
+static void argsort_pairs(int *order, scored *tmp, const float *scores, int n, int k) {
   for (int i = 0; i < n; i++) {
     tmp[i].s = scores[i];
     tmp[i].i = i;
   }
-  qsort(tmp, (size_t)n, sizeof *tmp, cmp_scored);
-  for (int i = 0; i < n; i++) order[i] = tmp[i].i;
+  if (k < n) select_first(tmp, n, k);
+  qsort(tmp, (size_t)k, sizeof *tmp, cmp_scored);
+  for (int i = 0; i < k; i++) order[i] = tmp[i].i;
 }
 
 int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch) {
@@ -35,7 +39,7 @@ int rv_argsort_desc(int *order, const float *scores, int n, rv_arena *scratch) {
   rv_arena_mark mk = rv_arena_get_mark(scratch);
   scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof *tmp);
   if (!tmp) return -1;
-  argsort_pairs(order, tmp, scores, n);
+  argsort_pairs(order, tmp, scores, n, n);
   rv_arena_release(scratch, mk);
   return 0;
 }
@@ -75,17 +79,11 @@ static void select_first(scored *t, int n, int k) {
 
 int rv_argsort_topk_desc(int *order, const float *scores, int n, int k, rv_arena *scratch) {
   if (n <= 0 || k <= 0) return 0;
-  if (k >= n) return rv_argsort_desc(order, scores, n, scratch) ? -1 : n;
+  if (k > n) k = n;
   rv_arena_mark mk = rv_arena_get_mark(scratch);
   scored *tmp = rv_arena_alloc(scratch, (size_t)n * sizeof *tmp);
   if (!tmp) return -1;
-  for (int i = 0; i < n; i++) {
-    tmp[i].s = scores[i];
-    tmp[i].i = i;
-  }
-  select_first(tmp, n, k);
-  qsort(tmp, (size_t)k, sizeof *tmp, cmp_scored);
-  for (int i = 0; i < k; i++) order[i] = tmp[i].i;
+  argsort_pairs(order, tmp, scores, n, k);
   rv_arena_release(scratch, mk);
   return k;
 }
@@ -135,7 +133,7 @@ int rv_nms(int *keep, const float *boxes, const float *scores, int n, float iou_
     rv_arena_release(scratch, mk);
     return -1;
   }
-  argsort_pairs(order, tmp, scores, n);
+  argsort_pairs(order, tmp, scores, n, n);
   greedy(alive, order, n, boxes, cols, (double)iou_thr);
   int k = 0;
   for (int t = 0; t < n; t++)
@@ -165,7 +163,7 @@ int rv_batched_nms(int *keep, const float *boxes, const float *scores, const int
     rv_arena_release(scratch, mk);
     return -1;
   }
-  argsort_pairs(order, tmp, scores, n);
+  argsort_pairs(order, tmp, scores, n, n);
   /* stable bucket of the score order by group: each group stays in score order */
   memset(start, 0, ((size_t)ng + 1) * sizeof(int));
   for (int i = 0; i < n; i++) start[idxs[i] - lo + 1]++;
