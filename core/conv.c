@@ -282,8 +282,9 @@ rv_status rv_conv2d_f32(float *y, const float *x, const float *w, const float *b
         float *yg = y + ((size_t)ni * cout + (size_t)g * cog) * ohw;
         const float *wg = w + (size_t)g * cog * kk;
         const float *xg = x + ((size_t)ni * cin + (size_t)g * cig) * ihw;
-        if (!p.accumulate && scratch && rv_ukernel_supported()) {
-          /* x read in place (core/ukernel.c); the bias and act in the epilogue as below */
+        if (!p.accumulate && scratch) {
+          /* core/ukernel.c: the kernel with x read in place where it wins, else this GEMM;
+           * the bias and act in the epilogue as below */
           if (rv_pointwise_f32(yg, wg, NULL, xg, cog, cig, ohw, scratch) != RV_OK)
             return RV_ERR_NOMEM;
         } else {

@@ -35,9 +35,9 @@ void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alph
 
 /* ---- AVX-512 GEMM kernel (core/ukernel.c) ------------------------------------------------
  * rv_ukernel_f32: c[r ldc + t] = (bias ? bias[r] : 0) + sum_{i < k} u[i UK_MR + r] v[i ldv + t]
- * for r < UK_MR, t < nt <= UK_NT, the sum over i in order with FMA; u packed by
- * rv_ukernel_pack_f32 (w [cout][cin] rows ldw apart -> [co / UK_MR][ci][co % UK_MR], cout
- * rounded up to UK_MR with zero rows). Only where rv_ukernel_supported() (AVX-512F). */
+ * for r < UK_MR, t < nt <= UK_NT, the sum over i in order with FMA; u packed as
+ * [co / UK_MR][ci][co % UK_MR] (cout rounded up to UK_MR with zero rows). Only where
+ * rv_ukernel_supported() (AVX-512F). */
 enum { UK_MR = 8, UK_NT = 48 };
 int rv_ukernel_supported(void);
 void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
@@ -48,7 +48,6 @@ void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t
 enum { UK_RR = 6, UK_RC = 64 };
 void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b,
                          int k);
-void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int cin);
 /* y[cout x n] = w[cout x cin] x[cin x n] + b (b may be NULL): the kernel with x read in place
  * where supported and n >= 4096 (core/ukernel.c), else BLAS. Workspace: cout cin floats;
  * RV_ERR_NOMEM if scratch is short. */

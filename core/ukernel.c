@@ -106,11 +106,12 @@ void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const
 int rv_ukernel_supported(void) { return 0; }
 #endif
 
-void rv_ukernel_pack_f32(float *up, const float *w, size_t ldw, int cout, int cin) {
+/* up[co / UK_MR][ci][co % UK_MR] = w[co][ci], cout rounded up to UK_MR with zero rows */
+static void pack_weights(float *up, const float *w, int cout, int cin) {
   const int coutp = (cout + UK_MR - 1) / UK_MR * UK_MR;
   for (int co = 0; co < coutp; co++) {
     float *uc = up + (size_t)(co / UK_MR) * cin * UK_MR + co % UK_MR;
-    const float *wr = w + (size_t)co * ldw;
+    const float *wr = w + (size_t)co * cin;
     for (int ci = 0; ci < cin; ci++) uc[(size_t)ci * UK_MR] = co < cout ? wr[ci] : 0.0f;
   }
 }
@@ -145,7 +146,7 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
-  rv_ukernel_pack_f32(up, w, (size_t)cin, cout, cin);
+  pack_weights(up, w, cout, cin);
   enum { GROUP = 64 }; /* output channels per task (8 kernel calls on one column) */
   const size_t cols = (n + UK_NT - 1) / UK_NT, groups = (size_t)(coutp + GROUP - 1) / GROUP;
   const size_t tasks = cols * groups;
