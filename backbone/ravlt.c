@@ -392,11 +392,13 @@ static rv_status oom(fwd *F) {
   return rv_error(F->ctx, RV_ERR_NOMEM, "out of memory in the RAVLT forward pass");
 }
 
-/* y[cout x n] = W[cout x cin] x[cin x n] + b (1x1 conv: rv_pointwise_f32, x read in place
- * by the AVX-512 kernel, or BLAS); its only failure is the arena (packed weights) */
-#define CONV1X1(F, y, w, b, x, cout, cin, n)                                                  \
-  do {                                                                                       \
-    if (rv_pointwise_f32(y, w, b, x, cout, cin, (size_t)(n), (F)->A) != RV_OK) return oom(F); \
+/* y[cout x n] = post(W[cout x cin] x[cin x n] + b) (1x1 conv: rv_pointwise_post_f32, x read
+ * in place by the AVX-512 kernel, or BLAS; post NULL: none); its only failure is the arena
+ * (packed weights) */
+#define CONV1X1(F, y, w, b, x, cout, cin, n, post)                                            \
+  do {                                                                                        \
+    if (rv_pointwise_post_f32(y, w, b, x, cout, cin, (size_t)(n), post, (F)->A) != RV_OK)     \
+      return oom(F);                                                                          \
   } while (0)
 
 /* x[c][l] += g[c] * p[c][l] (g NULL: 1) */
@@ -456,7 +458,7 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     rv_layernorm_nchw_f32(t, x, b->ln1_g, b->ln1_b, 1, C, N, cfg->ln_eps);
     float *q = big, *k = big + (size_t)C * N, *v = big + (size_t)2 * C * N,
           *o = big + (size_t)3 * C * N;
-    CONV1X1(F, big, b->qkvo_w, b->qkvo_b, t, 4 * C, C, N);
+    CONV1X1(F, big, b->qkvo_w, b->qkvo_b, t, 4 * C, C, N, NULL);
     float *r = t; /* LN output no longer needed */
     if (b->kind == 'l') {
       if (rv_rala_f32(r, N, q, k, v, N, st->heads, hd, N, &rope, F->A) != RV_OK) return oom(F);
@@ -471,7 +473,7 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     rv_dwconv2d_f32(r, v, b->lepe_w, b->lepe_b, r, 1, C, H, W, 5, 1, 2); /* + lepe(v) */
     mul_inplace(r, o, (size_t)C * N);                                    /* * o */
     float *p = big;                                                      /* q is free */
-    CONV1X1(F, p, b->proj_w, b->proj_b, r, C, C, N);
+    CONV1X1(F, p, b->proj_w, b->proj_b, r, C, C, N, NULL);
     snprintf(name, sizeof name, "s%db%d.attn_out", si, j);
     emit(F, name, p, C, H, W);
     residual(x, p, b->gamma1, C, N);
@@ -480,11 +482,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     /* ffn on LN(x) */
     rv_layernorm_nchw_f32(t, x, b->ln2_g, b->ln2_b, 1, C, N, cfg->ln_eps);
     float *h1 = big, *h2 = big + (size_t)FF * N;
-    if (rv_pointwise_post_f32(h1, b->fc1_w, b->fc1_b, t, FF, C, (size_t)N, gelu_block, F->A) !=
-        RV_OK)
-      return oom(F);
+    CONV1X1(F, h1, b->fc1_w, b->fc1_b, t, FF, C, N, gelu_block);
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
-    CONV1X1(F, t, b->fc2_w, b->fc2_b, h2, C, FF, N);
+    CONV1X1(F, t, b->fc2_w, b->fc2_b, h2, C, FF, N, NULL);
     snprintf(name, sizeof name, "s%db%d.ffn_out", si, j);
     emit(F, name, t, C, H, W);
     residual(x, t, b->gamma2, C, N);
@@ -562,14 +562,14 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
     float *y = rv_arena_floats(F->A, (size_t)P * N);
     float *pool = rv_arena_floats(F->A, (size_t)P);
     if (!y || !pool) return oom(F);
-    CONV1X1(F, y, m->cls_w, m->cls_b, x, P, m->st[3].dim, N);
+    CONV1X1(F, y, m->cls_w, m->cls_b, x, P, m->st[3].dim, N, NULL);
     rv_silu_f32(y, (size_t)P * N);
     for (int c = 0; c < P; c++) {
       double s = 0;
       for (int l = 0; l < N; l++) s += y[(size_t)c * N + l];
       pool[c] = (float)(s / N);
     }
-    CONV1X1(F, logits, m->head_w, m->head_b, pool, cfg->num_classes, P, 1);
+    CONV1X1(F, logits, m->head_w, m->head_b, pool, cfg->num_classes, P, 1, NULL);
   }
   rv_arena_release(F->A, mk);
   return RV_OK;
