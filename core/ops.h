@@ -133,6 +133,17 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
                                       int n, int cin, int h, int wd, int cout, int pad,
                                       rv_act act, int m, int layout, rv_arena *scratch);
 
+/* y = act([y if accumulate] + b + conv3x3(up(x))), up = rv_resize_bilinear_f32 of x
+ * [n][cin][ih][iw] to oh x ow, the conv pad 1, stride 1, w [cout][cin][3][3], b may be NULL,
+ * act RV_ACT_NONE or RV_ACT_RELU; y [n][cout][oh][ow]. Computed at the input's resolution
+ * (the nine taps as one 1x1 conv, then resized and shifted into y: core/upconv.c): 9 ih iw
+ * instead of 9 oh ow multiply-adds per cin cout, the same sum up to float rounding.
+ * Workspace from scratch: 18 cin floats per output channel of a chunk plus at most 12 MB of
+ * tap planes (more only for coarse maps over 43690 pixels); RV_ERR_NOMEM if short. */
+rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
+                                   int n, int cin, int ih, int iw, int cout, int oh, int ow,
+                                   rv_act act, int accumulate, rv_arena *scratch);
+
 /* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
  * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias
  * residual but not x. */

@@ -149,6 +149,26 @@ rv_status rv_convmod_accumulate_into(const rv_convmod *m, float *y, size_t y_bat
   return forward_into(m, y, y_batch_stride, x, 1, a, ctx);
 }
 
+rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                   rv_tensor x, int oh, int ow, int accumulate, rv_arena *a,
+                                   rv_ctx *ctx) {
+  RV_ASSERT(m && m->w && y && x.data);
+  if (x.c != m->cin)
+    return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
+  if (m->k != 3 || m->stride != 1 || m->pad != 1 || (m->act != RV_ACT_NONE && m->act != RV_ACT_RELU))
+    return rv_error(ctx, RV_ERR_INTERNAL, "conv of an upsampled map: needs a 3x3 stride-1 pad-1 conv");
+  size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
+  for (int i = 0; i < x.n; i++) {
+    rv_status st = rv_conv3x3_upsampled_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item,
+                                            m->w, m->b, 1, x.c, x.h, x.w, m->cout, oh, ow, m->act,
+                                            accumulate, a);
+    if (st != RV_OK)
+      return rv_error(ctx, st, "conv 3x3 (%d -> %d channels) of a %dx%d input upsampled to %dx%d: %s",
+                      m->cin, m->cout, x.h, x.w, oh, ow, rv_status_str(st));
+  }
+  return RV_OK;
+}
+
 rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0, int cin,
                                   int with_bias_act, rv_ctx *ctx) {
   memset(dst, 0, sizeof *dst);

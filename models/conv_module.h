@@ -55,6 +55,13 @@ rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_
 rv_status rv_convmod_accumulate_into(const rv_convmod *m, float *y, size_t y_batch_stride,
                                      rv_tensor x, rv_arena *a, rv_ctx *ctx);
 
+/* y = act([y if accumulate] + conv(up(x)) + b), up = bilinear resize of x to oh x ow
+ * (align_corners=False), for a 3x3 stride-1 pad-1 module, without the upsampled map
+ * (rv_conv3x3_upsampled_f32: cheaper by the area ratio); same layout as _into. */
+rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batch_stride,
+                                   rv_tensor x, int oh, int ow, int accumulate, rv_arena *a,
+                                   rv_ctx *ctx);
+
 /* dst = the conv of src restricted to input channels [c0, c0 + cin) (weights copied:
  * [cout, cin, k, k]); with_bias_act: src's bias and act, else none (the parts of a conv
  * over a concatenation, summed with rv_convmod_accumulate_into, the last one with the bias

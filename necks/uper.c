@@ -149,6 +149,14 @@ static void resize_into_slice(float *cat, int cat_c, int c0, int oh, int ow, rv_
   }
 }
 
+/* Whether level i's slice of fpn_bottleneck is cheaper at the level's own resolution
+ * (rv_convmod_upsampled_into: 9 multiply-adds per coarse pixel, cin cout each) than as a
+ * Winograd F(4x4) conv over the upsampled map (2.25 per fine pixel plus the transforms):
+ * from a 2x upsampling (area 1/4) on, with a margin for sizes that do not halve exactly. */
+static int upsampled_cheaper(int h, int w, int h0, int w0) {
+  return (h != h0 || w != w0) && 10 * (size_t)h * (size_t)w <= 3 * (size_t)h0 * (size_t)w0;
+}
+
 rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inputs,
                           int num_inputs, rv_arena *a, rv_ctx *ctx) {
   const rv_uper_config *c = &u->cfg;
@@ -198,12 +206,18 @@ rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inp
    * lat[last], up = bilinear to level 0's size), accumulated in `out`, the bias and ReLU
    * with the last: the same sum as one conv over the concatenation without its buffer
    * (num_ins x channels at level 0: 537 MB for UperNet-S at 512x2048), and the 3x3
-   * convs' input transforms done once per input channel (core/winograd.c). */
+   * convs' input transforms done once per input channel (core/winograd.c). The coarse
+   * levels' terms are computed at their own resolution without up(F_i) (upsampled_cheaper). */
   const size_t item = (size_t)ch * (size_t)h0 * (size_t)w0;
   for (int i = 0; i <= last && st == RV_OK; i++) {
     rv_arena_mark mk = rv_arena_get_mark(a);
     rv_tensor f = lat[last];
     if (i < last) st = rv_convmod_forward(&u->fpn[i], &f, lat[i], a, ctx);
+    if (st == RV_OK && i > 0 && upsampled_cheaper(f.h, f.w, h0, w0)) {
+      st = rv_convmod_upsampled_into(&u->fpn_bottleneck[i], out->data, item, f, h0, w0, 1, a, ctx);
+      rv_arena_release(a, mk);
+      continue;
+    }
     if (st == RV_OK && (f.h != h0 || f.w != w0)) {
       rv_tensor up = rv_tensor_new(a, n, ch, h0, w0);
       if (!up.data) st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet fusion)");
