@@ -7,6 +7,8 @@
  *   OMP_NUM_THREADS=2 build-ops/bench_ops wino [reps]   (3x3 convs: im2col vs Winograd)
  *   OMP_NUM_THREADS=2 build-ops/bench_ops paths [reps]  (Winograd BLAS / fused / channels-last
  *                                      paths and the 1x1 kernel vs BLAS, alternating calls)
+ *   OMP_NUM_THREADS=2 build-ops/bench_ops upconv [reps] (UperNet's conv of an upsampled level:
+ *                                      resize + conv vs rv_conv3x3_upsampled_f32, alternating)
  * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/ops.h"
@@ -215,18 +217,65 @@ static void bench_paths(rv_arena *ar) {
   }
 }
 
+/* UperNet-S at 512x2048: fpn_bottleneck's 512 -> 512 slice over level i (64x256, 32x128,
+ * 16x64) resized to 128x512, accumulated: rv_resize_bilinear_f32 + rv_conv2d_f32
+ * (RV_CONV_AUTO_FAST: F(4x4)) against rv_conv3x3_upsampled_f32. */
+static void bench_upconv(rv_arena *ar) {
+  const int c = 512, oh = 128, ow = 512;
+  static const int lv[][2] = {{64, 256}, {32, 128}, {16, 64}};
+  printf("%-30s %12s %12s  max diff / max |y|\n", "512->512 to 128x512 (ms, best)", "resize+conv",
+         "upsampled");
+  for (size_t i = 0; i < sizeof lv / sizeof lv[0]; i++) {
+    const int ih = lv[i][0], iw = lv[i][1];
+    const size_t ny = (size_t)c * oh * ow;
+    float *x = buf((size_t)c * ih * iw), *wt = buf((size_t)c * c * 9), *up = buf(ny);
+    float *y[2] = {buf(ny), buf(ny)};
+    for (size_t j = 0; j < (size_t)c * c * 9; j++) wt[j] *= 0.02f;
+    rv_conv_params p = rv_conv_default_params(3, 1, 1);
+    p.algo = RV_CONV_AUTO_FAST;
+    p.accumulate = 1;
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r <= reps; r++)
+      for (int k = 0; k < 2; k++) {
+        memset(y[k], 0, ny * sizeof(float));
+        double t0 = now();
+        if (k) {
+          rv_conv3x3_upsampled_f32(y[1], x, wt, NULL, 1, c, ih, iw, c, oh, ow, RV_ACT_NONE, 1, ar);
+        } else {
+          rv_resize_bilinear_f32(up, x, c, ih, iw, oh, ow);
+          rv_conv2d_f32(y[0], up, wt, NULL, 1, c, oh, ow, c, p, ar);
+        }
+        double dt = now() - t0;
+        if (r > 0 && dt < best[k]) best[k] = dt;
+      }
+    char name[64];
+    snprintf(name, sizeof name, "from %dx%d", ih, iw);
+    double mx = 0;
+    for (size_t j = 0; j < ny; j++) mx = fabs(y[0][j]) > mx ? fabs(y[0][j]) : mx;
+    printf("%-30s %12.1f %12.1f  %.2g\n", name, best[0] * 1e3, best[1] * 1e3,
+           max_diff(y[0], y[1], ny) / mx);
+    rv_free(x), rv_free(wt), rv_free(up), rv_free(y[0]), rv_free(y[1]);
+  }
+}
+
 int main(int argc, char **argv) {
-  int wino = 0, paths = 0;
+  int wino = 0, paths = 0, upconv = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-c")) use_cpu = 1;
     else if (!strcmp(argv[i], "wino")) wino = 1;
     else if (!strcmp(argv[i], "paths")) paths = 1;
+    else if (!strcmp(argv[i], "upconv")) upconv = 1;
     else reps = atoi(argv[i]);
   }
   if (reps < 1) reps = 1;
   const char *core = rv_blas_init();
   printf("OpenBLAS core: %s, OpenMP threads: %d\n", core, omp_get_max_threads());
   rv_arena *ar = rv_arena_create(0);
+  if (upconv) {
+    bench_upconv(ar);
+    rv_arena_free(ar);
+    return 0;
+  }
   if (paths) {
     bench_paths(ar);
     rv_arena_free(ar);

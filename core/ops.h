@@ -199,6 +199,10 @@ void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, 
                                   int ow, double scale_h, double scale_w);
 void rv_resize_bilinear_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                   int ow);
+/* y += rv_resize_bilinear_f32(x) without the resized buffer (the same bits as resizing,
+ * then adding). */
+void rv_resize_bilinear_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                int ow);
 /* One output coordinate of a bilinear resize (align_corners=False, PyTorch CPU
  * upsample_bilinear2d with a float scale): src = max(scale * (dst + 0.5) - 0.5, 0),
  * out = l0 * in[i0] + l1 * in[i1]. Shared by the resize kernels and fused resize passes. */
@@ -220,6 +224,9 @@ static inline rv_lin_tap rv_bilinear_tap(float scale, int dst, int in) {
 }
 /* Nearest, PyTorch 'nearest' semantics: src = min(floor(dst * in/out), in-1). */
 void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
+/* y += rv_resize_nearest_f32(x), without the resized buffer. */
+void rv_resize_nearest_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                               int ow);
 /* AdaptiveAvgPool2d: bin i covers [floor(i*in/out), ceil((i+1)*in/out)). */
 void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
 /* MaxPool2d(k, stride, pad) with -inf padding, floor output size. */

@@ -28,15 +28,18 @@ RV_CLONES static void hrow(float *h, const float *xr, const int *i0, const int *
 }
 
 RV_CLONES static void vblend(float *yr, const float *ha, const float *hb, float a, float b,
-                             int cn) {
-  for (int j = 0; j < cn; j++) yr[j] = a * ha[j] + b * hb[j];
+                             int cn, int add) {
+  if (add) /* the blend rounded to float, then added: resize followed by an add, bit for bit */
+    for (int j = 0; j < cn; j++) yr[j] += a * ha[j] + b * hb[j];
+  else
+    for (int j = 0; j < cn; j++) yr[j] = a * ha[j] + b * hb[j];
 }
 
 /* Separable evaluation of the formula above (same operations, same rounding): each needed
  * input row is interpolated horizontally once into a two-row cache, then output rows are
  * vertical blends (vectorised). Work units are (plane, block of RB output rows). */
 static void bilinear(float *y, const float *x, int planes, int ih, int iw, int oh, int ow,
-                     float sh, float sw) {
+                     float sh, float sw, int add) {
   int i0[TAPS], i1[TAPS];
   float l0[TAPS], l1[TAPS];
   long nblk = (oh + RB - 1) / RB, units = (long)planes * nblk;
@@ -68,7 +71,7 @@ static void bilinear(float *y, const float *x, int planes, int ih, int iw, int o
         }
         float *yr = y + ((size_t)p * oh + oy) * ow + c0;
         const float *ha = h[0], *hb = h[1];
-        vblend(yr, ha, hb, th.l0, th.l1, cn);
+        vblend(yr, ha, hb, th.l0, th.l1, cn, add);
       }
     }
   }
@@ -77,7 +80,13 @@ static void bilinear(float *y, const float *x, int planes, int ih, int iw, int o
 void rv_resize_bilinear_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                             int ow) {
   RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
-  bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow);
+  bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow, 0);
+}
+
+void rv_resize_bilinear_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                int ow) {
+  RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
+  bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow, 1);
 }
 
 /* scale_h/scale_w are 1/s for F.interpolate(scale_factor=s); <= 0 means in/out. */
@@ -86,7 +95,7 @@ void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, 
   RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
   float sh = scale_h > 0 ? (float)scale_h : (float)ih / (float)oh;
   float sw = scale_w > 0 ? (float)scale_w : (float)iw / (float)ow;
-  bilinear(y, x, planes, ih, iw, oh, ow, sh, sw);
+  bilinear(y, x, planes, ih, iw, oh, ow, sh, sw, 0);
 }
 
 /* Reference: the same formula written directly, no tap struct, double blend. */
@@ -120,11 +129,14 @@ static int nearest_src(int dst, int in, int out) {
   return s < in - 1 ? s : in - 1;
 }
 
-RV_CLONES static void gather_row(float *yr, const float *xr, const int *idx, int cn) {
-  for (int j = 0; j < cn; j++) yr[j] = xr[idx[j]];
+RV_CLONES static void gather_row(float *yr, const float *xr, const int *idx, int cn, int add) {
+  if (add)
+    for (int j = 0; j < cn; j++) yr[j] += xr[idx[j]];
+  else
+    for (int j = 0; j < cn; j++) yr[j] = xr[idx[j]];
 }
 
-void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow) {
+static void nearest(float *y, const float *x, int planes, int ih, int iw, int oh, int ow, int add) {
   RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
   int idx[TAPS];
   long rows = (long)planes * oh;
@@ -135,9 +147,18 @@ void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw,
     for (long r = 0; r < rows; r++) {
       int p = (int)(r / oh), oy = (int)(r % oh);
       gather_row(y + (size_t)r * ow + c0, x + ((size_t)p * ih + nearest_src(oy, ih, oh)) * iw,
-                 idx, cn);
+                 idx, cn, add);
     }
   }
+}
+
+void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow) {
+  nearest(y, x, planes, ih, iw, oh, ow, 0);
+}
+
+void rv_resize_nearest_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                               int ow) {
+  nearest(y, x, planes, ih, iw, oh, ow, 1);
 }
 
 void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int iw, int oh,

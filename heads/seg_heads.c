@@ -154,19 +154,14 @@ rv_status rv_fpn_head_forward(const rv_fpn_head *h, rv_tensor *logits, const rv_
     rv_tensor y;
     st = scale_head(h, i, &y, inputs[i], a, ctx);
     if (st != RV_OK) break;
+    float *d = sum.data;
     const float *src = y.data;
     if (y.h != h0 || y.w != w0) {
-      float *tmp = rv_arena_floats(a, cnt);
-      if (!tmp) {
-        st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (FPNHead resize)");
-        break;
-      }
-      rv_resize_bilinear_f32(tmp, y.data, n * y.c, y.h, y.w, h0, w0);
-      src = tmp;
-    }
-    float *d = sum.data;
+      rv_resize_bilinear_add_f32(d, src, n * y.c, y.h, y.w, h0, w0);
+    } else {
 #pragma omp parallel for schedule(static) if (cnt > 65536)
-    for (size_t j = 0; j < cnt; j++) d[j] += src[j];
+      for (size_t j = 0; j < cnt; j++) d[j] += src[j];
+    }
     rv_arena_release(a, mi);
   }
   if (st == RV_OK)

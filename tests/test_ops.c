@@ -618,6 +618,30 @@ static void test_resize_sweep(void **state) {
       free(xs), free(ys);
     }
   }
+  /* the _add variants: y + resize(x) with the same bits as resizing into a buffer, then
+   * adding (the UperNet / Semantic FPN / FPN top-down sums), up, down and over chunks */
+  {
+    int dims[4][4] = {{5, 7, 13, 31}, {31, 13, 7, 5}, {9, 1000, 70, 2100}, {16, 64, 128, 512}};
+    for (int t = 0; t < 4; t++) {
+      int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
+      size_t ny = (size_t)2 * oh * ow;
+      float *xs = frand((size_t)2 * ih * iw, 31), *ya = frand(ny, 32), *yb = frand(ny, 32);
+      float *r = malloc(ny * 4);
+      assert_non_null(r);
+      for (int kind = 0; kind < 2; kind++) {
+        if (kind) {
+          rv_resize_nearest_f32(r, xs, 2, ih, iw, oh, ow);
+          rv_resize_nearest_add_f32(ya, xs, 2, ih, iw, oh, ow);
+        } else {
+          rv_resize_bilinear_f32(r, xs, 2, ih, iw, oh, ow);
+          rv_resize_bilinear_add_f32(ya, xs, 2, ih, iw, oh, ow);
+        }
+        for (size_t j = 0; j < ny; j++) yb[j] += r[j];
+        assert_memory_equal(ya, yb, ny * sizeof(float));
+      }
+      free(xs), free(ya), free(yb), free(r);
+    }
+  }
   /* large enough for the parallel path; identity resize copies */
   int planes = 4, h = 97, w = 131;
   float *x = frand((size_t)planes * h * w, 5), *y = malloc((size_t)planes * h * w * 4);
