@@ -168,15 +168,18 @@ int main(int argc, char **argv) {
         times[i] = times[j];
         times[j] = t;
       }
+  /* the median as Python's statistics.median takes it (tools/seg_torch.py): the mean of the
+   * middle two for an even count */
+  const double med = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   if (json)
     printf("{\"model\":\"%s\",\"size\":\"%dx%d\",\"median_ms\":%.1f,\"min_ms\":%.1f,\"backbone_ms\":%.1f,"
            "\"head_ms\":%.1f,\"post_ms\":%.1f,\"peak_rss_mb\":%.0f}\n",
-           model, H, W, times[runs / 2], best, tb, td, tp, ru.ru_maxrss / 1024.0);
+           model, H, W, med, best, tb, td, tp, ru.ru_maxrss / 1024.0);
   else
     printf("%s %dx%d: median %.0f ms, best %.0f ms (backbone %.0f, head %.0f, resize+argmax %.0f), peak RSS %.0f MB\n",
-           model, H, W, times[runs / 2], best, tb, td, tp, ru.ru_maxrss / 1024.0);
+           model, H, W, med, best, tb, td, tp, ru.ru_maxrss / 1024.0);
   free(times);
   free(labels);
   rv_arena_free(a);
