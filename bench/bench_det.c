@@ -1,8 +1,9 @@
 /* Whole detector benchmark (not a test): RAVLT backbone + FPN (256, max-pool P6) + RPN +
  * Cascade RoI head (3 x ConvFC 4conv1fc, 1024) or Mask R-CNN RoI head (Shared2FC) + FCN mask
- * heads, random weights, 80 classes, on a padded HxW input (800x1344 = the 1333x800 test scale
- * of a 4:3 photograph). score_thr 0 by default keeps max_per_img (100) detections and their
- * pasted masks: the worst case. Build by hand against the library (bench/bench_det.sh does it):
+ * heads, or RetinaNet (FPN from stage 2 with extra convs, RetinaHead), random weights, 80
+ * classes, on a padded HxW input (800x1344 = the 1333x800 test scale of a 4:3 photograph).
+ * score_thr 0 by default keeps max_per_img (100) detections and their pasted masks: the
+ * worst case (RetinaNet: its config's 0.05 by default). Build by hand against the library (bench/bench_det.sh does it):
  *   gcc -O2 -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/bench_det.c \
  *       build/libravlt.a $(pkg-config --libs opencv4 libcjson libzip) \
  *       -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lstdc++ -lm -o build/bench_det
@@ -40,6 +41,7 @@ static void det_trace(void *user, const char *name, const float *data, const int
   det_clock *c = user;
   for (int s = 0; s < 4; s++)
     if (strncmp(name, pre[s], strlen(pre[s])) == 0) c->last[s] = now();
+  if (strncmp(name, "retina.", 7) == 0) c->last[1] = now(); /* RetinaNet's head: the rpn slot */
 }
 
 static uint64_t rng = 88172645463325252ULL;
@@ -93,6 +95,37 @@ static void bn(rv_weights *w, const char *prefix, int c) {
     snprintf(n, sizeof n, "%s.bn.%s", prefix, sfx[i]);
     add(w, n, 1, s1, lo[i], hi[i]);
   }
+}
+
+/* RetinaNet (RALA_retinanet.py): FPN from stage 2 with two extra 3x3 stride-2 convs (the
+ * first on the last backbone output), 4 + 4 head convs, 9 anchors; retina_cls's bias at
+ * mmdet's init (prior 0.01), so that few scores pass score_thr 0.05 as with trained weights */
+static rv_weights *retina_weights(const int *dims, int K) {
+  const int C = 256;
+  rv_weights *w = rv_weights_new("random");
+  char p[160];
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "neck.lateral_convs.%d.conv", i);
+    conv(w, p, dims[i + 1], C, 1, 1);
+  }
+  for (int i = 0; i < 5; i++) {
+    snprintf(p, sizeof p, "neck.fpn_convs.%d.conv", i);
+    conv(w, p, i == 3 ? dims[3] : C, C, 3, 1);
+  }
+  for (int i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "bbox_head.cls_convs.%d.conv", i);
+    conv(w, p, C, C, 3, 1);
+    snprintf(p, sizeof p, "bbox_head.reg_convs.%d.conv", i);
+    conv(w, p, C, C, 3, 1);
+  }
+  char n[256];
+  int64_t s4[4] = {9 * K, C, 3, 3}, s1[1] = {9 * K};
+  snprintf(n, sizeof n, "bbox_head.retina_cls.weight");
+  add(w, n, 4, s4, 0, 0);
+  snprintf(n, sizeof n, "bbox_head.retina_cls.bias");
+  add(w, n, 1, s1, -4.595f, -4.595f);
+  conv(w, "bbox_head.retina_reg", C, 36, 3, 1);
+  return w;
 }
 
 static rv_weights *det_weights(int cascade, const int *dims, int K) {
@@ -151,8 +184,8 @@ static rv_weights *det_weights(int cascade, const int *dims, int K) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench_det cascade-t|s|b|l|maskrcnn-t|s|b|l [HxW] [runs] [score_thr] "
-                    "[--json]\n");
+    fprintf(stderr, "usage: bench_det cascade-t|s|b|l|maskrcnn-t|s|b|l|retinanet-t|s|b|l [HxW] "
+                    "[runs] [score_thr (default 0; RetinaNet: its config's 0.05)] [--json]\n");
     return 2;
   }
   const char *model = argv[1];
@@ -164,7 +197,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) json |= strcmp(argv[i], "--json") == 0;
   const char *dash = strchr(model, '-');
   if (!dash || runs < 1) return 2;
-  int cascade = strncmp(model, "cascade", 7) == 0;
+  int cascade = strncmp(model, "cascade", 7) == 0, retina = strncmp(model, "retinanet", 9) == 0;
   char preset[64];
   snprintf(preset, sizeof preset, "ravlt-%s-backbone", dash + 1);
   rv_ctx *ctx = rv_ctx_create();
@@ -175,10 +208,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", rv_ctx_errmsg(ctx));
     return 1;
   }
-  rv_weights *w = det_weights(cascade, bc.embed_dims, 80);
-  rv_detector_config dc = rv_detector_default_config(cascade ? RV_DET_CASCADE_MASK_RCNN
-                                                             : RV_DET_MASK_RCNN);
-  dc.rcnn.score_thr = thr;
+  rv_weights *w = retina ? retina_weights(bc.embed_dims, 80) : det_weights(cascade, bc.embed_dims, 80);
+  rv_detector_config dc = rv_detector_default_config(
+      retina ? RV_DET_RETINANET : cascade ? RV_DET_CASCADE_MASK_RCNN : RV_DET_MASK_RCNN);
+  dc.rcnn.score_thr = thr; /* RetinaNet keeps its config's 0.05 unless given */
+  if (retina && argc > 4 && argv[4][0] != '-') dc.retina.score_thr = thr;
   if (rv_detector_load(&det, &dc, w, ctx)) {
     fprintf(stderr, "%s\n", rv_ctx_errmsg(ctx));
     return 1;

@@ -3,10 +3,13 @@
 # mmdet/GLTA code (tools/det_torch.py + tools/ravlt_torch.py: same semantics, checked against
 # the head fixtures) on the same machine, threads, random weights and input. Both time backbone
 # + FPN + RPN + RoI heads + mask heads + paste of max_per_img (100) masks (score_thr 0, the
-# worst case). Not a test: minutes per model on 2 cores.
+# worst case); RetinaNet (retinanet-t/s/b/l): backbone + FPN + RetinaHead + get_bboxes at its
+# config's score_thr 0.05, with mmdet's head init (prior 0.01: no box passes it, so this times
+# the network). Not a test: minutes per model on 2 cores.
 #
 #   bash bench/bench_det.sh [BUILD_DIR=build] [--threads N] [--runs N]
-#                           [--models "cascade-s maskrcnn-t"] [--sizes "800x1344"] [--no-torch]
+#                           [--models "cascade-s maskrcnn-t retinanet-s"] [--sizes "800x1344"]
+#                           [--no-torch]
 #
 # OPENBLAS_CORETYPE: see bench/bench_backbone.sh (OpenBLAS 0.3.21 falls back to SSE3 kernels
 # on recent Xeons); set here from /proc/cpuinfo unless already set, for both programs.
@@ -40,7 +43,7 @@ printf "%-11s %-9s %9s %8s %8s %7s | %9s %8s %8s %7s | %7s\n" model size ravlt_m
   torch_ms backbone heads RSS_MB speedup
 for m in $MODELS; do
   for s in $SIZES; do
-    r=$("$B/bench_det" "$m" "$s" "$RUNS" 0 --json)
+    r=$("$B/bench_det" "$m" "$s" "$RUNS" --json)
     line=$(printf "%-11s %-9s %9.0f %8.0f %8.0f %7.0f" "$m" "$s" "$(num "$r" median_ms)" \
       "$(num "$r" backbone_ms)" "$(num "$r" heads_ms)" "$(num "$r" peak_rss_mb)")
     if [ "$TORCH" = 1 ]; then

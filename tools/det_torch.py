@@ -19,6 +19,7 @@ port of tools/ravlt_torch.py. Needs only torch (Debian python3-torch).
   python3 tools/det_torch.py random cascade_mask_rcnn OUT --classes 7 --width 40 --fc 96
   # whole model (backbone + FPN + RPN + RoI heads + 100 pasted masks), random weights:
   python3 tools/det_torch.py bench cascade-s --size 800x1344 --threads 2 --runs 3 [--json]
+  python3 tools/det_torch.py bench retinanet-s ...   # RetinaNet (tools/train_det_demo.py's port)
 """
 import argparse
 import json
@@ -526,24 +527,53 @@ def randomize_bn(m, gen):
             mod.running_var.uniform_(0.5, 1.5, generator=gen)
 
 
+class RetinaNet(nn.Module):
+    """RALA_retinanet.py: the backbone, mmdet's FPN (start_level 1, extra convs on the input)
+    and RetinaHead (4 + 4 convs, 9 anchors) of tools/train_det_demo.py (its post-processing:
+    RetinaHead.get_bboxes, nms_pre 1000, score_thr 0.05, IoU 0.5, 100 per image), with
+    mmdet's init of the head (normal(0, 0.01), cls bias at prior 0.01)."""
+    def __init__(self, backbone, in_channels, classes=80, c=256):
+        super().__init__()
+        import train_det_demo  # noqa: E402 (it imports this module)
+        self.t = train_det_demo
+        self.backbone = backbone
+        self.neck = train_det_demo.RetinaFPN(in_channels, c)
+        self.bbox_head = train_det_demo.RetinaHead(c, classes, 4)
+
+    def heads(self, feats, meta, trace=None, score_thr=0.05):
+        outs = []
+        for p in self.neck(feats):
+            cls, reg = self.bbox_head.forward_level(p)
+            outs.append((cls.permute(0, 2, 3, 1).reshape(1, -1, self.bbox_head.nc),
+                         reg.permute(0, 2, 3, 1).reshape(1, -1, 4)))
+        h, w = meta["img_shape"]
+        anchors, _ = self.t.level_anchors(h, w)
+        b, s, l = self.t.retina_post(outs, 0, anchors, h, w, 1000, score_thr)
+        return b, s, l, None
+
+
 def cmd_bench(a):
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     arch, size = a.model.split("-")
     bb = ravlt_torch.make_model("ravlt-" + size)
     dims = ravlt_torch.PRESETS["ravlt-" + size]["embed_dims"]
-    m = Detector(bb, dims, 80, DET_PRESETS[arch]).eval()
+    if arch == "retinanet":
+        m = RetinaNet(bb, dims).eval()
+    else:
+        m = Detector(bb, dims, 80, DET_PRESETS[arch]).eval()
     randomize_bn(m, torch.Generator().manual_seed(1))
     h, w = (int(v) for v in a.size.lower().split("x"))
     x = torch.randn(1, 3, h, w)
     meta = {"img_shape": (h, w), "ori_shape": (h * 3 // 5, w * 3 // 5), "scale_factor": [5 / 3] * 4}
+    thr = a.score_thr if a.score_thr is not None else 0.05 if arch == "retinanet" else 0.0
     times, parts, ndet = [], [], 0
     with torch.no_grad():
         for r in range(a.runs + 1):  # run 0 is the warm-up
             t0 = time.perf_counter()
             feats = m.backbone(x)
             t1 = time.perf_counter()
-            b, s, l, masks = m.heads(list(feats), meta, score_thr=a.score_thr)
+            b, s, l, masks = m.heads(list(feats), meta, score_thr=thr)
             t2 = time.perf_counter()
             ndet = b.size(0)
             if r:
@@ -589,12 +619,13 @@ def main():
     q.add_argument("--fixtures", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared",
                                                       "fixtures"))
     b = sub.add_parser("bench")
-    b.add_argument("model", help="cascade-t/s/b/l or maskrcnn-t/s/b/l")
+    b.add_argument("model", help="cascade-t/s/b/l, maskrcnn-t/s/b/l or retinanet-t/s/b/l")
     b.add_argument("--size", default="800x1344", help="padded input HxW (1333x800 test scale)")
     b.add_argument("--threads", type=int, default=2)
     b.add_argument("--runs", type=int, default=3)
-    b.add_argument("--score-thr", type=float, default=0.0,
-                   help="0 keeps max_per_img (100) detections and masks, the worst case")
+    b.add_argument("--score-thr", type=float, default=None,
+                   help="default 0 for the R-CNNs (keeps max_per_img (100) detections and masks, "
+                        "the worst case), RetinaNet its config's 0.05")
     b.add_argument("--json", action="store_true")
     a = p.parse_args()
     return {"check": cmd_check, "perturb": cmd_perturb, "resize": cmd_resize,

@@ -343,31 +343,34 @@ def normalize(xb, ph, pw):
 
 
 # ---- inference (mmdet 2.11 RetinaHead.get_bboxes, rescale with scale factor 1) ----------------
+def retina_post(outs, b, anchors, img_h, img_w, nms_pre, score_thr=0.05, iou_thr=0.5, max_per=100):
+    """Image b of the per-level (cls [B, HWA, C], reg [B, HWA, 4]) -> boxes, scores, labels."""
+    mb, ms = [], []
+    for (cls, reg), anc in zip(outs, anchors):
+        s = cls[b].sigmoid()
+        r = reg[b]
+        a = anc
+        if 0 < nms_pre < s.shape[0]:
+            _, top = s.max(1)[0].topk(nms_pre)
+            s, r, a = s[top], r[top], a[top]
+        mb.append(det_torch.delta2bbox(a, r, [1.0, 1.0, 1.0, 1.0], (img_h, img_w)))
+        ms.append(s)
+    bb, sc = torch.cat(mb), torch.cat(ms)
+    nc = sc.shape[1]
+    bb = bb[:, None].expand(-1, nc, 4).reshape(-1, 4)
+    lb = torch.arange(nc).view(1, -1).expand(sc.shape[0], -1).reshape(-1)
+    sc = sc.reshape(-1)
+    m = sc > score_thr
+    bb, sc, lb = bb[m], sc[m], lb[m]
+    keep = det_torch.batched_nms(bb, sc, lb, iou_thr)[:max_per]
+    return bb[keep], sc[keep], lb[keep]
+
+
 def detect(model, x, anchors, img_h, img_w, nms_pre, score_thr=0.05, iou_thr=0.5, max_per=100):
-    results = []
     with torch.no_grad():
         outs = model(x)
-    for b in range(x.shape[0]):
-        mb, ms = [], []
-        for (cls, reg), anc in zip(outs, anchors):
-            s = cls[b].sigmoid()
-            r = reg[b]
-            a = anc
-            if 0 < nms_pre < s.shape[0]:
-                _, top = s.max(1)[0].topk(nms_pre)
-                s, r, a = s[top], r[top], a[top]
-            mb.append(det_torch.delta2bbox(a, r, [1.0, 1.0, 1.0, 1.0], (img_h, img_w)))
-            ms.append(s)
-        bb, sc = torch.cat(mb), torch.cat(ms)
-        nc = sc.shape[1]
-        bb = bb[:, None].expand(-1, nc, 4).reshape(-1, 4)
-        lb = torch.arange(nc).view(1, -1).expand(sc.shape[0], -1).reshape(-1)
-        sc = sc.reshape(-1)
-        m = sc > score_thr
-        bb, sc, lb = bb[m], sc[m], lb[m]
-        keep = det_torch.batched_nms(bb, sc, lb, iou_thr)[:max_per]
-        results.append((bb[keep], sc[keep], lb[keep]))
-    return results
+    return [retina_post(outs, b, anchors, img_h, img_w, nms_pre, score_thr, iou_thr, max_per)
+            for b in range(x.shape[0])]
 
 
 def results_json(dets, ids):
