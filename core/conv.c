@@ -226,9 +226,9 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
  * the FPN neck and RPN with Lavin's points; with the points of core/winograd.c it still
  * doubles the detector fixtures' errors there (Mask R-CNN final scores 5.5e-6 -> 1.08e-5,
  * tolerance 1e-5), while F(2x2) kept every detector fixture at its im2col errors or below.
- * RV_CONV_AUTO_FAST is used by the UperNet and Semantic FPN heads and the RoI conv stacks
+ * RV_CONV_AUTO_FAST is used by the UperNet and Semantic FPN heads, the RoI conv stacks
  * (bbox / mask heads; Cascade fixture final scores 1.85e-5 from the reference with it,
- * 3.1e-5 before Winograd). */
+ * 3.1e-5 before Winograd) and RetinaNet's head (heads/retina.c). */
 static rv_conv_algo winograd_rule(int n, int cin, int cout, int oh, int ow, int fast) {
   size_t px = (size_t)n * oh * ow;
   if (cin < 32 || cout < 32 || px < 256) return RV_CONV_IM2COL;
