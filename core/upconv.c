@@ -26,7 +26,7 @@
 #include <omp.h>
 #include <string.h>
 
-#define G_BYTES ((size_t)12 << 20) /* one chunk's nine G planes per output channel, at most */
+#define G_BYTES ((size_t)12 << 20) /* bytes of a chunk's G planes (nine per output channel), at most */
 
 typedef struct {
   int *i0, *i1;
