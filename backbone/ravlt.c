@@ -412,11 +412,7 @@ static void residual(float *x, const float *p, const float *g, int c, int n) {
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define CLONES
-#endif
+#define CLONES RV_CLONES4
 
 /* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7):
  * applied by fc1's rv_pointwise_post_f32 to each block of its output while in cache (a

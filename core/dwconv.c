@@ -66,7 +66,7 @@ static inline void dw_interior(float *restrict yr, const float *const *xr, const
 
 /* One plane, stride 1, k <= 7, pad < k, rows of any width: single pass per output row with
  * bounds-checked border columns (used when a padded band would not fit dw_plane_band). */
-RV_CLONES static void dw_plane_rows(float *yp, const float *xp, const float *wp, float bv,
+RV_CLONES4 static void dw_plane_rows(float *yp, const float *xp, const float *wp, float bv,
                                   const float *rp, int h, int wd, int k, int pad, int oh,
                                   int ow) {
   const float *xr[7];
@@ -118,7 +118,7 @@ RV_CLONES static void dw_plane_rows(float *yp, const float *xp, const float *wp,
  * copied into a zero-padded buffer of width wd + 2 pad, so every output pixel takes all
  * k*k taps from valid memory and each output row is one vectorised pass (no border code,
  * weights fixed for the plane). Returns 0 if the rows are too wide for the buffer. */
-RV_CLONES static int dw_plane_band(float *yp, const float *xp, const float *wp, float bv,
+RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp, float bv,
                                    const float *rp, int h, int wd, int k, int pad, int oh,
                                    int ow) {
   float buf[DWBUF];

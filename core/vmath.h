@@ -44,6 +44,16 @@
 #define RV_CLONES
 #endif
 
+/* RV_CLONES4: the same with an x86-64-v4 (AVX-512, 16-wide) clone as well, for the loops
+ * that gain from it (Winograd transforms, softmax, depthwise convs, ...). GCC only, and not
+ * under AddressSanitizer (there RV_CLONES). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(RV_NO_CLONES) && !defined(__AVX2__)
+#define RV_CLONES4 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define RV_CLONES4 RV_CLONES
+#endif
+
 static inline float rv_vexpf(float x) {
   x = x < 88.3762626647949f ? x : 88.3762626647949f; /* 127.5 ln2: keeps 2^n finite */
   x = x > -87.3365f ? x : -87.3365f;

@@ -67,12 +67,7 @@
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
 /* the transforms also for AVX-512 (the channels-last path runs them on 256 lanes) */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && \
-    !defined(__SANITIZE_ADDRESS__) && !defined(RV_NO_CLONES) && !defined(__AVX2__)
-#define TR_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TR_CLONES RV_CLONES
-#endif
+#define TR_CLONES RV_CLONES4
 
 /* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
 
