@@ -60,8 +60,10 @@ RV_CLONES static void axpy_row(float *restrict s, const float *r, float a, int n
     for (int X = 0; X < n; X++) s[X] += a * r[X];
 }
 
-RV_CLONES static void store_row(float *restrict y, const float *s, float b, int n, int accumulate,
-                                int relu) {
+/* (not "store_row": clang gives the ifunc resolvers of static clones global names, and
+ * winograd.c has one) */
+RV_CLONES static void store_out_row(float *restrict y, const float *s, float b, int n,
+                                    int accumulate, int relu) {
   if (accumulate)
     for (int X = 0; X < n; X++) y[X] = y[X] + (b + s[X]);
   else
@@ -100,7 +102,7 @@ static void scatter_channel(float *y, const float *const g[9], float bias, int i
       axpy_row(sum, row[1], tv.l1, ow, 0);
       first = 0;
     }
-    store_row(y + (size_t)Y * ow, sum, bias, ow, accumulate, relu);
+    store_out_row(y + (size_t)Y * ow, sum, bias, ow, accumulate, relu);
   }
 }
 
