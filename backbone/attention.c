@@ -116,25 +116,31 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
   rv_arena_mark mk = rv_arena_get_mark(arena);
   float *scratch = rv_arena_floats(arena, per * nth);
   if (!scratch) return RV_ERR_NOMEM;
-#pragma omp parallel num_threads(nth) if (nth > 1)
-  {
-    int tid = 0;
+#define RUN_TASK(t, tid)                                                                        \
+  do {                                                                                         \
+    float *s_ = scratch + per * (tid), *o_ = s_ + (size_t)BQ * BK, *m_ = o_ + (size_t)BQ * d;  \
+    const int h_ = (t) / nqt, q0_ = ((t) % nqt) * BQ, bq_ = n - q0_ < BQ ? n - q0_ : BQ;       \
+    const size_t off_ = (size_t)h_ * d * ld;                                                   \
+    flash_tile(res + (size_t)h_ * d * ldr, ldr, q + off_, k + off_, v + off_, ld, d, n, scale, \
+               q0_, bq_, s_, o_, m_, m_ + BQ);                                                 \
+  } while (0)
+  if (nth == 1) {
+    /* not an inactive parallel region: inside one, OpenBLAS (omp_in_parallel() false) would
+     * fork its own team, which LLVM's libomp (clang builds) serialises while OpenBLAS's
+     * workers wait on each other: a sched_yield livelock */
+    for (int t = 0; t < tasks; t++) RUN_TASK(t, 0);
+  } else {
+#pragma omp parallel num_threads(nth)
+    {
+      int tid = 0;
 #ifdef _OPENMP
-    tid = omp_get_thread_num();
+      tid = omp_get_thread_num();
 #endif
-    float *s = scratch + per * tid;
-    float *o = s + (size_t)BQ * BK;
-    float *m = o + (size_t)BQ * d;
-    float *l = m + BQ;
 #pragma omp for schedule(dynamic, 1)
-    for (int t = 0; t < tasks; t++) {
-      const int h = t / nqt, q0 = (t % nqt) * BQ;
-      const int bq = n - q0 < BQ ? n - q0 : BQ;
-      const size_t off = (size_t)h * d * ld;
-      flash_tile(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, scale, q0,
-                 bq, s, o, m, l);
+      for (int t = 0; t < tasks; t++) RUN_TASK(t, tid);
     }
   }
+#undef RUN_TASK
   rv_arena_release(arena, mk);
   return RV_OK;
 }
