@@ -3,10 +3,15 @@
 # CLI end-to-end tests) through ctest.
 #   bash scripts/test.sh              # optimised build in build/
 #   bash scripts/test.sh --sanitize   # ASan + UBSan build in build-asan/
+#   bash scripts/test.sh --clang      # optimised clang build in build-clang/ (LLVM's libomp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=build
 flags=(-DCMAKE_BUILD_TYPE=Release)
+if [ "${1:-}" = "--clang" ]; then
+  dir=build-clang
+  export CC=clang CXX=clang++
+fi
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAVLT_SANITIZE=ON)
