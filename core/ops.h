@@ -200,7 +200,7 @@ void rv_resize_bilinear_scale_f32(float *y, const float *x, int planes, int ih, 
 void rv_resize_bilinear_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                   int ow);
 /* y += rv_resize_bilinear_f32(x) without the resized buffer (the same bits as resizing,
- * then adding). */
+ * then adding); y += x when the sizes are equal. */
 void rv_resize_bilinear_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                 int ow);
 /* One output coordinate of a bilinear resize (align_corners=False, PyTorch CPU
@@ -224,7 +224,8 @@ static inline rv_lin_tap rv_bilinear_tap(float scale, int dst, int in) {
 }
 /* Nearest, PyTorch 'nearest' semantics: src = min(floor(dst * in/out), in-1). */
 void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
-/* y += rv_resize_nearest_f32(x), without the resized buffer. */
+/* y += rv_resize_nearest_f32(x), without the resized buffer; y += x when the sizes are
+ * equal. */
 void rv_resize_nearest_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                int ow);
 /* AdaptiveAvgPool2d: bin i covers [floor(i*in/out), ceil((i+1)*in/out)). */

@@ -83,10 +83,20 @@ void rv_resize_bilinear_f32(float *y, const float *x, int planes, int ih, int iw
   bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow, 0);
 }
 
+/* y += x where no resize is needed (also skips the 0 * x[i1] taps, which would turn an
+ * infinite neighbour into NaN) */
+static void add_same(float *y, const float *x, size_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (size_t i = 0; i < n; i++) y[i] += x[i];
+}
+
 void rv_resize_bilinear_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                 int ow) {
   RV_ASSERT(ih > 0 && iw > 0 && oh > 0 && ow > 0);
-  bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow, 1);
+  if (ih == oh && iw == ow)
+    add_same(y, x, (size_t)planes * oh * ow);
+  else
+    bilinear(y, x, planes, ih, iw, oh, ow, (float)ih / (float)oh, (float)iw / (float)ow, 1);
 }
 
 /* scale_h/scale_w are 1/s for F.interpolate(scale_factor=s); <= 0 means in/out. */
@@ -158,7 +168,10 @@ void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw,
 
 void rv_resize_nearest_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
                                int ow) {
-  nearest(y, x, planes, ih, iw, oh, ow, 1);
+  if (ih == oh && iw == ow)
+    add_same(y, x, (size_t)planes * oh * ow);
+  else
+    nearest(y, x, planes, ih, iw, oh, ow, 1);
 }
 
 void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int iw, int oh,

@@ -148,20 +148,12 @@ rv_status rv_fpn_head_forward(const rv_fpn_head *h, rv_tensor *logits, const rv_
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor sum;
   rv_status st = scale_head(h, 0, &sum, inputs[0], a, ctx);
-  const size_t cnt = st == RV_OK ? rv_tensor_numel(sum) : 0;
   for (int i = 1; i < c->num_levels && st == RV_OK; i++) {
     rv_arena_mark mi = rv_arena_get_mark(a);
     rv_tensor y;
     st = scale_head(h, i, &y, inputs[i], a, ctx);
     if (st != RV_OK) break;
-    float *d = sum.data;
-    const float *src = y.data;
-    if (y.h != h0 || y.w != w0) {
-      rv_resize_bilinear_add_f32(d, src, n * y.c, y.h, y.w, h0, w0);
-    } else {
-#pragma omp parallel for schedule(static) if (cnt > 65536)
-      for (size_t j = 0; j < cnt; j++) d[j] += src[j];
-    }
+    rv_resize_bilinear_add_f32(sum.data, y.data, n * y.c, y.h, y.w, h0, w0);
     rv_arena_release(a, mi);
   }
   if (st == RV_OK)

@@ -119,19 +119,6 @@ rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, const rv_weights *
   return RV_OK;
 }
 
-/* dst += nearest(src resized to dst's size), per plane. */
-static void add_nearest(rv_tensor dst, rv_tensor src) {
-  float *d = dst.data;
-  const float *s = src.data;
-  const size_t n = rv_tensor_numel(dst);
-  if (src.h != dst.h || src.w != dst.w) {
-    rv_resize_nearest_add_f32(d, s, src.n * src.c, src.h, src.w, dst.h, dst.w);
-    return;
-  }
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (size_t i = 0; i < n; i++) d[i] += s[i];
-}
-
 rv_status rv_fpn_forward(const rv_fpn *f, rv_tensor *outs, const rv_tensor *inputs,
                          int num_inputs, rv_arena *a, rv_ctx *ctx) {
   const rv_fpn_config *c = &f->cfg;
@@ -170,7 +157,9 @@ rv_status rv_fpn_forward(const rv_fpn *f, rv_tensor *outs, const rv_tensor *inpu
   rv_status st = RV_OK;
   for (int i = 0; i < nl && st == RV_OK; i++)
     st = rv_convmod_forward(&f->lateral[i], &lat[i], inputs[c->start_level + i], a, ctx);
-  for (int i = nl - 1; i > 0 && st == RV_OK; i--) add_nearest(lat[i - 1], lat[i]);
+  for (int i = nl - 1; i > 0 && st == RV_OK; i--) /* lat[i-1] += nearest(lat[i]) */
+    rv_resize_nearest_add_f32(lat[i - 1].data, lat[i].data, lat[i].n * lat[i].c, lat[i].h,
+                              lat[i].w, lat[i - 1].h, lat[i - 1].w);
   for (int i = 0; i < nl && st == RV_OK; i++)
     st = rv_convmod_forward_into(&f->out_conv[i], outs[i].data,
                                  (size_t)oc * (size_t)outs[i].h * (size_t)outs[i].w, lat[i], a, ctx);

@@ -117,19 +117,6 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
   return RV_OK;
 }
 
-/* dst += bilinear(src resized to dst's size). */
-static void add_bilinear(rv_tensor dst, rv_tensor src) {
-  float *d = dst.data;
-  const float *s = src.data;
-  const size_t n = rv_tensor_numel(dst);
-  if (src.h != dst.h || src.w != dst.w) {
-    rv_resize_bilinear_add_f32(d, s, src.n * src.c, src.h, src.w, dst.h, dst.w);
-    return;
-  }
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (size_t i = 0; i < n; i++) d[i] += s[i];
-}
-
 /* Write src (batch n, c channels) resized to oh x ow into channel offset `c0` of a
  * concatenation buffer with `cat_c` channels per item. */
 static void resize_into_slice(float *cat, int cat_c, int c0, int oh, int ow, rv_tensor src) {
@@ -195,7 +182,9 @@ rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inp
   }
   for (int i = 0; i < last && st == RV_OK; i++)
     st = rv_convmod_forward(&u->lateral[i], &lat[i], inputs[i], a, ctx);
-  for (int i = last; i > 0 && st == RV_OK; i--) add_bilinear(lat[i - 1], lat[i]);
+  for (int i = last; i > 0 && st == RV_OK; i--) /* lat[i-1] += bilinear(lat[i]) */
+    rv_resize_bilinear_add_f32(lat[i - 1].data, lat[i].data, n * ch, lat[i].h, lat[i].w,
+                               lat[i - 1].h, lat[i - 1].w);
   /* out = fpn_bottleneck(cat[F_0, up(F_1), ..., up(F_last)]) as the sum over levels i of
    * the conv of level i's weight slice over up(F_i) (F_i = fpn_convs[i](lat[i]), F_last =
    * lat[last], up = bilinear to level 0's size), accumulated in `out`, the bias and ReLU

@@ -619,10 +619,12 @@ static void test_resize_sweep(void **state) {
     }
   }
   /* the _add variants: y + resize(x) with the same bits as resizing into a buffer, then
-   * adding (the UperNet / Semantic FPN / FPN top-down sums), up, down and over chunks */
+   * adding (the UperNet / Semantic FPN / FPN top-down sums), up, down, over chunks and at
+   * equal sizes */
   {
-    int dims[4][4] = {{5, 7, 13, 31}, {31, 13, 7, 5}, {9, 1000, 70, 2100}, {16, 64, 128, 512}};
-    for (int t = 0; t < 4; t++) {
+    int dims[5][4] = {{5, 7, 13, 31}, {31, 13, 7, 5}, {9, 1000, 70, 2100}, {16, 64, 128, 512},
+                      {300, 301, 300, 301}}; /* the last: equal sizes, a plain add */
+    for (int t = 0; t < 5; t++) {
       int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
       size_t ny = (size_t)2 * oh * ow;
       float *xs = frand((size_t)2 * ih * iw, 31), *ya = frand(ny, 32), *yb = frand(ny, 32);
