@@ -199,18 +199,17 @@ rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inp
     if (i < last) st = rv_convmod_forward(&u->fpn[i], &f, lat[i], a, ctx);
     if (st == RV_OK && i > 0 && upsampled_cheaper(f.h, f.w, h0, w0)) {
       st = rv_convmod_upsampled_into(&u->fpn_bottleneck[i], out->data, item, f, h0, w0, 1, a, ctx);
-      rv_arena_release(a, mk);
-      continue;
+    } else {
+      if (st == RV_OK && (f.h != h0 || f.w != w0)) {
+        rv_tensor up = rv_tensor_new(a, n, ch, h0, w0);
+        if (!up.data) st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet fusion)");
+        if (st == RV_OK) rv_resize_bilinear_f32(up.data, f.data, n * ch, f.h, f.w, h0, w0);
+        f = up;
+      }
+      if (st == RV_OK)
+        st = i == 0 ? rv_convmod_forward_into(&u->fpn_bottleneck[i], out->data, item, f, a, ctx)
+                    : rv_convmod_accumulate_into(&u->fpn_bottleneck[i], out->data, item, f, a, ctx);
     }
-    if (st == RV_OK && (f.h != h0 || f.w != w0)) {
-      rv_tensor up = rv_tensor_new(a, n, ch, h0, w0);
-      if (!up.data) st = rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (UperNet fusion)");
-      if (st == RV_OK) rv_resize_bilinear_f32(up.data, f.data, n * ch, f.h, f.w, h0, w0);
-      f = up;
-    }
-    if (st == RV_OK)
-      st = i == 0 ? rv_convmod_forward_into(&u->fpn_bottleneck[i], out->data, item, f, a, ctx)
-                  : rv_convmod_accumulate_into(&u->fpn_bottleneck[i], out->data, item, f, a, ctx);
     rv_arena_release(a, mk);
   }
   rv_arena_release(a, m);
