@@ -135,19 +135,19 @@ rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, con
     ht.i0[X] = t.i0, ht.i1[X] = t.i1, ht.l0[X] = t.l0, ht.l1[X] = t.l1;
   }
   rv_status st = RV_OK;
-  for (int bi = 0; bi < n && st == RV_OK; bi++) {
-    const float *xb = x + (size_t)bi * cin * ihw;
-    float *yb = y + (size_t)bi * cout * ohw;
-    for (int c0 = 0; c0 < cout && st == RV_OK; c0 += cb) {
-      const int cn = cout - c0 < cb ? cout - c0 : cb;
-      /* rows (t, j) of the chunk's tap matrices: wp[(t cn + j) cin + ci] = w[c0+j][ci][t] */
+  for (int c0 = 0; c0 < cout && st == RV_OK; c0 += cb) {
+    const int cn = cout - c0 < cb ? cout - c0 : cb;
+    /* rows (t, j) of the chunk's tap matrices, once for all images:
+     * wp[(t cn + j) cin + ci] = w[c0+j][ci][t] */
 #pragma omp parallel for schedule(static) if ((size_t)cn * cin >= 4096)
-      for (int j = 0; j < cn; j++)
-        for (int ci = 0; ci < cin; ci++) {
-          const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
-          for (int t = 0; t < 9; t++) wp[((size_t)t * cn + j) * cin + ci] = wk[t];
-        }
-      st = rv_pointwise_f32(G, wp, NULL, xb, 9 * cn, cin, ihw, scratch);
+    for (int j = 0; j < cn; j++)
+      for (int ci = 0; ci < cin; ci++) {
+        const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
+        for (int t = 0; t < 9; t++) wp[((size_t)t * cn + j) * cin + ci] = wk[t];
+      }
+    for (int bi = 0; bi < n && st == RV_OK; bi++) {
+      float *yb = y + (size_t)bi * cout * ohw;
+      st = rv_pointwise_f32(G, wp, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw, scratch);
       if (st != RV_OK) break;
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)cn * ohw >= 65536)
       for (int j = 0; j < cn; j++) {
