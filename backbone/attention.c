@@ -31,7 +31,6 @@
 
 enum { BQ = 512, BK = 512 };
 
-#define CLONES RV_CLONES4
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
@@ -39,7 +38,7 @@ typedef int32_t v16i __attribute__((vector_size(64)));
 /* Online-softmax update of one query row: s[0..n) <- e^(s - m'), m' = max(*m, max s);
  * returns alpha = e^(*m - m') (0 on the first tile) and sets *m = m', *sum = sum of the
  * new exponentials. Lanes of 16 keep the reductions vectorisable. */
-CLONES static float softmax_update(float *s, int n, float *m, float *sum) {
+RV_CLONES4 static float softmax_update(float *s, int n, float *m, float *sum) {
   /* the running maximum in GCC vector types: written with arrays (lane[t] = s > lane ? s :
    * lane) GCC 12 left this loop scalar, a fifth of the function's time; as a vector compare
    * and select it is one compare and one masked move per 16 keys (AVX-512) */

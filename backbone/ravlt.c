@@ -412,12 +412,11 @@ static void residual(float *x, const float *p, const float *g, int c, int n) {
   }
 }
 
-#define CLONES RV_CLONES4
 
 /* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7):
  * applied by fc1's rv_pointwise_post_f32 to each block of its output while in cache (a
  * separate pass over the FF x N map before) */
-CLONES static void gelu_block(float *x, size_t n) {
+RV_CLONES4 static void gelu_block(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 

@@ -66,8 +66,6 @@
                         * 10.0-10.2 ms (1024 tiles: 14-16 ms), 2 threads */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
-/* the transforms also for AVX-512 (the channels-last path runs them on 256 lanes) */
-#define TR_CLONES RV_CLONES4
 
 /* ---- 1-D transforms over n lanes: lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t] */
 
@@ -103,7 +101,7 @@
 /* Lane t reads d[t*step + r*ds] (r < a), writes o[k*os + t]. Contiguous lanes (step 1: the
  * channels-last path, the batched columns) have their own loops, which GCC vectorises (with
  * the lane stride a variable it kept the scalar loop). */
-TR_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *restrict d,
+RV_CLONES4 static void bt_1d(int m, float *restrict o, size_t os, const float *restrict d,
                             size_t ds, int step, int n) {
   if (m == 4 && step == 1) {
     const float *d0 = d, *d1 = d + ds, *d2 = d + 2 * ds, *d3 = d + 3 * ds, *d4 = d + 4 * ds,
@@ -125,7 +123,7 @@ TR_CLONES static void bt_1d(int m, float *restrict o, size_t os, const float *re
   }
 }
 
-TR_CLONES static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
+RV_CLONES4 static void at_1d(int m, float *restrict o, size_t os, const float *restrict d, size_t ds,
                             int n) {
   if (m == 4) {
     for (int t = 0; t < n; t++) {
@@ -174,7 +172,7 @@ static inline __attribute__((always_inline)) void g_1d(int m, double *restrict u
  * double and rounded once, 64 ci at a time as lanes: the taps transposed to [tap][ci], the
  * columns then the rows transformed for all lanes, and the a^2 output streams (a power of
  * two apart when cout cin is) written as runs of 64 */
-TR_CLONES static void weight_transform_row(float *u, size_t plane, size_t cs, const float *w,
+RV_CLONES4 static void weight_transform_row(float *u, size_t plane, size_t cs, const float *w,
                                            int cin, int m) {
   enum { L = 64 };
   const int a = m + 2;
@@ -283,7 +281,7 @@ static inline void finish_row(float *yr, size_t n, rv_act act) {
 /* yr[t m + q] = op[q SEG + t] + bias (+ yr's contents if acc) for t m + q < cols: the m
  * outputs of a tile row written together (literal m: interleaved vector stores; one loop
  * per q with stride-m stores stayed scalar), the clipped last tile one by one */
-TR_CLONES static void store_row(float *restrict yr, const float *restrict op, int m, int cols,
+RV_CLONES4 static void store_row(float *restrict yr, const float *restrict op, int m, int cols,
                                 float bias, int acc) {
   const int full = cols / m;
   const float *o0 = op, *o1 = op + SEG, *o2 = m == 4 ? op + 2 * SEG : op;
