@@ -118,12 +118,9 @@ static rv_weights *retina_weights(const int *dims, int K) {
     snprintf(p, sizeof p, "bbox_head.reg_convs.%d.conv", i);
     conv(w, p, C, C, 3, 1);
   }
-  char n[256];
-  int64_t s4[4] = {9 * K, C, 3, 3}, s1[1] = {9 * K};
-  snprintf(n, sizeof n, "bbox_head.retina_cls.weight");
-  add(w, n, 4, s4, 0, 0);
-  snprintf(n, sizeof n, "bbox_head.retina_cls.bias");
-  add(w, n, 1, s1, -4.595f, -4.595f);
+  int64_t s1[1] = {9 * K};
+  conv(w, "bbox_head.retina_cls", C, 9 * K, 3, 0);
+  add(w, "bbox_head.retina_cls.bias", 1, s1, -4.595f, -4.595f);
   conv(w, "bbox_head.retina_reg", C, 36, 3, 1);
   return w;
 }
