@@ -1,5 +1,5 @@
 /* `ravlt check-fixture DIR`: runs a golden fixture folder (config.json + weights + io
- * tensors, layout of ../shared/fixtures/README.md) and compares every expected output.
+ * tensors, layout of tests/fixtures/README.md) and compares every expected output.
  *
  * apps/cmd_check_fixture.c reads config.json, looks at "kind" and calls the checker for
  * that kind; each checker lives in its own file (apps/check_<family>.c) and is declared weak

@@ -9,7 +9,7 @@
  *   // x: 1 x 3 x meta.pad_h x meta.pad_w float32, RGB, (v - mean) / std, zero padded
  *   // boxes in resized coordinates / meta.scale_factor -> original coordinates
  *
- * Semantics (see ../shared/fixtures/SEMANTICS.md A and K):
+ * Semantics (see tests/fixtures/SEMANTICS.md A and K):
  * - keep_ratio: sf = min(max(scale)/max(h,w), min(scale)/min(h,w)) (double),
  *   new_w = (int)(w*sf + 0.5), new_h = (int)(h*sf + 0.5); cv2.resize INTER_LINEAR on the
  *   uint8 BGR image; scale_factor = float32 {new_w/w, new_h/h, new_w/w, new_h/h}.

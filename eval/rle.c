@@ -1,6 +1,6 @@
 /* RLE mask API with pycocotools semantics. Written from the behaviour of cocoapi's
  * common/maskApi.c; every rounding, clamp and quirk that changes a bit of output is kept
- * (see ../shared/fixtures/SEMANTICS.md, COCO quirks 12-15). */
+ * (see tests/fixtures/SEMANTICS.md, COCO quirks 12-15). */
 #include "eval/rle.h"
 
 #include <limits.h>

@@ -3,7 +3,7 @@
 # usage: fuzz/make_corpus.sh OUTDIR [FIXTURES_DIR]
 set -eu
 OUT=$1
-FIX=${2:-$(dirname "$0")/../../shared/fixtures}
+FIX=${2:-$(dirname "$0")/../tests/fixtures}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors,coco}
 cp "$ROOT"/tests/data/pyconfig/*.py "$OUT/pyconfig/"

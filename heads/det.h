@@ -1,7 +1,7 @@
 /* Detection heads and their ops: anchors, the delta box coder, NMS, RoIAlign, the RPN, the
  * RoI box heads (ConvFC / Shared2FC), the FCN mask head with mmdet's paste, the cascade and
  * single-stage RoI test logic, and RetinaNet. Semantics follow mmdet 2.11 + mmcv 1.7 at test
- * time (../shared/fixtures/SEMANTICS.md sections C-H).
+ * time (tests/fixtures/SEMANTICS.md sections C-H).
  *
  *   // ops
  *   float base[3 * 4];

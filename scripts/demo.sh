@@ -7,7 +7,7 @@
 #     synthetic shapes and background, so expect shapes, not objects);
 #  3. generate a synthetic COCO-style set, detect its shapes with the built-in demo detector
 #     (RetinaNet, `ravlt detect` without --weights) and evaluate it (`ravlt eval coco`: box AP);
-#  4. if the golden fixtures (../shared/fixtures, or $RAVLT_FIXTURES) are there, also segment
+#  4. if the golden fixtures (tests/fixtures, or $RAVLT_FIXTURES) are there, also segment
 #     and detect with their small whole-model checkpoints.
 # Overlays and label PNGs go to demo-out/.
 set -euo pipefail
@@ -36,7 +36,7 @@ echo "== 3. synthetic shapes, COCO style: generate, detect, evaluate (built-in d
 "$R" eval coco --ann "$OUT/synth_det/annotations/instances.json" --images "$OUT/synth_det/images" \
   --weights demo-det --out "$OUT/synth_det_results.json" | sed -n 1,3p
 
-FIX="${RAVLT_FIXTURES:-$PWD/../shared/fixtures}"
+FIX="${RAVLT_FIXTURES:-$PWD/tests/fixtures}"
 if [ -f "$FIX/e2e/upernet/checkpoint.pth" ] && [ -f "$FIX/e2e/mask_rcnn/checkpoint.pth" ]; then
   echo "== 4. the fixture checkpoints ($FIX/e2e) on a photograph"
   "$R" segment --weights "$FIX/e2e/upernet/checkpoint.pth" --out-dir "$OUT" --format both "$PHOTOS/home.jpg"

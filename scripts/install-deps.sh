@@ -15,6 +15,8 @@ PKGS=(
   clang libclang-rt-14-dev
   opencv-doc
   xvfb xauth
+  help2man
+  python3 python3-numpy python3-pytest
 )
 
 missing=()

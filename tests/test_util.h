@@ -19,7 +19,7 @@
  * leaves a platform- or user-set OPENBLAS_CORETYPE alone). */
 __attribute__((constructor)) static void rv_test_blas_init(void) { (void)rv_blas_init(); }
 
-/* Path under ../shared/fixtures; returns a static buffer per call slot. */
+/* Path under the golden fixtures (RV_FIXTURES, tests/fixtures by default); returns a static buffer per call slot. */
 static inline const char *fixture_path(const char *rel) {
   static char buf[8][1024];
   static int slot;
