@@ -52,15 +52,12 @@ typedef struct {
   int mode;
   float *slab;
   size_t used;
-  const rv_weights *w;
+  rv_params *P; /* the checkpoint (MODE_LOAD) */
   const char *prefix;
   rv_ctx *ctx;
-  const rv_wtensor **seen;
-  int nseen, capseen;
   uint64_t rng;
   double gamma_init;
   float bn_eps;
-  float *tmp; /* 4 * max channels, for BN statistics */
 } walker;
 
 static float *take(walker *W, size_t n) {
@@ -72,26 +69,6 @@ static float *take(walker *W, size_t n) {
 static float urand(walker *W) { /* uniform [-1, 1) */
   W->rng = W->rng * 6364136223846793005ULL + 1442695040888963407ULL;
   return (float)((W->rng >> 40) & 0xffffff) / (float)(1 << 23) - 1.0f;
-}
-
-static void fmt_shape(char *buf, size_t n, int nd, const int64_t *s) {
-  size_t o = 0;
-  o += (size_t)snprintf(buf + o, n - o, "[");
-  for (int i = 0; i < nd && o < n; i++)
-    o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)s[i]);
-  if (o < n) snprintf(buf + o, n - o, "]");
-}
-
-static rv_status mark_seen(walker *W, const rv_wtensor *t) {
-  if (W->nseen == W->capseen) {
-    int cap = W->capseen ? 2 * W->capseen : 256;
-    const rv_wtensor **p = realloc(W->seen, sizeof *p * (size_t)cap);
-    if (!p) return rv_error(W->ctx, RV_ERR_NOMEM, "out of memory loading RAVLT weights");
-    W->seen = p;
-    W->capseen = cap;
-  }
-  W->seen[W->nseen++] = t;
-  return RV_OK;
 }
 
 /* One parameter tensor: `dst` gets numel floats; name = prefix + printf(fmt, ...). */
@@ -129,26 +106,7 @@ static rv_status param(walker *W, float **dst, int kind, int nd, const int64_t *
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
   snprintf(full, sizeof full, "%s%s", W->prefix, name);
-  const rv_wtensor *t = rv_weights_find(W->w, full);
-  char want[96], got[96];
-  fmt_shape(want, sizeof want, nd, shape);
-  if (!t)
-    return rv_error(W->ctx, RV_ERR_MODEL, "%s: missing key '%s' (expected shape %s)",
-                    rv_weights_path(W->w) ? rv_weights_path(W->w) : "weights", full, want);
-  int same = t->ndim == nd;
-  for (int i = 0; same && i < nd; i++) same = t->shape[i] == shape[i];
-  if (!same) {
-    fmt_shape(got, sizeof got, t->ndim, t->shape);
-    return rv_error(W->ctx, RV_ERR_MODEL, "%s: key '%s' has shape %s, the model expects %s",
-                    rv_weights_path(W->w) ? rv_weights_path(W->w) : "weights", full, got, want);
-  }
-  if (t->dtype != RV_DT_F32 && t->dtype != RV_DT_F16 && t->dtype != RV_DT_BF16 &&
-      t->dtype != RV_DT_F64)
-    return rv_error(W->ctx, RV_ERR_MODEL, "%s: key '%s' has dtype %s, expected a float type",
-                    rv_weights_path(W->w) ? rv_weights_path(W->w) : "weights", full,
-                    rv_dtype_name(t->dtype));
-  rv_wtensor_to_f32(t, p);
-  return mark_seen(W, t);
+  return rv_param_read(W->P, p, full, nd, shape, W->ctx);
 }
 
 static const int64_t *S1(int64_t a, int64_t *buf) { buf[0] = a; return buf; }
@@ -164,29 +122,9 @@ static rv_status conv_bn(walker *W, float **dw, float **db, int cout, int cin, i
   RV_TRY(param(W, dw, K_CONV, 4, S4(cout, cin, k, k, s), "%s.weight", conv));
   RV_TRY(param(W, db, K_BIAS, 1, S1(cout, s), "%s.bias", conv));
   if (W->mode != MODE_LOAD) return RV_OK;
-  float *g = W->tmp, *b = g + cout, *mean = b + cout, *var = mean + cout;
-  walker sub = *W; /* BN statistics go to tmp, not to the slab */
-  sub.mode = MODE_LOAD;
-  const char *names[4] = {"weight", "bias", "running_mean", "running_var"};
-  float *dst[4] = {g, b, mean, var};
-  for (int i = 0; i < 4; i++) {
-    sub.slab = dst[i];
-    sub.used = 0;
-    RV_TRY(param(&sub, NULL, K_BIAS, 1, S1(cout, s), "%s.%s", bn, names[i]));
-  }
-  W->seen = sub.seen;
-  W->nseen = sub.nseen;
-  W->capseen = sub.capseen;
   char full[320];
-  snprintf(full, sizeof full, "%s%s.num_batches_tracked", W->prefix, bn);
-  const rv_wtensor *nbt = rv_weights_find(W->w, full);
-  if (nbt) RV_TRY(mark_seen(W, nbt));
-  for (int i = 0; i < cout; i++)
-    if (!(var[i] >= 0.0f))
-      return rv_error(W->ctx, RV_ERR_MODEL, "weights: %s%s.running_var[%d] is negative or NaN",
-                      W->prefix, bn, i);
-  rv_bn_fold(*dw, *db, cout, (size_t)cin * k * k, mean, var, g, b, W->bn_eps);
-  return RV_OK;
+  snprintf(full, sizeof full, "%s%s", W->prefix, bn);
+  return rv_param_bn_fold(W->P, *dw, *db, cout, (size_t)cin * k * k, full, W->bn_eps, W->ctx);
 }
 
 static rv_status walk(walker *W, rv_ravlt *m) {
@@ -260,20 +198,15 @@ static rv_status walk(walker *W, rv_ravlt *m) {
   return RV_OK;
 }
 
-static int cmp_ptr(const void *a, const void *b) {
-  uintptr_t x = (uintptr_t)*(const void *const *)a, y = (uintptr_t)*(const void *const *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Keys under the prefix that belong to the architecture but were not consumed mean the
  * config does not match the checkpoint (e.g. more blocks than configured). */
 static rv_status check_unused(walker *W, int classifier) {
-  qsort(W->seen, (size_t)W->nseen, sizeof *W->seen, cmp_ptr);
   size_t pl = strlen(W->prefix);
   static const char *const owned[] = {"patch_embed.", "layers.", "extra_norms."};
   static const char *const owned_cls[] = {"proj.", "norm.", "head."};
-  for (int i = 0; i < rv_weights_count(W->w); i++) {
-    const rv_wtensor *t = rv_weights_get(W->w, i);
+  const rv_weights *w = W->P->w;
+  for (int i = 0; i < rv_weights_count(w); i++) {
+    const rv_wtensor *t = rv_weights_get(w, i);
     if (strncmp(t->name, W->prefix, pl) != 0) continue;
     const char *rest = t->name + pl;
     int mine = 0;
@@ -283,16 +216,17 @@ static rv_status check_unused(walker *W, int classifier) {
     if (!mine) continue;
     size_t nl = strlen(rest);
     if (nl >= 19 && strcmp(rest + nl - 19, "num_batches_tracked") == 0) continue;
-    if (!bsearch(&t, W->seen, (size_t)W->nseen, sizeof *W->seen, cmp_ptr))
+    if (!rv_param_used(W->P, t))
       return rv_error(W->ctx, RV_ERR_MODEL,
                       "%s: unexpected key '%s' (the checkpoint does not match the RAVLT config: "
                       "depths, dims or classifier head)",
-                      rv_weights_path(W->w) ? rv_weights_path(W->w) : "weights", t->name);
+                      rv_params_path(W->P), t->name);
   }
   return RV_OK;
 }
 
-static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weights *w,
+/* outer: the checkpoint (NULL: random weights); the keys consumed are marked in it. */
+static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, rv_params *outer,
                        const char *prefix, uint64_t seed, rv_ctx *ctx) {
   *out = NULL;
   RV_TRY(rv_ravlt_config_validate(cfg, ctx));
@@ -302,7 +236,6 @@ static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weig
   m->stem_c[0] = cfg->in_chans;
   m->stem_c[1] = m->stem_c[2] = m->stem_c[3] = cfg->embed_dims[0] / 2;
   m->stem_c[4] = cfg->embed_dims[0];
-  int maxc = 4 * cfg->projection;
   for (int s = 0; s < 4; s++) {
     stage_w *st = &m->st[s];
     st->dim = cfg->embed_dims[s];
@@ -311,7 +244,6 @@ static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weig
     st->ffn = rv_ravlt_ffn_dim(cfg, s);
     st->depth = cfg->depths[s];
     st->blocks = m->block_store[s];
-    if (4 * st->dim > maxc) maxc = 4 * st->dim;
   }
   walker W = {0};
   W.mode = MODE_COUNT;
@@ -321,22 +253,26 @@ static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weig
   if (st != RV_OK) { rv_ravlt_free(m); return st; }
   m->slab_floats = W.used;
   m->slab = rv_malloc(W.used * sizeof(float));
-  W.tmp = rv_malloc((size_t)maxc * sizeof(float));
-  if (!m->slab || !W.tmp) {
-    rv_free(W.tmp);
+  if (!m->slab) {
     rv_ravlt_free(m);
     return rv_error(ctx, RV_ERR_NOMEM, "out of memory for %zu RAVLT weights", W.used);
   }
   W.slab = m->slab;
   W.used = 0;
-  W.w = w;
   W.prefix = prefix;
   W.rng = seed * 2654435761ULL + 12345;
-  W.mode = w ? MODE_LOAD : MODE_RANDOM;
-  st = walk(&W, m);
-  if (st == RV_OK && w) st = check_unused(&W, cfg->classifier);
-  free(W.seen);
-  rv_free(W.tmp);
+  W.mode = outer ? MODE_LOAD : MODE_RANDOM;
+  /* the backbone's own record of its keys: check_unused reads it whatever outer records */
+  rv_params mine = {0};
+  if (outer) {
+    st = rv_params_init(&mine, outer->w, ctx);
+    W.P = &mine;
+  }
+  if (st == RV_OK) st = walk(&W, m);
+  if (st == RV_OK && outer) st = check_unused(&W, cfg->classifier);
+  for (int i = 0; st == RV_OK && outer && i < rv_weights_count(outer->w); i++)
+    if (mine.used[i]) rv_param_mark(outer, rv_weights_get(outer->w, i));
+  rv_params_free(&mine);
   if (st != RV_OK) { rv_ravlt_free(m); return st; }
   *out = m;
   return RV_OK;
@@ -344,7 +280,15 @@ static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weig
 
 rv_status rv_ravlt_create(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weights *w,
                           const char *prefix, rv_ctx *ctx) {
-  RV_ASSERT(out && cfg && w);
+  RV_ASSERT(w);
+  rv_params p = rv_params_view(w);
+  return rv_ravlt_create_params(out, cfg, &p, prefix, ctx);
+}
+
+rv_status rv_ravlt_create_params(rv_ravlt **out, const rv_ravlt_config *cfg, rv_params *p,
+                                 const char *prefix, rv_ctx *ctx) {
+  RV_ASSERT(out && cfg && p && p->w);
+  const rv_weights *w = p->w;
   if (!prefix) prefix = rv_ravlt_detect_prefix(w);
   if (!prefix) {
     *out = NULL;
@@ -353,7 +297,7 @@ rv_status rv_ravlt_create(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_w
                     "the 'backbone.' prefix)",
                     rv_weights_path(w) ? rv_weights_path(w) : "weights");
   }
-  return build(out, cfg, w, prefix, 0, ctx);
+  return build(out, cfg, p, prefix, 0, ctx);
 }
 
 rv_status rv_ravlt_create_random(rv_ravlt **out, const rv_ravlt_config *cfg, uint64_t seed,

@@ -29,7 +29,7 @@
 #define RV_BACKBONE_RAVLT_H
 
 #include "core/tensor.h"
-#include "core/weights.h"
+#include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,6 +98,10 @@ typedef struct rv_ravlt rv_ravlt;
  * key and shapes). The weights are copied (BN folded), so `w` may be freed afterwards. */
 rv_status rv_ravlt_create(rv_ravlt **out, const rv_ravlt_config *cfg, const rv_weights *w,
                           const char *prefix, rv_ctx *ctx);
+/* The same through a parameter loader (nn/param.h): the keys the backbone consumed are
+ * marked in p (a whole model checks the rest). */
+rv_status rv_ravlt_create_params(rv_ravlt **out, const rv_ravlt_config *cfg, rv_params *p,
+                                 const char *prefix, rv_ctx *ctx);
 /* Random weights (deterministic from seed), for benchmarks and tests. */
 rv_status rv_ravlt_create_random(rv_ravlt **out, const rv_ravlt_config *cfg, uint64_t seed,
                                  rv_ctx *ctx);

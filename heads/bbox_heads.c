@@ -6,30 +6,30 @@
 #include <stdio.h>
 #include <string.h>
 
-rv_status rv_bbox_head_load(rv_bbox_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_bbox_head_load(rv_bbox_head *h, rv_params *p, const char *prefix,
                             const double stds[4], rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
   char key[256];
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.shared_convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(w, key)) break;
+    if (!rv_det_has(p, key)) break;
     snprintf(key, sizeof key, "%s.shared_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_det_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
     h->num_convs = i + 1;
   }
   for (int i = 0; i < 4; i++) {
     snprintf(key, sizeof key, "%s.shared_fcs.%d.weight", prefix, i);
-    if (!rv_det_has(w, key)) break;
+    if (!rv_det_has(p, key)) break;
     snprintf(key, sizeof key, "%s.shared_fcs.%d", prefix, i);
-    if ((st = rv_det_layer_load(&h->fcs[i], w, key, 0, ctx)) != RV_OK) goto fail;
+    if ((st = rv_det_layer_load(&h->fcs[i], p, key, 0, ctx)) != RV_OK) goto fail;
     h->num_fcs = i + 1;
   }
   snprintf(key, sizeof key, "%s.fc_cls", prefix);
-  if ((st = rv_det_layer_load(&h->fc_cls, w, key, 0, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->fc_cls, p, key, 0, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.fc_reg", prefix);
-  if ((st = rv_det_layer_load(&h->fc_reg, w, key, 0, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->fc_reg, p, key, 0, ctx)) != RV_OK) goto fail;
   if (h->num_fcs == 0) {
     st = rv_error(ctx, RV_ERR_UNSUPPORTED, "weights: %s has no shared_fcs (unsupported head)",
                   prefix);

@@ -16,7 +16,7 @@ rv_rcnn_cfg rv_rcnn_cfg_default(void) {
   return c;
 }
 
-rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_roi_head_load(rv_roi_head *h, rv_params *p, const char *prefix,
                            int num_stages, const double (*stds)[4], rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
   if (num_stages < 1 || num_stages > 4)
@@ -34,7 +34,7 @@ rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *pref
       snprintf(key, sizeof key, "%s.bbox_head", prefix);
     else
       snprintf(key, sizeof key, "%s.bbox_head.%d", prefix, i);
-    if ((st = rv_bbox_head_load(&h->bbox[i], w, key, stds[i], ctx)) != RV_OK) goto fail;
+    if ((st = rv_bbox_head_load(&h->bbox[i], p, key, stds[i], ctx)) != RV_OK) goto fail;
     if (i > 0 && (h->bbox[i].num_classes != h->bbox[0].num_classes ||
                   h->bbox[i].in_channels != h->bbox[0].in_channels)) {
       st = rv_error(ctx, RV_ERR_MODEL, "weights: %s disagrees with stage 0 on classes/channels",
@@ -49,8 +49,8 @@ rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *pref
     else
       snprintf(key, sizeof key, "%s.mask_head.%d", prefix, i);
     snprintf(probe, sizeof probe, "%s.conv_logits.weight", key);
-    if (!rv_det_has(w, probe)) break;
-    if ((st = rv_mask_head_load(&h->mask[i], w, key, ctx)) != RV_OK) goto fail;
+    if (!rv_det_has(p, probe)) break;
+    if ((st = rv_mask_head_load(&h->mask[i], p, key, ctx)) != RV_OK) goto fail;
     h->num_mask_heads = i + 1;
     if (h->mask[i].num_classes != h->num_classes ||
         h->mask[i].in_channels != h->bbox[0].in_channels) {

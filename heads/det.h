@@ -13,7 +13,7 @@
  *
  *   // heads (weights by their official state_dict names)
  *   rv_rpn_head rpn;
- *   rv_rpn_head_load(&rpn, w, "rpn_head", ctx);
+ *   rv_rpn_head_load(&rpn, p, "rpn_head", ctx);
  *   rv_rpn_proposals(&props, &rpn, pyramid, 5, &meta, &cfg, arena, ctx);
  *   ...
  *   rv_rpn_head_free(&rpn);
@@ -26,7 +26,7 @@
 #define RV_HEADS_DET_H
 
 #include "core/ops.h"
-#include "core/weights.h"
+#include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -141,10 +141,10 @@ typedef struct {
 } rv_det_layer;
 /* Load `<name>.weight` / `<name>.bias` (bias optional -> zeros). k = kernel size expected
  * (0 = linear, -k = ConvTranspose2d with weight [cin, cout, k, k]). For a ConvModule prefix with BN, call rv_det_layer_load_convmodule. */
-rv_status rv_det_layer_load(rv_det_layer *l, const rv_weights *w, const char *name, int k,
+rv_status rv_det_layer_load(rv_det_layer *l, rv_params *p, const char *name, int k,
                             rv_ctx *ctx);
 /* ConvModule `<prefix>.conv.{weight,bias}` with optional `<prefix>.bn.*` (eps 1e-5) folded. */
-rv_status rv_det_layer_load_convmodule(rv_det_layer *l, const rv_weights *w, const char *prefix,
+rv_status rv_det_layer_load_convmodule(rv_det_layer *l, rv_params *p, const char *prefix,
                                        int k, rv_ctx *ctx);
 void rv_det_layer_free(rv_det_layer *l);
 /* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3), with l->algo. */
@@ -158,7 +158,7 @@ rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, c
 /* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */
 void rv_det_layer_linear(float *y, const rv_det_layer *l, const float *x, int n, rv_act act);
 /* 1 if `name` exists in w. */
-int rv_det_has(const rv_weights *w, const char *name);
+int rv_det_has(const rv_params *p, const char *name);
 
 /* ---- RPN (heads/rpn.c) ----------------------------------------------------------------- */
 typedef struct {
@@ -176,7 +176,7 @@ typedef struct {
   float min_bbox_size;/* 0 */
 } rv_rpn_cfg;
 rv_rpn_cfg rv_rpn_cfg_default(void);
-rv_status rv_rpn_head_load(rv_rpn_head *h, const rv_weights *w, const char *prefix, rv_ctx *ctx);
+rv_status rv_rpn_head_load(rv_rpn_head *h, rv_params *p, const char *prefix, rv_ctx *ctx);
 void rv_rpn_head_free(rv_rpn_head *h);
 /* Raw outputs of one level: cls [1, A, H, W], reg [1, 4A, H, W] (from the arena). */
 rv_status rv_rpn_forward_level(rv_tensor *cls, rv_tensor *reg, const rv_rpn_head *h,
@@ -199,7 +199,7 @@ typedef struct {
   rv_bbox_coder coder;
 } rv_bbox_head;
 /* prefix e.g. "roi_head.bbox_head.0"; stds are the coder's target_stds. */
-rv_status rv_bbox_head_load(rv_bbox_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_bbox_head_load(rv_bbox_head *h, rv_params *p, const char *prefix,
                             const double stds[4], rv_ctx *ctx);
 void rv_bbox_head_free(rv_bbox_head *h);
 /* roi_feats [n, C, s, s] -> cls [n, K+1], reg [n, 4K]; all rois in one batch. */
@@ -214,7 +214,7 @@ typedef struct {
   rv_det_layer logits;     /* 1x1 -> K */
   int in_channels, roi_size, num_classes;
 } rv_mask_head;
-rv_status rv_mask_head_load(rv_mask_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
                             rv_ctx *ctx);
 void rv_mask_head_free(rv_mask_head *h);
 /* roi_feats [n, C, 14, 14] -> logits [n, K, 28, 28], or with labels != NULL only the
@@ -276,7 +276,7 @@ rv_status rv_rcnn_get_bboxes(rv_detections *det, const rv_bbox_head *bh, const f
 
 /* Loads "roi_head.bbox_head[.i]" and "roi_head.mask_head[.i]"; num_stages 3 with stds the
  * standard cascade stds, 1 with [0.1, 0.1, 0.2, 0.2]; stds may be NULL for those defaults. */
-rv_status rv_roi_head_load(rv_roi_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_roi_head_load(rv_roi_head *h, rv_params *p, const char *prefix,
                            int num_stages, const double (*stds)[4], rv_ctx *ctx);
 void rv_roi_head_free(rv_roi_head *h);
 /* Test: proposals [n, 4] (resized coords) + feats (levels strides 4..32) -> detections in
@@ -305,7 +305,7 @@ typedef struct {
   int max_per_img;  /* 100 */
 } rv_retina_cfg;
 rv_retina_cfg rv_retina_cfg_default(void);
-rv_status rv_retina_head_load(rv_retina_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_retina_head_load(rv_retina_head *h, rv_params *p, const char *prefix,
                               rv_ctx *ctx);
 void rv_retina_head_free(rv_retina_head *h);
 /* Raw outputs of one level: cls [1, A*K, H, W], reg [1, 4A, H, W]. */

@@ -6,100 +6,49 @@
 #include <stdio.h>
 #include <string.h>
 
-int rv_det_has(const rv_weights *w, const char *name) { return rv_weights_find(w, name) != NULL; }
+int rv_det_has(const rv_params *p, const char *name) { return rv_param_find(p, name) != NULL; }
 
-static rv_status load_f32(float **dst, const rv_wtensor *t, rv_ctx *ctx) {
-  size_t n = rv_wtensor_numel(t);
-  *dst = rv_malloc((n ? n : 1) * sizeof(float));
-  if (!*dst) return rv_error(ctx, RV_ERR_NOMEM, "weights: out of memory for %s", t->name);
-  rv_wtensor_to_f32(t, *dst);
-  return RV_OK;
-}
-
-static rv_status check_float(const rv_wtensor *t, rv_ctx *ctx) {
-  if (t->dtype != RV_DT_F32 && t->dtype != RV_DT_F16 && t->dtype != RV_DT_BF16 &&
-      t->dtype != RV_DT_F64)
-    return rv_error(ctx, RV_ERR_MODEL, "weights: %s has dtype %s, expected a float type",
-                    t->name, rv_dtype_name(t->dtype));
-  return RV_OK;
-}
-
-rv_status rv_det_layer_load(rv_det_layer *l, const rv_weights *w, const char *name, int k,
+rv_status rv_det_layer_load(rv_det_layer *l, rv_params *p, const char *name, int k,
                             rv_ctx *ctx) {
   memset(l, 0, sizeof *l);
   l->algo = RV_CONV_AUTO;
   char key[512];
   snprintf(key, sizeof key, "%s.weight", name);
-  const rv_wtensor *tw = rv_weights_find(w, key);
-  if (!tw) return rv_error(ctx, RV_ERR_NOTFOUND, "weights: missing tensor %s", key);
-  RV_TRY(check_float(tw, ctx));
-  if (k == 0) {
-    if (tw->ndim != 2)
-      return rv_error(ctx, RV_ERR_MODEL, "weights: %s has %d dims, expected 2 (linear)", key,
-                      tw->ndim);
-    l->cout = (int)tw->shape[0];
-    l->cin = (int)tw->shape[1];
-    l->k = 0;
-  } else {
-    int kk = k < 0 ? -k : k;
-    if (tw->ndim != 4 || tw->shape[2] != kk || tw->shape[3] != kk)
-      return rv_error(ctx, RV_ERR_MODEL, "weights: %s is not a %dx%d conv kernel", key, kk, kk);
-    /* transposed conv (k < 0): PyTorch layout [cin, cout, k, k] */
-    l->cout = (int)tw->shape[k < 0 ? 1 : 0];
-    l->cin = (int)tw->shape[k < 0 ? 0 : 1];
-    l->k = kk;
-  }
-  if (l->cout <= 0 || l->cin <= 0)
-    return rv_error(ctx, RV_ERR_MODEL, "weights: %s has an empty shape", key);
-  RV_TRY(load_f32(&l->w, tw, ctx));
+  const int kk = k < 0 ? -k : k;
+  /* linear [cout, cin]; conv [cout, cin, k, k]; transposed conv (k < 0) [cin, cout, k, k] */
+  const int64_t shape[4] = {-1, -1, kk, kk};
+  RV_TRY(rv_param_alloc(p, &l->w, NULL, key, k == 0 ? 2 : 4, shape, ctx));
+  const rv_wtensor *tw = rv_param_find(p, key);
+  l->cout = (int)tw->shape[k < 0 ? 1 : 0];
+  l->cin = (int)tw->shape[k < 0 ? 0 : 1];
+  l->k = kk;
   snprintf(key, sizeof key, "%s.bias", name);
-  const rv_wtensor *tb = rv_weights_find(w, key);
   l->b = rv_calloc((size_t)l->cout, sizeof(float));
   if (!l->b) {
     rv_det_layer_free(l);
-    return rv_error(ctx, RV_ERR_NOMEM, "weights: out of memory for %s", key);
+    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory for key '%s'", rv_params_path(p), key);
   }
-  if (tb) {
-    rv_status st = check_float(tb, ctx);
-    if (st == RV_OK && (int64_t)rv_wtensor_numel(tb) != l->cout)
-      st = rv_error(ctx, RV_ERR_MODEL, "weights: %s has %zu values, expected %d", key,
-                    rv_wtensor_numel(tb), l->cout);
+  if (rv_param_find(p, key)) {
+    const int64_t vec[1] = {l->cout};
+    rv_status st = rv_param_read(p, l->b, key, 1, vec, ctx);
     if (st != RV_OK) {
       rv_det_layer_free(l);
       return st;
     }
-    rv_wtensor_to_f32(tb, l->b);
   }
   return RV_OK;
 }
 
-rv_status rv_det_layer_load_convmodule(rv_det_layer *l, const rv_weights *w, const char *prefix,
+rv_status rv_det_layer_load_convmodule(rv_det_layer *l, rv_params *p, const char *prefix,
                                        int k, rv_ctx *ctx) {
   char key[512];
   snprintf(key, sizeof key, "%s.conv", prefix);
-  RV_TRY(rv_det_layer_load(l, w, key, k, ctx));
+  RV_TRY(rv_det_layer_load(l, p, key, k, ctx));
   snprintf(key, sizeof key, "%s.bn.running_mean", prefix);
-  if (!rv_weights_find(w, key)) return RV_OK;
-  const char *parts[4] = {"running_mean", "running_var", "weight", "bias"};
-  float *v[4] = {0};
-  rv_status st = RV_OK;
-  for (int i = 0; i < 4 && st == RV_OK; i++) {
-    snprintf(key, sizeof key, "%s.bn.%s", prefix, parts[i]);
-    const rv_wtensor *t = rv_weights_find(w, key);
-    if (!t)
-      st = rv_error(ctx, RV_ERR_NOTFOUND, "weights: missing tensor %s", key);
-    else if (check_float(t, ctx) != RV_OK)
-      st = RV_ERR_MODEL;
-    else if ((int64_t)rv_wtensor_numel(t) != l->cout)
-      st = rv_error(ctx, RV_ERR_MODEL, "weights: %s has %zu values, expected %d", key,
-                    rv_wtensor_numel(t), l->cout);
-    else
-      st = load_f32(&v[i], t, ctx);
-  }
-  if (st == RV_OK)
-    rv_bn_fold(l->w, l->b, l->cout, (size_t)l->cin * l->k * l->k, v[0], v[1], v[2], v[3],
-               1e-5f);
-  for (int i = 0; i < 4; i++) rv_free(v[i]);
+  if (!rv_param_find(p, key)) return RV_OK;
+  snprintf(key, sizeof key, "%s.bn", prefix);
+  rv_status st = rv_param_bn_fold(p, l->w, l->b, l->cout, (size_t)l->cin * l->k * l->k, key,
+                                  1e-5f, ctx);
   if (st != RV_OK) rv_det_layer_free(l);
   return st;
 }

@@ -7,23 +7,23 @@
 #include <stdio.h>
 #include <string.h>
 
-rv_status rv_mask_head_load(rv_mask_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
                             rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
   char key[256];
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(w, key)) break;
+    if (!rv_det_has(p, key)) break;
     snprintf(key, sizeof key, "%s.convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_det_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
     h->num_convs = i + 1;
   }
   snprintf(key, sizeof key, "%s.upsample", prefix);
-  if ((st = rv_det_layer_load(&h->upsample, w, key, -2, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->upsample, p, key, -2, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.conv_logits", prefix);
-  if ((st = rv_det_layer_load(&h->logits, w, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->logits, p, key, 1, ctx)) != RV_OK) goto fail;
   h->in_channels = h->num_convs ? h->convs[0].cin : h->upsample.cin;
   int c = h->in_channels;
   for (int i = 0; i < h->num_convs; i++) {

@@ -12,24 +12,24 @@ rv_retina_cfg rv_retina_cfg_default(void) {
   return c;
 }
 
-rv_status rv_retina_head_load(rv_retina_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_retina_head_load(rv_retina_head *h, rv_params *p, const char *prefix,
                               rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
   char key[256];
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.cls_convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(w, key)) break;
+    if (!rv_det_has(p, key)) break;
     snprintf(key, sizeof key, "%s.cls_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->cls_convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_det_layer_load_convmodule(&h->cls_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     snprintf(key, sizeof key, "%s.reg_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->reg_convs[i], w, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_det_layer_load_convmodule(&h->reg_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->stacked_convs = i + 1;
   }
   snprintf(key, sizeof key, "%s.retina_cls", prefix);
-  if ((st = rv_det_layer_load(&h->cls, w, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->cls, p, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.retina_reg", prefix);
-  if ((st = rv_det_layer_load(&h->reg, w, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->reg, p, key, 3, ctx)) != RV_OK) goto fail;
   /* F(4x4) where the size rule allows (core/conv.c): the scores come straight from these
    * convs, no RoI in between to amplify their rounding; e2e RetinaNet fixture: scores 2.98e-6
    * -> 3.52e-6 from the reference, boxes 2.75e-4 px either way; RetinaNet-S 800x1344 heads

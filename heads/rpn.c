@@ -11,18 +11,18 @@ rv_rpn_cfg rv_rpn_cfg_default(void) {
   return c;
 }
 
-rv_status rv_rpn_head_load(rv_rpn_head *h, const rv_weights *w, const char *prefix,
+rv_status rv_rpn_head_load(rv_rpn_head *h, rv_params *p, const char *prefix,
                            rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
   rv_det_layer cls = {0}, reg = {0}; /* stacked into h->clsreg below, then freed */
   char key[256];
   rv_status st;
   snprintf(key, sizeof key, "%s.rpn_conv", prefix);
-  if ((st = rv_det_layer_load(&h->conv, w, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&h->conv, p, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_cls", prefix);
-  if ((st = rv_det_layer_load(&cls, w, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&cls, p, key, 1, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_reg", prefix);
-  if ((st = rv_det_layer_load(&reg, w, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_det_layer_load(&reg, p, key, 1, ctx)) != RV_OK) goto fail;
   h->ratios[0] = 0.5f;
   h->ratios[1] = 1.0f;
   h->ratios[2] = 2.0f;

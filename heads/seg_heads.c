@@ -33,11 +33,11 @@ void rv_fpn_head_free(rv_fpn_head *h) {
 
 const rv_fpn_head_config *rv_fpn_head_config_of(const rv_fpn_head *h) { return &h->cfg; }
 
-rv_status rv_seg_classifier_load(rv_convmod *m, const rv_weights *w, const char *prefix, int cin,
+rv_status rv_seg_classifier_load(rv_convmod *m, rv_params *p, const char *prefix, int cin,
                                  int num_classes, rv_ctx *ctx) {
   char name[512];
   snprintf(name, sizeof name, "%sconv_seg", prefix);
-  return rv_convmod_load(m, w, name, cin, num_classes, 1, 1, RV_ACT_NONE, ctx);
+  return rv_convmod_load(m, p, name, cin, num_classes, 1, 1, RV_ACT_NONE, ctx);
 }
 
 static int ilog2_exact(int v) {
@@ -46,7 +46,7 @@ static int ilog2_exact(int v) {
   return (1 << l) == v ? l : -1;
 }
 
-rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, const rv_weights *w,
+rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, rv_params *p,
                            const char *prefix, rv_ctx *ctx) {
   *out = NULL;
   if (cfg->num_levels < 1 || cfg->num_levels > RV_FPN_HEAD_MAX_LEVELS)
@@ -75,7 +75,7 @@ rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, con
     for (int k = 0; k < h->num_convs[i] && st == RV_OK; k++) {
       /* Sequential index: conv, [upsample], conv, [upsample]... */
       snprintf(name, sizeof name, "%sscale_heads.%d.%d", prefix, i, k * (h->upsample[i] ? 2 : 1));
-      st = rv_convmod_load(&h->conv[i][k], w, name, k == 0 ? c->in_channels[i] : c->channels,
+      st = rv_convmod_load(&h->conv[i][k], p, name, k == 0 ? c->in_channels[i] : c->channels,
                            c->channels, 3, 1, RV_ACT_RELU, ctx);
       if (st != RV_OK) break;
       h->conv[i][k].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see core/conv.c */
@@ -85,7 +85,7 @@ rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, con
     if (st == RV_OK) {
       snprintf(name, sizeof name, "%sscale_heads.%d.%d", prefix, i,
                h->num_convs[i] * (h->upsample[i] ? 2 : 1));
-      if (rv_convmod_exists(w, name))
+      if (rv_convmod_exists(p, name))
         st = rv_error(ctx, RV_ERR_MODEL, "FPNHead: checkpoint has '%s' but feature stride %d needs %d convs",
                       name, c->feature_strides[i], h->num_convs[i]);
     }
@@ -93,11 +93,11 @@ rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, con
   if (st == RV_OK) {
     char name[512];
     snprintf(name, sizeof name, "%sscale_heads.%d.0", prefix, c->num_levels);
-    if (rv_convmod_exists(w, name))
+    if (rv_convmod_exists(p, name))
       st = rv_error(ctx, RV_ERR_MODEL, "FPNHead: checkpoint has '%s' but the config has %d levels", name,
                     c->num_levels);
   }
-  if (st == RV_OK) st = rv_seg_classifier_load(&h->conv_seg, w, prefix, c->channels, c->num_classes, ctx);
+  if (st == RV_OK) st = rv_seg_classifier_load(&h->conv_seg, p, prefix, c->channels, c->num_classes, ctx);
   if (st == RV_OK) c->num_classes = h->conv_seg.cout;
   if (st != RV_OK) {
     rv_fpn_head_free(h);

@@ -22,8 +22,7 @@
 #define RV_HEADS_SEG_HEADS_H
 
 #include "core/ops.h"
-#include "core/weights.h"
-#include "models/conv_module.h"
+#include "nn/conv.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,7 +44,7 @@ rv_fpn_head_config rv_fpn_head_default_config(void);
 
 typedef struct rv_fpn_head rv_fpn_head;
 
-rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, const rv_weights *w,
+rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, rv_params *p,
                            const char *prefix, rv_ctx *ctx);
 void rv_fpn_head_free(rv_fpn_head *h);
 const rv_fpn_head_config *rv_fpn_head_config_of(const rv_fpn_head *h);
@@ -54,7 +53,7 @@ rv_status rv_fpn_head_forward(const rv_fpn_head *h, rv_tensor *logits, const rv_
                               int num_inputs, rv_arena *a, rv_ctx *ctx);
 
 /* The 1x1 pixel classifier conv_seg (bias, no act). cin / num_classes: expected values or -1. */
-rv_status rv_seg_classifier_load(rv_convmod *m, const rv_weights *w, const char *prefix, int cin,
+rv_status rv_seg_classifier_load(rv_convmod *m, rv_params *p, const char *prefix, int cin,
                                  int num_classes, rv_ctx *ctx);
 
 #ifdef __cplusplus

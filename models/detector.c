@@ -49,11 +49,11 @@ rv_detector_config rv_detector_default_config(rv_det_arch arch) {
 }
 
 rv_status rv_detector_guess_arch(rv_det_arch *arch, const rv_weights *w, rv_ctx *ctx) {
-  if (rv_det_has(w, "roi_head.bbox_head.2.fc_cls.weight"))
+  if (rv_weights_find(w, "roi_head.bbox_head.2.fc_cls.weight"))
     *arch = RV_DET_CASCADE_MASK_RCNN;
-  else if (rv_det_has(w, "roi_head.bbox_head.fc_cls.weight"))
+  else if (rv_weights_find(w, "roi_head.bbox_head.fc_cls.weight"))
     *arch = RV_DET_MASK_RCNN;
-  else if (rv_det_has(w, "bbox_head.retina_cls.weight"))
+  else if (rv_weights_find(w, "bbox_head.retina_cls.weight"))
     *arch = RV_DET_RETINANET;
   else
     return rv_error(ctx, RV_ERR_MODEL, "%s: not a detector checkpoint (no roi_head.bbox_head "
@@ -72,7 +72,14 @@ void rv_detector_free(rv_detector *d) {
 
 rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
                            const rv_weights *w, rv_ctx *ctx) {
+  rv_params p = rv_params_view(w);
+  return rv_detector_load_params(out, cfg, &p, ctx);
+}
+
+rv_status rv_detector_load_params(rv_detector **out, const rv_detector_config *cfg,
+                                  rv_params *p, rv_ctx *ctx) {
   *out = NULL;
+  const rv_weights *w = p->w;
   rv_det_arch found;
   if (rv_detector_guess_arch(&found, w, NULL) == RV_OK && found != cfg->arch)
     return rv_error(ctx, RV_ERR_MODEL, "%s: the checkpoint is a %s, not a %s", rv_weights_path(w),
@@ -88,14 +95,14 @@ rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
     fc = rv_fpn_default_config();
     fc.num_outs = 5;
   }
-  if ((st = rv_fpn_load(&d->fpn, &fc, w, "neck.", ctx)) != RV_OK) goto fail;
+  if ((st = rv_fpn_load(&d->fpn, &fc, p, "neck.", ctx)) != RV_OK) goto fail;
   if (cfg->arch == RV_DET_RETINANET) {
-    if ((st = rv_retina_head_load(&d->retina, w, "bbox_head", ctx)) != RV_OK) goto fail;
+    if ((st = rv_retina_head_load(&d->retina, p, "bbox_head", ctx)) != RV_OK) goto fail;
     d->num_classes = d->retina.num_classes;
   } else {
-    if ((st = rv_rpn_head_load(&d->rpn, w, "rpn_head", ctx)) != RV_OK) goto fail;
+    if ((st = rv_rpn_head_load(&d->rpn, p, "rpn_head", ctx)) != RV_OK) goto fail;
     int stages = cfg->arch == RV_DET_CASCADE_MASK_RCNN ? 3 : 1;
-    if ((st = rv_roi_head_load(&d->roi, w, "roi_head", stages,
+    if ((st = rv_roi_head_load(&d->roi, p, "roi_head", stages,
                                (const double(*)[4])cfg->rcnn_stds, ctx)) != RV_OK)
       goto fail;
     if (!cfg->with_masks) {

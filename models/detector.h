@@ -58,6 +58,9 @@ typedef struct rv_detector rv_detector;
  * channels are read from the FPN lateral weights. */
 rv_status rv_detector_load(rv_detector **out, const rv_detector_config *cfg,
                            const rv_weights *w, rv_ctx *ctx);
+/* The same through a parameter loader (nn/param.h): the keys consumed are marked in p. */
+rv_status rv_detector_load_params(rv_detector **out, const rv_detector_config *cfg,
+                                  rv_params *p, rv_ctx *ctx);
 void rv_detector_free(rv_detector *d);
 const rv_detector_config *rv_detector_config_of(const rv_detector *d);
 int rv_detector_num_classes(const rv_detector *d);

@@ -214,7 +214,11 @@ static const char *arch_of_type(const char *model_type, const cJSON *model) {
   return NULL;
 }
 
-static rv_status build(rv_model *m, const rv_weights *w, const char *name, rv_ctx *ctx) {
+/* Keys a dense-prediction checkpoint carries that no test-time model uses. */
+static const char *const UNUSED_OK[] = {"auxiliary_head.", NULL};
+
+static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx) {
+  const rv_weights *w = P->w;
   const char *path = rv_weights_path(w);
   rv_ravlt_config bc;
   int have_bc = 0;
@@ -302,7 +306,7 @@ static rv_status build(rv_model *m, const rv_weights *w, const char *name, rv_ct
   m->pre = m->task == RV_TASK_SEGMENT ? rv_preprocess_mmseg_params() : rv_preprocess_mmdet_params();
   if (cfg) read_pipeline(cfg, &m->pre);
 
-  st = rv_ravlt_create(&m->backbone, &bc, w, "backbone.", ctx);
+  st = rv_ravlt_create_params(&m->backbone, &bc, P, "backbone.", ctx);
   if (st != RV_OK) goto done;
 
   if (m->task == RV_TASK_SEGMENT) {
@@ -316,7 +320,7 @@ static rv_status build(rv_model *m, const rv_weights *w, const char *name, rv_ct
       dc.uper.num_pool_scales = cJSON_GetArraySize(ps);
       for (int i = 0; i < dc.uper.num_pool_scales; i++) dc.uper.pool_scales[i] = cJSON_GetArrayItem(ps, i)->valueint;
     }
-    st = rv_seg_decoder_load(&m->decoder, &dc, w, ctx);
+    st = rv_seg_decoder_load_params(&m->decoder, &dc, P, ctx);
     if (st != RV_OK) goto done;
     m->seg.decoder = m->decoder;
     m->seg.backbone = rv_seg_ravlt_backbone;
@@ -329,7 +333,7 @@ static rv_status build(rv_model *m, const rv_weights *w, const char *name, rv_ct
     rv_det_arch_parse(arch, &da);
     rv_detector_config dc = rv_detector_default_config(da);
     det_cfg_from_meta(&dc, model, cfg);
-    st = rv_detector_load(&m->detector, &dc, w, ctx);
+    st = rv_detector_load_params(&m->detector, &dc, P, ctx);
     if (st != RV_OK) goto done;
     m->num_classes = rv_detector_num_classes(m->detector);
   }
@@ -345,10 +349,24 @@ done:
 }
 
 rv_status rv_model_from_weights(rv_model **out, const rv_weights *w, const char *name, rv_ctx *ctx) {
+  return rv_model_from_weights_ex(out, w, name, NULL, ctx);
+}
+
+rv_status rv_model_from_weights_ex(rv_model **out, const rv_weights *w, const char *name,
+                                     const rv_model_load_opts *opts, rv_ctx *ctx) {
   *out = NULL;
   rv_model *m = calloc(1, sizeof *m);
   if (!m) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", rv_weights_path(w));
-  rv_status st = build(m, w, name, ctx);
+  rv_params P;
+  rv_status st = rv_params_init(&P, w, ctx);
+  if (st == RV_OK) st = build(m, &P, name, ctx);
+  /* every key a part did not consume: PyTorch load_state_dict's unexpected_keys */
+  if (st == RV_OK) {
+    char what[64];
+    snprintf(what, sizeof what, "%s model", m->arch);
+    st = rv_params_check_unused(&P, UNUSED_OK, opts && opts->strict, what, ctx);
+  }
+  rv_params_free(&P);
   if (st != RV_OK) {
     rv_model_free(m);
     return st;
@@ -358,10 +376,15 @@ rv_status rv_model_from_weights(rv_model **out, const rv_weights *w, const char 
 }
 
 rv_status rv_model_load(rv_model **out, const char *path, const char *name, rv_ctx *ctx) {
+  return rv_model_load_ex(out, path, name, NULL, ctx);
+}
+
+rv_status rv_model_load_ex(rv_model **out, const char *path, const char *name,
+                             const rv_model_load_opts *opts, rv_ctx *ctx) {
   *out = NULL;
   rv_weights *w = NULL;
   RV_TRY(rv_weights_open(&w, path, ctx));
-  rv_status st = rv_model_from_weights(out, w, name, ctx);
+  rv_status st = rv_model_from_weights_ex(out, w, name, opts, ctx);
   rv_weights_free(w); /* every part copied what it needs */
   return st;
 }

@@ -42,10 +42,22 @@ typedef enum { RV_TASK_SEGMENT = 0, RV_TASK_DETECT } rv_task;
 
 typedef struct rv_model rv_model;
 
-/* path: .pth or .safetensors; name: NULL or a model name (see rv_model_names). */
+/* path: .pth or .safetensors; name: NULL or a model name (see rv_model_names). A key the
+ * model needs and the checkpoint lacks (or has with another shape or a non-float dtype) is
+ * an error naming it; keys the model does not use (besides auxiliary_head.* and
+ * num_batches_tracked) are listed in a warning through rv_log (an error with strict). */
 rv_status rv_model_load(rv_model **out, const char *path, const char *name, rv_ctx *ctx);
 /* The same from weights already open (they may be freed afterwards: parts copy). */
 rv_status rv_model_from_weights(rv_model **out, const rv_weights *w, const char *name, rv_ctx *ctx);
+
+typedef struct {
+  int strict; /* 1: an unexpected (unused) checkpoint key is an error, not a warning */
+} rv_model_load_opts;
+/* rv_model_load / rv_model_from_weights with options (opts NULL: the defaults, all 0). */
+rv_status rv_model_load_ex(rv_model **out, const char *path, const char *name,
+                             const rv_model_load_opts *opts, rv_ctx *ctx);
+rv_status rv_model_from_weights_ex(rv_model **out, const rv_weights *w, const char *name,
+                                     const rv_model_load_opts *opts, rv_ctx *ctx);
 void rv_model_free(rv_model *m);
 
 /* Dense-prediction model names accepted as `name` (NULL-terminated). */

@@ -68,7 +68,14 @@ static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strle
 
 rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
                               const rv_weights *w, rv_ctx *ctx) {
+  rv_params p = rv_params_view(w);
+  return rv_seg_decoder_load_params(out, cfg, &p, ctx);
+}
+
+rv_status rv_seg_decoder_load_params(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
+                                     rv_params *p, rv_ctx *ctx) {
   *out = NULL;
+  const rv_weights *w = p->w;
   int n_aux = 0, n_psp = 0, n_scale = 0, n_neck = 0, n_head = 0;
   const char *det_key = NULL;
   for (int i = 0; i < rv_weights_count(w); i++) {
@@ -111,7 +118,7 @@ rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config 
   d->arch = arch;
   rv_status st = RV_OK;
   if (arch == RV_SEG_ARCH_SEMANTIC_FPN) {
-    st = rv_fpn_load(&d->fpn, &cfg->fpn, w, "neck.", ctx);
+    st = rv_fpn_load(&d->fpn, &cfg->fpn, p, "neck.", ctx);
     if (st == RV_OK) {
       const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
       rv_fpn_head_config hc = cfg->fpn_head;
@@ -121,7 +128,7 @@ rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config 
       for (int i = 0; i < hc.num_levels && i < RV_FPN_HEAD_MAX_LEVELS; i++)
         if (hc.in_channels[i] < 0) hc.in_channels[i] = fc->out_channels;
       hc.num_classes = cfg->num_classes;
-      if (st == RV_OK) st = rv_fpn_head_load(&d->fpn_head, &hc, w, "decode_head.", ctx);
+      if (st == RV_OK) st = rv_fpn_head_load(&d->fpn_head, &hc, p, "decode_head.", ctx);
       if (st == RV_OK) {
         d->num_classes = rv_fpn_head_config_of(d->fpn_head)->num_classes;
         d->num_ins = fc->num_ins;
@@ -129,10 +136,10 @@ rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config 
       }
     }
   } else if (arch == RV_SEG_ARCH_UPERNET) {
-    st = rv_uper_load(&d->uper, &cfg->uper, w, "decode_head.", ctx);
+    st = rv_uper_load(&d->uper, &cfg->uper, p, "decode_head.", ctx);
     if (st == RV_OK) {
       const rv_uper_config *uc = rv_uper_config_of(d->uper);
-      st = rv_seg_classifier_load(&d->conv_seg, w, "decode_head.", uc->channels, cfg->num_classes, ctx);
+      st = rv_seg_classifier_load(&d->conv_seg, p, "decode_head.", uc->channels, cfg->num_classes, ctx);
       if (st == RV_OK) {
         d->num_classes = d->conv_seg.cout;
         d->num_ins = uc->num_ins;

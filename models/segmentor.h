@@ -70,6 +70,9 @@ typedef struct rv_seg_decoder rv_seg_decoder;
  * (rpn_head / roi_head / bbox_head keys) or a class-count mismatch is RV_ERR_MODEL. */
 rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
                               const rv_weights *w, rv_ctx *ctx);
+/* The same through a parameter loader (nn/param.h): the keys consumed are marked in p. */
+rv_status rv_seg_decoder_load_params(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
+                                     rv_params *p, rv_ctx *ctx);
 void rv_seg_decoder_free(rv_seg_decoder *d);
 rv_seg_arch rv_seg_decoder_arch(const rv_seg_decoder *d);
 int rv_seg_decoder_num_classes(const rv_seg_decoder *d);

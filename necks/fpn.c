@@ -1,6 +1,6 @@
 /* FPN neck: laterals, nearest top-down, 3x3 outputs, extra levels. See fpn.h. */
 #include "necks/fpn.h"
-#include "models/conv_module.h"
+#include "nn/conv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,7 +64,7 @@ static rv_status check_config(const rv_fpn_config *c, int *num_lat, int *num_ext
   return RV_OK;
 }
 
-rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, const rv_weights *w,
+rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, rv_params *p,
                       const char *prefix, rv_ctx *ctx) {
   *out = NULL;
   int nl = 0, ne = 0;
@@ -81,7 +81,7 @@ rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, const rv_weights *
   for (int i = 0; i < nl && st == RV_OK; i++) {
     int lvl = c->start_level + i;
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, i);
-    st = rv_convmod_load(&f->lateral[i], w, name, c->in_channels[lvl], c->out_channels, 1, 1,
+    st = rv_convmod_load(&f->lateral[i], p, name, c->in_channels[lvl], c->out_channels, 1, 1,
                          RV_ACT_NONE, ctx);
     if (st != RV_OK) break;
     c->in_channels[lvl] = f->lateral[i].cin;
@@ -94,18 +94,18 @@ rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, const rv_weights *
       if (i == nl && c->extra == RV_FPN_EXTRA_ON_INPUT) cin = c->in_channels[c->end_level - 1];
     }
     snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, i);
-    st = rv_convmod_load(&f->out_conv[i], w, name, cin, c->out_channels, 3, stride, RV_ACT_NONE, ctx);
+    st = rv_convmod_load(&f->out_conv[i], p, name, cin, c->out_channels, 3, stride, RV_ACT_NONE, ctx);
   }
   /* A checkpoint with more convs than the config uses was built for another FPN mode. */
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, nl);
-    if (rv_convmod_exists(w, name))
+    if (rv_convmod_exists(p, name))
       st = rv_error(ctx, RV_ERR_MODEL, "FPN: checkpoint has '%s' but the config has %d lateral levels",
                     name, nl);
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, nl + ne);
-    if (rv_convmod_exists(w, name))
+    if (rv_convmod_exists(p, name))
       st = rv_error(ctx, RV_ERR_MODEL,
                     "FPN: checkpoint has '%s' (an extra-level conv) but the config uses %d convs "
                     "(num_outs %d, %s)", name, nl + ne, c->num_outs,

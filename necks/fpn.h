@@ -29,7 +29,7 @@
 #define RV_NECKS_FPN_H
 
 #include "core/ops.h"
-#include "core/weights.h"
+#include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,7 +64,7 @@ typedef struct rv_fpn rv_fpn;
 
 /* Validates the config, copies the weights found under `prefix` ("neck." or ""), checking
  * every expected key and shape; the resolved config is available from rv_fpn_config_of. */
-rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, const rv_weights *w,
+rv_status rv_fpn_load(rv_fpn **out, const rv_fpn_config *cfg, rv_params *p,
                       const char *prefix, rv_ctx *ctx);
 void rv_fpn_free(rv_fpn *f);
 const rv_fpn_config *rv_fpn_config_of(const rv_fpn *f);

@@ -1,6 +1,6 @@
 /* UperNet PPM + top-down fusion + fpn_bottleneck. See uper.h. */
 #include "necks/uper.h"
-#include "models/conv_module.h"
+#include "nn/conv.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +44,7 @@ void rv_uper_free(rv_uper *u) {
 
 const rv_uper_config *rv_uper_config_of(const rv_uper *u) { return &u->cfg; }
 
-rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weights *w,
+rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, rv_params *p,
                        const char *prefix, rv_ctx *ctx) {
   *out = NULL;
   if (cfg->num_ins < 2 || cfg->num_ins > RV_UPER_MAX_LEVELS)
@@ -64,7 +64,7 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
   rv_status st = RV_OK;
   for (int k = 0; k < c->num_pool_scales && st == RV_OK; k++) {
     snprintf(name, sizeof name, "%spsp_modules.%d.1", prefix, k);
-    st = rv_convmod_load(&u->ppm[k], w, name, c->in_channels[last], c->channels, 1, 1, RV_ACT_RELU, ctx);
+    st = rv_convmod_load(&u->ppm[k], p, name, c->in_channels[last], c->channels, 1, 1, RV_ACT_RELU, ctx);
     if (st == RV_OK) {
       c->in_channels[last] = u->ppm[k].cin;
       c->channels = u->ppm[k].cout;
@@ -72,27 +72,27 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%spsp_modules.%d.1", prefix, c->num_pool_scales);
-    if (rv_convmod_exists(w, name))
+    if (rv_convmod_exists(p, name))
       st = rv_error(ctx, RV_ERR_MODEL, "UperNet: checkpoint has '%s' but the config has %d pool scales",
                     name, c->num_pool_scales);
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%sbottleneck", prefix);
-    st = rv_convmod_load(&u->bottleneck, w, name, c->in_channels[last] + c->num_pool_scales * c->channels,
+    st = rv_convmod_load(&u->bottleneck, p, name, c->in_channels[last] + c->num_pool_scales * c->channels,
                          c->channels, 3, 1, RV_ACT_RELU, ctx);
   }
   for (int i = 0; i < last && st == RV_OK; i++) {
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, i);
-    st = rv_convmod_load(&u->lateral[i], w, name, c->in_channels[i], c->channels, 1, 1, RV_ACT_RELU, ctx);
+    st = rv_convmod_load(&u->lateral[i], p, name, c->in_channels[i], c->channels, 1, 1, RV_ACT_RELU, ctx);
     if (st != RV_OK) break;
     c->in_channels[i] = u->lateral[i].cin;
     snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, i);
-    st = rv_convmod_load(&u->fpn[i], w, name, c->channels, c->channels, 3, 1, RV_ACT_RELU, ctx);
+    st = rv_convmod_load(&u->fpn[i], p, name, c->channels, c->channels, 3, 1, RV_ACT_RELU, ctx);
     u->fpn[i].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see core/conv.c */
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, last);
-    if (rv_convmod_exists(w, name))
+    if (rv_convmod_exists(p, name))
       st = rv_error(ctx, RV_ERR_MODEL, "UperNet: checkpoint has '%s' but the config has %d inputs", name,
                     c->num_ins);
   }
@@ -100,7 +100,7 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weight
     snprintf(name, sizeof name, "%sfpn_bottleneck", prefix);
     rv_convmod full;
     memset(&full, 0, sizeof full);
-    st = rv_convmod_load(&full, w, name, c->num_ins * c->channels, c->channels, 3, 1, RV_ACT_RELU,
+    st = rv_convmod_load(&full, p, name, c->num_ins * c->channels, c->channels, 3, 1, RV_ACT_RELU,
                          ctx);
     for (int i = 0; i < c->num_ins && st == RV_OK; i++) {
       st = rv_convmod_slice_inputs(&u->fpn_bottleneck[i], &full, i * c->channels, c->channels,

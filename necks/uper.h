@@ -23,7 +23,7 @@
 #define RV_NECKS_UPER_H
 
 #include "core/ops.h"
-#include "core/weights.h"
+#include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,7 +45,7 @@ rv_uper_config rv_uper_default_config(void);
 
 typedef struct rv_uper rv_uper;
 
-rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, const rv_weights *w,
+rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, rv_params *p,
                        const char *prefix, rv_ctx *ctx);
 void rv_uper_free(rv_uper *u);
 const rv_uper_config *rv_uper_config_of(const rv_uper *u);

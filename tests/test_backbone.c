@@ -268,7 +268,7 @@ static void test_load_errors(void **state) {
   c1 = c;
   c1.depths[2] = 3;
   c1.flags[2][2] = 'v';
-  assert_int_equal(rv_ravlt_create(&m, &c1, w, NULL, ctx), RV_ERR_MODEL);
+  assert_int_equal(rv_ravlt_create(&m, &c1, w, NULL, ctx), RV_ERR_NOTFOUND);
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "missing key 'backbone.layers.2.blocks.2."));
   /* wrong width: shape mismatch names both shapes */
   c1 = c;
@@ -279,7 +279,7 @@ static void test_load_errors(void **state) {
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "[64"));
   /* one key removed */
   rv_weights *w2 = copy_except(w, "backbone.layers.0.blocks.1.attn.lepe.bias", NULL);
-  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_ERR_MODEL);
+  assert_int_equal(rv_ravlt_create(&m, &c, w2, NULL, ctx), RV_ERR_NOTFOUND);
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "backbone.layers.0.blocks.1.attn.lepe.bias"));
   rv_weights_free(w2);
   /* a stray architecture key */

@@ -309,7 +309,7 @@ static void run_stagewise(const char *kind, int stages) {
 
   /* RPN post-processing */
   rv_rpn_head rpn;
-  assert_int_equal(rv_rpn_head_load(&rpn, w, "rpn_head", ctx), RV_OK);
+  assert_int_equal(rv_rpn_head_load(&rpn, &(rv_params){w, NULL}, "rpn_head", ctx), RV_OK);
   rv_tensor cls[5], reg[5], neck[5];
   for (int l = 0; l < 5; l++) {
     snprintf(p, sizeof p, "rpn.cls_score.%d", l);
@@ -340,7 +340,7 @@ static void run_stagewise(const char *kind, int stages) {
 
   /* box heads per stage, and get_bboxes on the stored logits */
   rv_roi_head rh;
-  assert_int_equal(rv_roi_head_load(&rh, w, "roi_head", stages, NULL, ctx), RV_OK);
+  assert_int_equal(rv_roi_head_load(&rh, &(rv_params){w, NULL}, "roi_head", stages, NULL, ctx), RV_OK);
   const int K = rh.num_classes, K1 = K + 1, C = rh.bbox[0].in_channels;
   rv_tensor rois, rcls, rreg;
   double *mean = NULL;
@@ -614,7 +614,7 @@ static void test_load_errors(void **state) {
   rv_detector_free(det);
   /* roi head alone with zero proposals */
   rv_roi_head rh;
-  assert_int_equal(rv_roi_head_load(&rh, w, "roi_head", 3, NULL, ctx), RV_OK);
+  assert_int_equal(rv_roi_head_load(&rh, &(rv_params){w, NULL}, "roi_head", 3, NULL, ctx), RV_OK);
   rv_rcnn_cfg rc = rv_rcnn_cfg_default();
   rv_tensor p32[4];
   for (int i = 0; i < 4; i++) p32[i] = rv_tensor_zeros(a, 1, 32, feats[i].h, feats[i].w);

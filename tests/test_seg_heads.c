@@ -329,7 +329,7 @@ static void check_fpn_mode(int mode, int relu_extra) {
   cfg.num_outs = num_outs;
   cfg.relu_before_extra_convs = relu_extra;
   rv_fpn *fpn = NULL;
-  assert_int_equal(rv_fpn_load(&fpn, &cfg, w, "neck.", ctx), RV_OK);
+  assert_int_equal(rv_fpn_load(&fpn, &cfg, &(rv_params){w, NULL}, "neck.", ctx), RV_OK);
   assert_int_equal(rv_fpn_config_of(fpn)->out_channels, oc);
   rv_arena *a = rv_arena_create(0);
   rv_tensor outs[5];
@@ -352,7 +352,7 @@ static void check_fpn_mode(int mode, int relu_extra) {
   rv_fpn *f2 = NULL;
   rv_fpn_config c2 = cfg;
   c2.num_outs = nl;
-  rv_status st = rv_fpn_load(&f2, &c2, w, "neck.", ctx);
+  rv_status st = rv_fpn_load(&f2, &c2, &(rv_params){w, NULL}, "neck.", ctx);
   if (extra > 0) {
     assert_int_equal(st, RV_ERR_MODEL);
     assert_non_null(strstr(rv_ctx_errmsg(ctx), "fpn_convs"));

@@ -1,42 +1,21 @@
-/* ConvModule loading (BN folded at load) and forward. See conv_module.h. */
-#include "models/conv_module.h"
+/* ConvModule loading (BN folded at load, through nn/param.h) and forward. See conv.h. */
+#include "nn/conv.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #define BN_EPS 1e-5f
 
-static const rv_wtensor *find_fmt(const rv_weights *w, char *buf, size_t cap, const char *prefix,
+static const rv_wtensor *find_fmt(const rv_params *p, char *buf, size_t cap, const char *prefix,
                                   const char *suffix) {
   snprintf(buf, cap, "%s%s", prefix, suffix);
-  return rv_weights_find(w, buf);
+  return rv_param_find(p, buf);
 }
 
-static void shape_str(char *buf, size_t cap, const rv_wtensor *t) {
-  size_t o = 0;
-  o += (size_t)snprintf(buf + o, cap - o, "[");
-  for (int i = 0; i < t->ndim && o < cap; i++)
-    o += (size_t)snprintf(buf + o, cap - o, i ? ", %lld" : "%lld", (long long)t->shape[i]);
-  if (o < cap) snprintf(buf + o, cap - o, "]");
-}
-
-/* Copy a 1-D float vector of length n from `name`; RV_ERR_MODEL on a shape mismatch. */
-static rv_status load_vec(float *dst, const rv_weights *w, const char *name, int n, rv_ctx *ctx) {
-  const rv_wtensor *t = rv_weights_find(w, name);
-  if (!t) return rv_error(ctx, RV_ERR_NOTFOUND, "checkpoint has no tensor '%s'", name);
-  if (t->ndim != 1 || t->shape[0] != n) {
-    char s[96];
-    shape_str(s, sizeof s, t);
-    return rv_error(ctx, RV_ERR_MODEL, "tensor '%s' has shape %s, expected [%d]", name, s, n);
-  }
-  rv_wtensor_to_f32(t, dst);
-  return RV_OK;
-}
-
-int rv_convmod_exists(const rv_weights *w, const char *prefix) {
+int rv_convmod_exists(const rv_params *p, const char *prefix) {
   char name[512];
-  return find_fmt(w, name, sizeof name, prefix, ".conv.weight") != NULL ||
-         find_fmt(w, name, sizeof name, prefix, ".weight") != NULL;
+  return find_fmt(p, name, sizeof name, prefix, ".conv.weight") != NULL ||
+         find_fmt(p, name, sizeof name, prefix, ".weight") != NULL;
 }
 
 void rv_convmod_free(rv_convmod *m) {
@@ -46,29 +25,28 @@ void rv_convmod_free(rv_convmod *m) {
   m->w = m->b = NULL;
 }
 
-rv_status rv_convmod_load(rv_convmod *m, const rv_weights *w, const char *prefix, int cin,
-                          int cout, int k, int stride, rv_act act, rv_ctx *ctx) {
+rv_status rv_convmod_load(rv_convmod *m, rv_params *p, const char *prefix, int cin, int cout,
+                          int k, int stride, rv_act act, rv_ctx *ctx) {
   memset(m, 0, sizeof *m);
   char name[512], bname[512];
-  int is_module = 1;
-  const rv_wtensor *wt = find_fmt(w, name, sizeof name, prefix, ".conv.weight");
-  if (!wt) {
-    is_module = 0;
-    wt = find_fmt(w, name, sizeof name, prefix, ".weight");
+  /* a ConvModule (P.conv.weight) or a plain conv (P.weight) */
+  int is_module = find_fmt(p, name, sizeof name, prefix, ".conv.weight") != NULL;
+  if (!is_module && !find_fmt(p, name, sizeof name, prefix, ".weight")) {
+    /* neither: name the one the module's other keys point to (a ConvModule by default) */
+    int plain = find_fmt(p, bname, sizeof bname, prefix, ".bias") != NULL &&
+                !find_fmt(p, bname, sizeof bname, prefix, ".conv.bias");
+    snprintf(name, sizeof name, "%s%s", prefix, plain ? ".weight" : ".conv.weight");
   }
-  if (!wt)
-    return rv_error(ctx, RV_ERR_NOTFOUND, "checkpoint has no tensor '%s.conv.weight' (or '%s.weight')",
-                    prefix, prefix);
-  char s[96];
-  shape_str(s, sizeof s, wt);
-  if (wt->ndim != 4 || wt->shape[2] != wt->shape[3] || wt->shape[2] % 2 != 1 ||
-      wt->shape[0] <= 0 || wt->shape[1] <= 0 || wt->shape[0] > (1 << 20) || wt->shape[1] > (1 << 20))
-    return rv_error(ctx, RV_ERR_MODEL, "tensor '%s' has shape %s, expected [cout, cin, k, k] with odd k",
-                    name, s);
-  if ((cout >= 0 && wt->shape[0] != cout) || (cin >= 0 && wt->shape[1] != cin) ||
-      (k >= 0 && wt->shape[2] != k))
-    return rv_error(ctx, RV_ERR_MODEL, "tensor '%s' has shape %s, expected [%d, %d, %d, %d]", name, s,
-                    cout, cin, k >= 0 ? k : (int)wt->shape[2], k >= 0 ? k : (int)wt->shape[3]);
+  const int64_t want[4] = {cout, cin, k, k};
+  const rv_wtensor *wt;
+  RV_TRY(rv_param_get(p, &wt, name, 4, want, ctx));
+  if (wt->shape[2] != wt->shape[3] || wt->shape[2] % 2 != 1 || wt->shape[0] > (1 << 20) ||
+      wt->shape[1] > (1 << 20)) {
+    char s[96];
+    rv_param_shape_str(s, sizeof s, wt->ndim, wt->shape);
+    return rv_error(ctx, RV_ERR_MODEL, "%s: key '%s' has shape %s, expected [cout, cin, k, k] with odd k",
+                    rv_params_path(p), name, s);
+  }
   m->cout = (int)wt->shape[0];
   m->cin = (int)wt->shape[1];
   m->k = (int)wt->shape[2];
@@ -80,35 +58,16 @@ rv_status rv_convmod_load(rv_convmod *m, const rv_weights *w, const char *prefix
   m->b = rv_calloc((size_t)m->cout, sizeof(float));
   if (!m->w || !m->b) {
     rv_convmod_free(m);
-    return rv_error(ctx, RV_ERR_NOMEM, "out of memory loading '%s'", name);
+    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory loading '%s'", rv_params_path(p), name);
   }
   rv_wtensor_to_f32(wt, m->w);
   rv_status st = RV_OK;
-  const char *bias_suffix = is_module ? ".conv.bias" : ".bias";
-  if (find_fmt(w, bname, sizeof bname, prefix, bias_suffix))
-    st = load_vec(m->b, w, bname, m->cout, ctx);
-  if (st == RV_OK && is_module && find_fmt(w, bname, sizeof bname, prefix, ".bn.weight")) {
-    float *bn = rv_malloc((size_t)4 * (size_t)m->cout * sizeof(float));
-    if (!bn) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory loading '%s'", name);
-    static const char *const suff[4] = {".bn.running_mean", ".bn.running_var", ".bn.weight",
-                                        ".bn.bias"};
-    for (int i = 0; i < 4 && st == RV_OK; i++) {
-      snprintf(bname, sizeof bname, "%s%s", prefix, suff[i]);
-      st = load_vec(bn + (size_t)i * (size_t)m->cout, w, bname, m->cout, ctx);
-    }
-    if (st == RV_OK) {
-      const float *var = bn + m->cout;
-      for (int c = 0; c < m->cout; c++)
-        if (!(var[c] >= 0.0f)) {
-          snprintf(bname, sizeof bname, "%s.bn.running_var", prefix);
-          st = rv_error(ctx, RV_ERR_MODEL, "tensor '%s' has a negative or NaN variance at %d", bname, c);
-          break;
-        }
-    }
-    if (st == RV_OK)
-      rv_bn_fold(m->w, m->b, m->cout, per_out, bn, bn + m->cout, bn + 2 * (size_t)m->cout,
-                 bn + 3 * (size_t)m->cout, BN_EPS);
-    rv_free(bn);
+  const int64_t vec[1] = {m->cout};
+  if (find_fmt(p, bname, sizeof bname, prefix, is_module ? ".conv.bias" : ".bias"))
+    st = rv_param_read(p, m->b, bname, 1, vec, ctx);
+  if (st == RV_OK && is_module && find_fmt(p, bname, sizeof bname, prefix, ".bn.weight")) {
+    snprintf(bname, sizeof bname, "%s.bn", prefix);
+    st = rv_param_bn_fold(p, m->w, m->b, m->cout, per_out, bname, BN_EPS, ctx);
   }
   if (st != RV_OK) rv_convmod_free(m);
   return st;

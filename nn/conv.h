@@ -1,9 +1,13 @@
 /* ConvModule: an mmcv ConvModule (conv [+ BN] [+ ReLU]) or a plain nn.Conv2d loaded from a
- * checkpoint, with eval-mode BatchNorm folded into the convolution at load time.
+ * checkpoint (through nn/param.h), with eval-mode BatchNorm folded into the convolution at
+ * load time. Its algorithms are options of the one type: m.algo picks direct / im2col-GEMM /
+ * Winograd (core/conv.c's rule), rv_convmod_upsampled_into the conv of a bilinearly
+ * upsampled input without the upsampled map.
  *
  *   rv_convmod m;
+ *   rv_params P = rv_params_view(w);   // or a recording rv_params_init
  *   // "decode_head.bottleneck" -> .conv.weight [.conv.bias] [.bn.{weight,bias,running_*}]
- *   if (rv_convmod_load(&m, w, "decode_head.bottleneck", -1, 512, 3, 1, RV_ACT_RELU, ctx))
+ *   if (rv_convmod_load(&m, &P, "decode_head.bottleneck", -1, 512, 3, 1, RV_ACT_RELU, ctx))
  *     ...error in ctx...;
  *   rv_tensor y;
  *   rv_convmod_forward(&m, &y, x, arena, ctx);        // y from the arena
@@ -14,11 +18,11 @@
  * weight is copied (float32); the module never points into the weight file. Padding is
  * (k-1)/2 (all convolutions of the FPN / UperNet / Semantic FPN heads are 'same').
  */
-#ifndef RV_MODELS_CONV_MODULE_H
-#define RV_MODELS_CONV_MODULE_H
+#ifndef RV_NN_CONV_H
+#define RV_NN_CONV_H
 
 #include "core/ops.h"
-#include "core/weights.h"
+#include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,11 +38,11 @@ typedef struct {
 
 /* Load the module at `prefix`. cin / cout / k: expected values, or -1 to accept the
  * checkpoint's. RV_ERR_NOTFOUND when no weight exists, RV_ERR_MODEL on a shape mismatch
- * (message names the key and both shapes). */
-rv_status rv_convmod_load(rv_convmod *m, const rv_weights *w, const char *prefix, int cin,
-                          int cout, int k, int stride, rv_act act, rv_ctx *ctx);
+ * (nn/param.h's wording: the key and both shapes). */
+rv_status rv_convmod_load(rv_convmod *m, rv_params *p, const char *prefix, int cin, int cout,
+                          int k, int stride, rv_act act, rv_ctx *ctx);
 /* 1 if a ConvModule or plain conv weight exists at prefix. */
-int rv_convmod_exists(const rv_weights *w, const char *prefix);
+int rv_convmod_exists(const rv_params *p, const char *prefix);
 void rv_convmod_free(rv_convmod *m);
 
 /* Output spatial size for an input of h x w. */
