@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/mpi_run.h"
+#include "core/fs.h"
+#include "core/image.h"
 
 #include <stdarg.h>
 #include <string.h>
@@ -49,6 +51,43 @@ int rv_cli_usage_error(const char *cmd, const char *fmt, ...) {
 }
 
 int rv_cli_is_help(const char *arg) { return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0; }
+
+int rv_cli_parse(const rv_cmd_spec *spec, void *dst, int argc, char **argv, int *npos) {
+  rv_opts_result r;
+  *npos = 0;
+  if (rv_opts_parse(spec, dst, &rv_cli, argc, argv, &r)) {
+    if (rv_mpi_rank() == 0) fprintf(stderr, "ravlt %s: %s (see 'ravlt %s --help')\n", spec->name, r.err, spec->name);
+    return 2;
+  }
+  if (r.help) {
+    if (rv_mpi_rank() == 0) rv_opts_help(spec, stdout);
+    return 0;
+  }
+  for (int i = 0; i < r.n_deprecated && !rv_cli.quiet && rv_mpi_rank() == 0; i++)
+    fprintf(stderr, "ravlt %s: %s is deprecated, use %s\n", spec->name, r.deprecated[i]->alias, r.deprecated[i]->name);
+  /* OpenCV's own process-wide settings: its backend warnings only with --verbose */
+  rv_image_set_opencv_log_level(rv_cli.verbose ? 1 : 0);
+  if (rv_cli.threads > 0) rv_image_set_opencv_threads(rv_cli.threads);
+  *npos = r.npos;
+  return -1;
+}
+
+int rv_cli_json_stdout(const char *path) { return path && strcmp(path, "-") == 0; }
+
+rv_status rv_cli_json_write(const char *path, const char *text, rv_ctx *ctx) {
+  if (rv_cli_json_stdout(path)) {
+    if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0)
+      return rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+    return RV_OK;
+  }
+  rv_out_file o;
+  RV_TRY(rv_out_open(&o, path, ctx));
+  if (fputs(text, o.f) < 0 || fputc('\n', o.f) < 0) {
+    rv_out_abort(&o);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+  }
+  return rv_out_close(&o, ctx);
+}
 
 double rv_now(void) {
   struct timespec ts;

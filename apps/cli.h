@@ -3,17 +3,15 @@
 #ifndef RV_APPS_CLI_H
 #define RV_APPS_CLI_H
 
+#include "apps/opts.h"
 #include "core/rv.h"
 #include <stdio.h>
 
-/* Global CLI flags parsed by main before the subcommand (--quiet, --verbose, --threads). */
-typedef struct {
-  int quiet;
-  int verbose;
-  int threads; /* 0 = all cores */
-} rv_cli_opts;
+/* Global CLI flags (--quiet, --verbose, --threads): parsed by main before the command and by
+ * the command's rv_cli_parse after it (apps/opts.h). */
+typedef rv_opts_globals rv_cli_opts;
 
-extern rv_cli_opts rv_cli; /* set once by main() before a subcommand runs */
+extern rv_cli_opts rv_cli; /* set by main() and rv_cli_parse before a command runs */
 
 /* A context whose log hook prints to stderr ("ravlt: warning: ..."), honouring --quiet
  * and --verbose and --threads. */
@@ -31,6 +29,10 @@ int rv_cli_fail_once(rv_ctx *ctx, const char *cmd, rv_status st);
 int rv_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* 1 if argv[i] is -h or --help. */
 int rv_cli_is_help(const char *arg);
+/* Where a command writes its --json FILE: "-" is stdout. rv_cli_json_write writes text
+ * (plus a newline) to stdout for "-", else atomically to the file (rv_out_open). */
+int rv_cli_json_stdout(const char *path);
+rv_status rv_cli_json_write(const char *path, const char *text, rv_ctx *ctx);
 
 /* Progress bar on stderr, drawn only when stderr is a TTY and not --quiet.
  *   rv_progress p; rv_progress_start(&p, "images", total);

@@ -1,4 +1,4 @@
-/* `ravlt bench MODEL [--size HxW] [--threads N] [--runs N] [--random-weights] [--json]`:
+/* `ravlt bench MODEL [--size HxW] [--runs N] [--random-weights] [--json FILE|-]`:
  * times the RAVLT forward pass (warm-up, then N timed runs). */
 #include "apps/cli.h"
 #include "apps/model_args.h"
@@ -6,10 +6,12 @@
 #include "core/ops.h"
 #include "models/model.h"
 #include "models/seg_post.h"
+#include "apps/commands.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,36 +20,53 @@
 #include <omp.h>
 #endif
 
-static const char *USAGE =
-    "usage: ravlt bench MODEL [--size HxW] [--threads N] [--runs N] [--warmup N]\n"
-    "                   [--random-weights] [--backbone] [--json]\n"
-    "       ravlt bench --weights CKPT [--name NAME] [--size HxW] [--threads N] [--runs N]\n"
-    "                   [--warmup N] [--json]\n"
-    "\n"
-    "--weights: a whole dense model (segmentor or detector, models/model.h) end to end on a\n"
-    "random BGR image of --size (default 512x2048 for segmentors, 800x1333 for detectors:\n"
-    "the official test scales), with the per-stage breakdown of the median run: preprocess,\n"
-    "backbone, then neck+head and post (resize + argmax) for segmentors, or neck, rpn, roi,\n"
-    "mask and post (the rest: box/mask post-processing) for detectors.\n"
-    "\n"
+typedef struct {
+  const char *weights, *name, *json;
+  int size[2];
+  int runs, warmup, random, backbone;
+} bench_opts;
+
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, offsetof(bench_opts, weights), 0, 0, NULL, "CKPT",
+     "a whole dense model (segmentor or detector) instead of MODEL", 0},
+    {"--name", NULL, RV_OPT_STR, offsetof(bench_opts, name), 0, 0, NULL, "NAME",
+     "with --weights: architecture when the checkpoint has no config", 0},
+    {"--size", NULL, RV_OPT_SIZE, offsetof(bench_opts, size), 1, 65536, NULL, "HxW",
+     "input size, height first (default 224x224; --weights: the official\n"
+     "test scale, 512x2048 for segmentors, 800x1333 for detectors)", 0},
+    {"--runs", NULL, RV_OPT_INT, offsetof(bench_opts, runs), 1, 100000, NULL, "N", "timed runs (default 5)", 0},
+    {"--warmup", NULL, RV_OPT_INT, offsetof(bench_opts, warmup), 0, 100000, NULL, "N", "untimed runs first (default 1)", 0},
+    {"--random-weights", NULL, RV_OPT_FLAG, offsetof(bench_opts, random), 0, 0, NULL, NULL, "build a preset without a checkpoint", 0},
+    {"--backbone", NULL, RV_OPT_FLAG, offsetof(bench_opts, backbone), 0, 0, NULL, NULL,
+     "run the backbone (4 outputs) of a classifier preset/checkpoint", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(bench_opts, json), 0, 0, NULL, "FILE",
+     "write {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\",\n"
+     "\"start_rss_mb\" (before the model: the shared libraries), \"cpu_ms\"\n"
+     "(median process CPU time per run), ...} to FILE ('-': stdout,\n"
+     "instead of the text line)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_bench = {
+    "bench", "MODEL [--size HxW] [--runs N] [--warmup N] [--random-weights] [--backbone] [--json FILE|-]\n"
+    "--weights CKPT [--name NAME] [--size HxW] [--runs N] [--warmup N] [--json FILE|-]",
     "Times the RAVLT forward pass on a random input: warm-up runs, then N timed runs;\n"
     "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
     "peak resident memory. MODEL is a checkpoint, or a preset with --random-weights\n"
     "(ravlt-t/s/b/l: classifiers; ravlt-t/s/b/l-backbone or --backbone: the backbone).\n"
     "'ravlt bench sgemm --size N' measures the SGEMM rate (N x N x N) for reference.\n"
     "\n"
-    "  --size HxW        input size (default 224x224)\n"
-    "  --threads N       threads (default: the global --threads, else all cores)\n"
-    "  --runs N          timed runs (default 5)\n"
-    "  --warmup N        untimed runs first (default 1)\n"
-    "  --random-weights  build a preset without a checkpoint\n"
-    "  --backbone        run the backbone (4 outputs) of a classifier preset/checkpoint\n"
-    "  --json            {\"median_ms\", \"min_ms\", \"max_ms\", \"gmacs_per_s\", \"peak_rss_mb\",\n"
-    "                    \"start_rss_mb\" (before the model: the shared libraries), \"cpu_ms\"\n"
-    "                    (median process CPU time per run), ...}\n"
-    "\n"
+    "--weights: a whole dense model (segmentor or detector, models/model.h) end to end on a\n"
+    "random BGR image of --size, with the per-stage breakdown of the median run: preprocess,\n"
+    "backbone, then neck+head and post (resize + argmax) for segmentors, or neck, rpn, roi,\n"
+    "mask and post (the rest: box/mask post-processing) for detectors. Threads: the common\n"
+    "--threads N (default all cores).\n",
+    OPTS, 1,
     "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, its\n"
-    "AVX-512/AVX2 kernels are selected (rv_blas_init; set OPENBLAS_CORETYPE to override).\n";
+    "AVX-512/AVX2 kernels are selected (rv_blas_init; set OPENBLAS_CORETYPE to override).\n",
+    "  ravlt bench ravlt-s-backbone --random-weights --size 512x512 --threads 8 --runs 5\n"
+    "  ravlt bench --weights upernet_ravlt_s.pth --json bench.json\n"
+    "  ravlt bench sgemm --size 2048 --json -\n",
+    sizeof(bench_opts)};
 
 /* CPU time of the process (all threads): on a loaded machine, cpu_ms / threads is a
  * steadier estimate of the unloaded wall time than the wall time itself. */
@@ -63,17 +82,9 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int parse_count(const char *s, int lo, int hi, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end || v < lo || v > hi) return -1;
-  *out = (int)v;
-  return 0;
-}
-
 /* `ravlt bench sgemm --size N`: the machine's SGEMM rate (rv_gemm_f32, N x N x N), the
  * reference for "percent of SGEMM peak". */
-static int bench_sgemm(int n, int threads, int runs, int json) {
+static int bench_sgemm(int n, int threads, int runs, const char *json) {
 #ifdef _OPENMP
   if (threads > 0) omp_set_num_threads(threads);
   int nt = omp_get_max_threads();
@@ -93,12 +104,20 @@ static int bench_sgemm(int n, int threads, int runs, int json) {
     if (dt < best) best = dt;
   }
   double g = (double)n * n * n / best / 1e9;
-  if (json) printf("{\"sgemm_n\":%d,\"threads\":%d,\"gmacs_per_s\":%.2f,\"blas_core\":\"%s\"}\n", n, nt, g, openblas_get_corename());
-  else printf("sgemm %dx%dx%d, %d thread%s: %.1f GMAC/s (best of %d), OpenBLAS %s\n", n, n, n, nt, nt == 1 ? "" : "s", g, runs, openblas_get_corename());
+  int rc = 0;
+  if (json) {
+    char t[256];
+    snprintf(t, sizeof t, "{\"sgemm_n\":%d,\"threads\":%d,\"gmacs_per_s\":%.2f,\"blas_core\":\"%s\"}", n, nt, g, openblas_get_corename());
+    rv_ctx *ctx = rv_cli_ctx();
+    rv_status st = ctx ? rv_cli_json_write(json, t, ctx) : RV_ERR_NOMEM;
+    if (st != RV_OK) rc = ctx ? rv_cli_fail(ctx, "bench", st) : 1;
+    rv_ctx_free(ctx);
+  }
+  if (!rv_cli_json_stdout(json)) printf("sgemm %dx%dx%d, %d thread%s: %.1f GMAC/s (best of %d), OpenBLAS %s\n", n, n, n, nt, nt == 1 ? "" : "s", g, runs, openblas_get_corename());
   free(a);
   free(b);
   free(c);
-  return 0;
+  return rc;
 }
 
 /* ---- whole dense models (--weights CKPT) ------------------------------------------------ */
@@ -194,7 +213,7 @@ static double max_rss_mb(void) {
 }
 
 static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
-                       int threads, int runs, int warmup, int json, double start_mb) {
+                       int threads, int runs, int warmup, const char *json, double start_mb) {
   const char *cmd = "bench";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -274,10 +293,12 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
     cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
     char *t = cJSON_PrintUnformatted(o);
-    if (t) printf("%s\n", t);
-    free(t);
     cJSON_Delete(o);
-  } else {
+    rv_status jst = t ? rv_cli_json_write(json, t, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    free(t);
+    if (jst != RV_OK) { rc = rv_cli_fail(ctx, "bench", jst); goto done; }
+  }
+  if (!rv_cli_json_stdout(json)) {
     printf("%s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
            "peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n"
            "  stages (median run):",
@@ -304,39 +325,14 @@ done:
 int rv_cmd_bench(int argc, char **argv) {
   const double start_mb = max_rss_mb();
   const char *cmd = "bench";
-  const char *model = NULL, *weights = NULL, *name = NULL;
-  int size_given = 0;
-  int h = 224, w = 224, threads = rv_cli.threads, runs = 5, warmup = 1, random = 0, json = 0,
-      backbone = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); return 0; }
-    if (strcmp(a, "--json") == 0) json = 1;
-    else if (strcmp(a, "--random-weights") == 0) random = 1;
-    else if (strcmp(a, "--backbone") == 0) backbone = 1;
-    else if (strcmp(a, "--size") == 0) {
-      if (i + 1 >= argc || rv_parse_size(argv[++i], &h, &w) != 0)
-        return rv_cli_usage_error(cmd, "--size needs HxW (e.g. 512x512)");
-      size_given = 1;
-    } else if (strcmp(a, "--weights") == 0) {
-      if (i + 1 >= argc) return rv_cli_usage_error(cmd, "--weights needs a checkpoint");
-      weights = argv[++i];
-    } else if (strcmp(a, "--name") == 0) {
-      if (i + 1 >= argc) return rv_cli_usage_error(cmd, "--name needs a model name (e.g. upernet-ravlt-s)");
-      name = argv[++i];
-    } else if (strcmp(a, "--threads") == 0) {
-      if (i + 1 >= argc || parse_count(argv[++i], 0, 4096, &threads) != 0)
-        return rv_cli_usage_error(cmd, "--threads needs a count >= 0");
-    } else if (strcmp(a, "--runs") == 0) {
-      if (i + 1 >= argc || parse_count(argv[++i], 1, 100000, &runs) != 0)
-        return rv_cli_usage_error(cmd, "--runs needs a count >= 1");
-    } else if (strcmp(a, "--warmup") == 0) {
-      if (i + 1 >= argc || parse_count(argv[++i], 0, 100000, &warmup) != 0)
-        return rv_cli_usage_error(cmd, "--warmup needs a count >= 0");
-    } else if (a[0] == '-' && a[1]) return rv_cli_usage_error(cmd, "unknown option '%s'", a);
-    else if (!model) model = a;
-    else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", a);
-  }
+  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *model = npos ? argv[0] : NULL, *weights = bo.weights, *name = bo.name, *json = bo.json;
+  int size_given = bo.size[0] > 0;
+  int h = size_given ? bo.size[0] : 224, w = size_given ? bo.size[1] : 224, threads = rv_cli.threads, runs = bo.runs,
+      warmup = bo.warmup, random = bo.random, backbone = bo.backbone;
   if (weights) {
     if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
     if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
@@ -435,10 +431,12 @@ int rv_cmd_bench(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
     cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
     char *t = cJSON_PrintUnformatted(o);
-    if (t) printf("%s\n", t);
-    free(t);
     cJSON_Delete(o);
-  } else {
+    rv_status jst = t ? rv_cli_json_write(json, t, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    free(t);
+    if (jst != RV_OK) { rc = rv_cli_fail(ctx, "bench", jst); goto done; }
+  }
+  if (!rv_cli_json_stdout(json)) {
     printf("%s %s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), %.3f GMACs "
            "-> %.1f GMAC/s, peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n",
            model, cfg.classifier ? "classifier" : "backbone", h, w, nthreads,

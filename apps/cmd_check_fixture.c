@@ -5,24 +5,37 @@
 #include "apps/check_fixture.h"
 #include "apps/cli.h"
 #include "core/ops.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *USAGE =
-    "usage: ravlt check-fixture [--pth] [--verbose] DIR\n"
-    "\n"
+typedef struct {
+  int pth;
+} check_fixture_opts;
+
+static const rv_opt OPTS[] = {
+    {"--pth", NULL, RV_OPT_FLAG, offsetof(check_fixture_opts, pth), 0, 0, NULL, NULL,
+     "load DIR/checkpoint.pth (mmcv checkpoint) instead of weights.safetensors", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_check_fixture = {
+    "check-fixture", "[--pth] [--verbose] DIR",
     "Runs the model described by DIR/config.json (\"kind\": backbone, upernet, semantic_fpn,\n"
     "cascade_mask_rcnn, mask_rcnn, retinanet, e2e_*) on the inputs in DIR/io.safetensors\n"
     "with the weights in DIR/weights.safetensors (or DIR/checkpoint.pth with --pth, or when\n"
     "there is no weights.safetensors) and compares every expected output present.\n"
     "Float tensors pass when max|got - ref| <= 1e-4 * max(1, max|ref|) unless the kind\n"
     "states another rule. Prints one line per comparison and a summary; exits 1 on any FAIL.\n"
-    "\n"
-    "  --pth       load DIR/checkpoint.pth (mmcv checkpoint) instead of weights.safetensors\n"
-    "  --verbose   print where the worst error of a failing tensor is\n";
+    "With --verbose (a common option): where the worst error of a failing tensor is.\n",
+    OPTS, 1, NULL,
+    "  ravlt check-fixture tests/fixtures/e2e/cascade_mask_rcnn\n"
+    "  ravlt check-fixture --pth --verbose tests/fixtures/backbone/tiny\n",
+    sizeof(check_fixture_opts)};
 
 static char *read_text(const char *path, rv_ctx *ctx, rv_status *st) {
   FILE *f = fopen(path, "rb");
@@ -69,16 +82,12 @@ static checker_fn pick(const char *kind, const char **family) {
 
 int rv_cmd_check_fixture(int argc, char **argv) {
   const char *cmd = "check-fixture";
-  int use_pth = 0, verbose = rv_cli.verbose;
-  const char *dir = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (rv_cli_is_help(argv[i])) { fputs(USAGE, stdout); return 0; }
-    if (strcmp(argv[i], "--pth") == 0) use_pth = 1;
-    else if (strcmp(argv[i], "--verbose") == 0 || strcmp(argv[i], "-v") == 0) verbose = 1;
-    else if (argv[i][0] == '-' && argv[i][1]) return rv_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-    else if (!dir) dir = argv[i];
-    else return rv_cli_usage_error(cmd, "one fixture folder expected, got '%s' too", argv[i]);
-  }
+  check_fixture_opts co = {0};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_check_fixture, &co, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  int use_pth = co.pth, verbose = rv_cli.verbose;
+  const char *dir = npos ? argv[0] : NULL;
   if (!dir) return rv_cli_usage_error(cmd, "missing fixture folder");
   rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
   rv_ctx *ctx = rv_cli_ctx();

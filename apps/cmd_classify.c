@@ -1,4 +1,4 @@
-/* `ravlt classify --weights W.pth [--size 224] [--top K] [--json] IMAGE...`: ImageNet top-K
+/* `ravlt classify --weights W.pth [--size 224] [--top K] [--json FILE|-] IMAGE...`: ImageNet top-K
  * with the RAVLT classifier (official classfication/RALA.py checkpoints). Preprocessing is
  * the official eval transform (datasets/preprocess.h rv_preprocess_imagenet: resize the
  * short side to 256/224 * size with PIL bicubic, center crop, normalise). */
@@ -9,64 +9,57 @@
 #include "core/image.h"
 #include "datasets/classes.h"
 #include "datasets/preprocess.h"
+#include "apps/commands.h"
+
+#include <cjson/cJSON.h>
+#include <stddef.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: ravlt classify --weights W [--size N] [--top K] [--json] IMAGE...\n"
-    "\n"
+typedef struct {
+  const char *weights, *json;
+  int size, top;
+} classify_opts;
+
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, offsetof(classify_opts, weights), 0, 0, NULL, "W", "checkpoint (required)", 0},
+    {"--size", NULL, RV_OPT_INT, offsetof(classify_opts, size), 32, 4096, NULL, "N",
+     "crop size 32..4096 (default 224; the short side is resized to 256/224 * N)", 0},
+    {"--top", NULL, RV_OPT_INT, offsetof(classify_opts, top), 1, 1000, NULL, "K", "classes to print, 1..1000 (default 5)", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(classify_opts, json), 0, 0, NULL, "FILE",
+     "write [{\"image\", \"top\": [{\"index\", \"label\", \"prob\"}]}] (one object per\n"
+     "image) to FILE ('-': stdout, instead of the table)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_classify = {
+    "classify", "--weights W [--size N] [--top K] [--json FILE|-] IMAGE...",
     "ImageNet classification with a RAVLT classifier checkpoint (.pth as saved by the\n"
     "official classification code, a bare state_dict, or .safetensors). The architecture\n"
     "(T/S/B/L or other) is read from the weights. Prints the top K classes per image with\n"
-    "softmax probabilities.\n"
-    "\n"
-    "  --weights W   checkpoint (required)\n"
-    "  --size N      crop size (default 224; the short side is resized to 256/224 * N)\n"
-    "  --top K       classes to print (default 5)\n"
-    "  --json        one JSON object per image: {\"image\", \"top\": [{\"index\", \"label\", \"prob\"}]}\n";
-
-static void json_str(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') printf("\\%c", *s);
-    else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
-    else putchar(*s);
-  }
-  putchar('"');
-}
+    "softmax probabilities.\n",
+    OPTS, -1, NULL,
+    "  ravlt classify --weights ravlt_s.pth cat.jpg dog.jpg\n"
+    "  ravlt classify --weights ravlt_s.pth --top 3 --json - cat.jpg\n",
+    sizeof(classify_opts)};
 
 int rv_cmd_classify(int argc, char **argv) {
   const char *cmd = "classify";
-  const char *weights = NULL;
-  int size = 224, top = 5, json = 0, nimg = 0;
-  const char **imgs = calloc((size_t)argc, sizeof *imgs);
-  if (!imgs) return 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); free(imgs); return 0; }
-    if (strcmp(a, "--json") == 0) json = 1;
-    else if (strcmp(a, "--weights") == 0 && i + 1 < argc) weights = argv[++i];
-    else if (strcmp(a, "--size") == 0 && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 32 || v > 4096) { free(imgs); return rv_cli_usage_error(cmd, "--size needs 32..4096"); }
-      size = (int)v;
-    } else if (strcmp(a, "--top") == 0 && i + 1 < argc) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 1000) { free(imgs); return rv_cli_usage_error(cmd, "--top needs 1..1000"); }
-      top = (int)v;
-    } else if (a[0] == '-' && a[1]) { free(imgs); return rv_cli_usage_error(cmd, "unknown option '%s'", a); }
-    else imgs[nimg++] = a;
-  }
-  if (!weights) { free(imgs); return rv_cli_usage_error(cmd, "--weights W is required"); }
-  if (nimg == 0) { free(imgs); return rv_cli_usage_error(cmd, "no IMAGE given"); }
+  classify_opts co = {NULL, NULL, 224, 5};
+  int nimg;
+  int prc = rv_cli_parse(&rv_spec_classify, &co, argc, argv, &nimg);
+  if (prc >= 0) return prc;
+  char **imgs = argv;
+  const char *weights = co.weights;
+  int size = co.size, top = co.top;
+  cJSON *jarr = NULL;
+  if (!weights) { return rv_cli_usage_error(cmd, "--weights W is required"); }
+  if (nimg == 0) { return rv_cli_usage_error(cmd, "no IMAGE given"); }
   rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
   rv_ctx *ctx = rv_cli_ctx();
-  if (!ctx) { free(imgs); return 1; }
+  if (!ctx) return 1;
   int rc = 1;
   rv_ravlt_config cfg;
   rv_weights *w = NULL;
@@ -74,6 +67,7 @@ int rv_cmd_classify(int argc, char **argv) {
   rv_arena *arena = rv_arena_create(0);
   float *prob = NULL;
   int *order = NULL;
+  if (co.json && !(jarr = cJSON_CreateArray())) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); goto done; }
   rv_status st = rv_model_config(weights, &cfg, &w, ctx);
   if (st == RV_OK && !w) st = rv_error(ctx, RV_ERR_ARG, "--weights '%s' is not a file", weights);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
@@ -120,18 +114,21 @@ int rv_cmd_classify(int argc, char **argv) {
       order[a] = order[best];
       order[best] = t;
     }
-    if (json) {
-      printf("{\"image\":");
-      json_str(imgs[i]);
-      printf(",\"top\":[");
+    if (jarr) {
+      cJSON *jo = cJSON_CreateObject();
+      cJSON_AddStringToObject(jo, "image", imgs[i]);
+      cJSON *jt = cJSON_AddArrayToObject(jo, "top");
       for (int a = 0; a < top; a++) {
         int c = order[a];
-        printf("%s{\"index\":%d,\"label\":", a ? "," : "", c);
-        json_str(K == RV_IMAGENET_NUM_CLASSES ? rv_imagenet_classes[c] : "");
-        printf(",\"prob\":%.6g}", prob[c]);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "index", c);
+        cJSON_AddStringToObject(e, "label", K == RV_IMAGENET_NUM_CLASSES ? rv_imagenet_classes[c] : "");
+        cJSON_AddNumberToObject(e, "prob", (double)prob[c]);
+        cJSON_AddItemToArray(jt, e);
       }
-      printf("]}\n");
-    } else {
+      cJSON_AddItemToArray(jarr, jo);
+    }
+    if (!rv_cli_json_stdout(co.json)) {
       printf("%s:\n", imgs[i]);
       for (int a = 0; a < top; a++) {
         int c = order[a];
@@ -142,13 +139,19 @@ int rv_cmd_classify(int argc, char **argv) {
     fflush(stdout);
   }
   rc = failed ? 1 : 0;
+  if (jarr) {
+    char *txt = cJSON_PrintUnformatted(jarr);
+    st = txt ? rv_cli_json_write(co.json, txt, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    free(txt);
+    if (st != RV_OK) rc = rv_cli_fail(ctx, cmd, st);
+  }
 done:
+  cJSON_Delete(jarr);
   rv_weights_free(w);
   rv_ravlt_free(m);
   rv_arena_free(arena);
   free(prob);
   free(order);
-  free(imgs);
   rv_ctx_free(ctx);
   return rc;
 }

@@ -1,30 +1,31 @@
 /* `ravlt convert IN.pth OUT.safetensors`: a PyTorch checkpoint's state_dict as safetensors. */
 #include "apps/cli.h"
 #include "core/weights.h"
+#include "apps/commands.h"
 
 #include <string.h>
 
-static void help(void) {
-  printf("usage: ravlt convert IN.pth OUT.safetensors\n\n"
-         "Convert a PyTorch checkpoint (zip format, as mmdetection/mmsegmentation save it) to\n"
-         "safetensors. Every tensor of the state_dict is written unchanged (same names, dtypes,\n"
-         "shapes and bytes, including the I64 BatchNorm num_batches_tracked, in state_dict\n"
-         "order); optimizer state is dropped. The checkpoint's meta values go to __metadata__:\n"
-         "'config' (the mmcv config text), 'CLASSES' and 'PALETTE' (JSON), 'mmdet_version',\n"
-         "'mmseg_version', ... (nested dicts flattened as 'a.b'). The output is written to a\n"
-         "temporary file and renamed, so a failed conversion leaves nothing behind.\n"
-         "A safetensors input is copied (re-validated, tensors in file order).\n");
-}
+static const rv_opt OPTS[] = {RV_OPT_END};
+
+const rv_cmd_spec rv_spec_convert = {
+    "convert", "IN.pth OUT.safetensors",
+    "Convert a PyTorch checkpoint (zip format, as mmdetection/mmsegmentation save it) to\n"
+    "safetensors. Every tensor of the state_dict is written unchanged (same names, dtypes,\n"
+    "shapes and bytes, including the I64 BatchNorm num_batches_tracked, in state_dict\n"
+    "order); optimizer state is dropped. The checkpoint's meta values go to __metadata__:\n"
+    "'config' (the mmcv config text), 'CLASSES' and 'PALETTE' (JSON), 'mmdet_version',\n"
+    "'mmseg_version', ... (nested dicts flattened as 'a.b'). The output is written to a\n"
+    "temporary file and renamed, so a failed conversion leaves nothing behind.\n"
+    "A safetensors input is copied (re-validated, tensors in file order).\n",
+    OPTS, 2, NULL,
+    "  ravlt convert upernet_ravlt_s.pth upernet_ravlt_s.safetensors\n",
+    0};
 
 int rv_cmd_convert(int argc, char **argv) {
-  const char *in = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (rv_cli_is_help(argv[i])) { help(); return 0; }
-    if (argv[i][0] == '-' && argv[i][1]) return rv_cli_usage_error("convert", "unknown option '%s'", argv[i]);
-    if (!in) in = argv[i];
-    else if (!out) out = argv[i];
-    else return rv_cli_usage_error("convert", "unexpected argument '%s'", argv[i]);
-  }
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_convert, NULL, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *in = npos > 0 ? argv[0] : NULL, *out = npos > 1 ? argv[1] : NULL;
   if (!in || !out) return rv_cli_usage_error("convert", "needs IN.pth and OUT.safetensors");
   if (strcmp(in, out) == 0) return rv_cli_usage_error("convert", "input and output are the same file");
   rv_ctx *ctx = rv_cli_ctx();

@@ -7,62 +7,129 @@
 #include "apps/model_run.h"
 #include "core/fs.h"
 #include "apps/shard.h"
+#include "datasets/coco.h"
 #include "datasets/det_json.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: ravlt detect [--weights W] [options] IMAGE|DIR|GLOB...\n"
-    "\n"
+typedef struct {
+  const char *weights, *model, *out_dir, *json, *shard, *ann;
+  double thr;
+  int no_draw;
+} detect_opts;
+
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, offsetof(detect_opts, weights), 0, 0, NULL, "W",
+     "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo-det'\n"
+     "(default): the built-in demo detector, a RetinaNet for the 5 classes\n"
+     "of synthetic shapes (`ravlt synth --task det`)", 0},
+    {"--model", NULL, RV_OPT_STR, offsetof(detect_opts, model), 0, 0, NULL, "NAME",
+     "architecture when the checkpoint has no config (e.g. mask-rcnn-ravlt-t)", 0},
+    {"--out-dir", NULL, RV_OPT_STR, offsetof(detect_opts, out_dir), 0, 0, NULL, "DIR",
+     "folder for drawings <name>_det.jpg (default: det-out)", 0},
+    {"--score-thr", NULL, RV_OPT_DOUBLE, offsetof(detect_opts, thr), 0, 1, NULL, "T",
+     "draw detections with score >= T, 0..1 (default 0.3; the JSON keeps all)", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(detect_opts, json), 0, 0, NULL, "FILE",
+     "COCO results JSON (bbox; masks go to FILE with .segm.json when the\n"
+     "model has masks; '-': stdout, for a model without masks); category\n"
+     "ids of COCO when the model has its 80 classes; image ids: see below", 0},
+    {"--ann", NULL, RV_OPT_STR, offsetof(detect_opts, ann), 0, 0, NULL, "GT.json",
+     "COCO annotation file: each image's id is the id of the image of the\n"
+     "same file_name there (as mmdet's test.py numbers them)", 0},
+    {"--no-draw", NULL, RV_OPT_FLAG, offsetof(detect_opts, no_draw), 0, 0, NULL, NULL, "do not write drawings", 0},
+    {"--shard", NULL, RV_OPT_STR, offsetof(detect_opts, shard), 0, 0, NULL, "i/N",
+     "only images k (sorted input order, from 0) with k mod N == i; with --json\n"
+     "image ids stay those of the whole list and FILE.shard.json describes the\n"
+     "part for `ravlt merge`", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_detect = {
+    "detect", "[--weights W] [options] IMAGE|DIR|GLOB...",
     "Detection and instance segmentation with a RAVLT Cascade Mask R-CNN, Mask R-CNN or\n"
     "RetinaNet checkpoint (mmdet .pth or its safetensors conversion). The test pipeline is\n"
     "mmdet's: keep-ratio resize to the checkpoint's img_scale ((1333, 800) for the official\n"
     "ones, (320, 240) for the demo detector), normalize, pad to 32, the checkpoint's test_cfg\n"
-    "(score > 0.05, NMS, at most 100 per image).\n"
-    "\n"
-    "  --weights W      checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo-det'\n"
-    "                   (default): the built-in demo detector, a RetinaNet for the 5 classes\n"
-    "                   of synthetic shapes (`ravlt synth --task det`)\n"
-    "  --model NAME     architecture when the checkpoint has no config (e.g. mask-rcnn-ravlt-t)\n"
-    "  --out-dir D      folder for drawings <name>_det.jpg (default: det-out)\n"
-    "  --score-thr T    draw detections with score >= T (default 0.3; the JSON keeps all)\n"
-    "  --json FILE      COCO results JSON (bbox; masks go to FILE with .segm.json when the\n"
-    "                   model has masks): image_id = index of the image in the sorted input\n"
-    "                   list + 1, category ids of COCO when the model has its 80 classes\n"
-    "  --no-draw        do not write drawings\n"
-    "  --shard i/N      only images k (sorted input order, from 0) with k mod N == i; with --json\n"
-    "                   image ids stay those of the whole list and FILE.shard.json describes the\n"
-    "                   part for `ravlt merge`\n";
+    "(score > 0.05, NMS, at most 100 per image).\n",
+    OPTS, -1,
+    "COCO image ids of the --json results: with --ann, the id of the image of the same file\n"
+    "name in GT.json (an input missing there is an error); without --ann, when every input's\n"
+    "file stem is all digits (COCO's 000000397133.jpg), that number; else the position of the\n"
+    "image in the sorted input list + 1.\n",
+    "  ravlt detect --weights cascade_ravlt_s.pth --out-dir out photo.jpg\n"
+    "  ravlt detect --weights cascade_ravlt_s.pth --ann instances_val2017.json --json dets.json --no-draw val2017/\n"
+    "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
+    "  ravlt detect --json dets.json synth_det/images/      # the built-in demo detector\n",
+    sizeof(detect_opts)};
+
+/* Stem of a path (file name without folder and extension) when it is all digits: its number. */
+static int digit_stem(const char *path, int64_t *id) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  const char *dot = strrchr(b, '.');
+  size_t n = dot ? (size_t)(dot - b) : strlen(b);
+  if (n == 0 || n > 18) return 0;
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (b[i] < '0' || b[i] > '9') return 0;
+    v = v * 10 + (b[i] - '0');
+  }
+  *id = v;
+  return 1;
+}
+
+/* The COCO image id of each input (see the epilog of --help); ids[] of list.n entries. */
+static rv_status image_ids(int64_t *ids, const rv_input_list *list, const char *ann, rv_ctx *ctx) {
+  if (ann) {
+    rv_coco *gt = NULL;
+    RV_TRY(rv_coco_load(&gt, ann, 0, rv_cli.threads, ctx));
+    rv_status st = RV_OK;
+    for (int i = 0; i < list->n && st == RV_OK; i++) {
+      const char *b = strrchr(list->paths[i], '/');
+      b = b ? b + 1 : list->paths[i];
+      int found = 0;
+      for (size_t k = 0; k < gt->n_images && !found; k++) {
+        const char *f = gt->images[k].file_name;
+        if (!f) continue;
+        const char *fb = strrchr(f, '/');
+        fb = fb ? fb + 1 : f;
+        if (!strcmp(fb, b)) { ids[i] = gt->images[k].id; found = 1; }
+      }
+      if (!found) st = rv_error(ctx, RV_ERR_ARG, "%s: no image with file_name '%s' in %s", list->paths[i], b, ann);
+    }
+    rv_coco_free(gt);
+    return st;
+  }
+  int digits = list->n > 0;
+  for (int i = 0; i < list->n && digits; i++) digits = digit_stem(list->paths[i], &ids[i]);
+  for (int i = 0; i < list->n && digits; i++)
+    for (int k = 0; k < i; k++)
+      if (ids[k] == ids[i]) digits = 0; /* 1.jpg and 001.png: not ids */
+  if (!digits)
+    for (int i = 0; i < list->n; i++) ids[i] = i + 1;
+  return RV_OK;
+}
 
 int rv_cmd_detect(int argc, char **argv) {
-  const char *weights = NULL, *name = NULL, *out_dir = "det-out", *json = NULL, *shard_spec = NULL;
+  detect_opts o = {NULL, NULL, "det-out", NULL, NULL, NULL, 0.3, 0};
+  int ninputs;
+  int prc = rv_cli_parse(&rv_spec_detect, &o, argc, argv, &ninputs);
+  if (prc >= 0) return prc;
+  char **inputs = argv;
+  const char *weights = o.weights, *name = o.model, *out_dir = o.out_dir, *json = o.json, *shard_spec = o.shard;
   rv_shard shard = {0, 1};
-  double thr = 0.3;
-  int draw = 1;
-  char **inputs = calloc((size_t)argc, sizeof *inputs);
-  int ninputs = 0;
-  if (!inputs) return 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); free(inputs); return 0; }
-    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
-    else if (!strcmp(a, "--model") && has) name = argv[++i];
-    else if (!strcmp(a, "--out-dir") && has) out_dir = argv[++i];
-    else if (!strcmp(a, "--score-thr") && has) thr = atof(argv[++i]);
-    else if (!strcmp(a, "--json") && has) json = argv[++i];
-    else if (!strcmp(a, "--no-draw")) draw = 0;
-    else if (!strcmp(a, "--shard") && has) shard_spec = argv[++i];
-    else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("detect", "unknown or incomplete option '%s'", a); }
-    else inputs[ninputs++] = argv[i];
-  }
+  double thr = o.thr;
+  int draw = !o.no_draw;
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO_DET;
-  if (!ninputs) { free(inputs); return rv_cli_usage_error("detect", "no input images"); }
-  if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
-  if (thr < 0 || thr > 1) { free(inputs); return rv_cli_usage_error("detect", "--score-thr must be in 0..1"); }
+  if (!ninputs) return rv_cli_usage_error("detect", "no input images");
+  if (shard_spec && rv_shard_parse(&shard, shard_spec)) return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec);
+  if (rv_cli_json_stdout(json) && shard_spec) return rv_cli_usage_error("detect", "--json - (stdout) with --shard: give the part a file name");
+  if (o.ann && !json) return rv_cli_usage_error("detect", "--ann numbers the images of --json FILE: give --json too");
 
   rv_ctx *ctx = rv_cli_ctx();
   rv_input_list list = {0};
@@ -74,13 +141,18 @@ int rv_cmd_detect(int argc, char **argv) {
   int *cat_ids = NULL, rc = 0;
   rv_part_image *part = NULL;
   size_t n_part = 0;
+  int64_t *ids = NULL;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  if (st == RV_OK && !(ids = malloc(sizeof *ids * (size_t)(list.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st == RV_OK) st = image_ids(ids, &list, o.ann, ctx);
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, weights, "segment", ctx);
   if (st == RV_OK && draw) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (st == RV_OK && rv_cli_json_stdout(json) && rv_detector_has_masks(rv_model_detector(m)))
+    st = rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose results go to a second file: give --json FILE");
   if (st == RV_OK && json) {
     int k = rv_model_num_classes(m);
     cat_ids = malloc(sizeof *cat_ids * (size_t)k);
@@ -110,8 +182,8 @@ int rv_cmd_detect(int argc, char **argv) {
       if (!order) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
       else rv_detections_class_order(order, &det);
     }
-    if (st == RV_OK && res) st = rv_det_json_add(res, i + 1, &det, order, cat_ids, ctx);
-    if (st == RV_OK && part) part[n_part++] = (rv_part_image){i + 1, img.w, img.h, path};
+    if (st == RV_OK && res) st = rv_det_json_add(res, ids[i], &det, order, cat_ids, ctx);
+    if (st == RV_OK && part) part[n_part++] = (rv_part_image){ids[i], img.w, img.h, path};
     if (st == RV_OK && draw) {
       dd = calloc((size_t)det.n + 1, sizeof *dd);
       if (!dd) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
@@ -152,7 +224,7 @@ int rv_cmd_detect(int argc, char **argv) {
     if (n > 5 && !strcmp(json + n - 5, ".json")) snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(n - 5), json);
     else snprintf(segm, sizeof segm, "%s.segm.json", json);
     int masks = rv_detector_has_masks(rv_model_detector(m));
-    st = rv_det_json_write(res, json, segm, ctx);
+    st = rv_cli_json_stdout(json) ? rv_det_json_fwrite(res, stdout, 0, ctx) : rv_det_json_write(res, json, segm, ctx);
     if (st == RV_OK && part) {
       char side[4096];
       snprintf(side, sizeof side, "%.*s.shard.json", (int)(n > 5 && !strcmp(json + n - 5, ".json") ? n - 5 : n), json);
@@ -167,6 +239,7 @@ int rv_cmd_detect(int argc, char **argv) {
             draw ? ", drawings in " : "", draw ? out_dir : "");
   rc = failed ? 1 : 0;
 out:
+  free(ids);
   free(part);
   free(cat_ids);
   rv_det_json_free(res);
@@ -176,6 +249,5 @@ out:
   rv_model_free(m);
   rv_input_list_free(&list);
   rv_ctx_free(ctx);
-  free(inputs);
   return rc;
 }

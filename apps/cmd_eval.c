@@ -3,11 +3,11 @@
  *
  *   ravlt eval coco --ann GT.json --results DT.json --iou-type bbox|segm [--json OUT]
  *                   [--area-mode box|mask] [--mmdet-maxdets]
- *   ravlt eval coco --ann GT.json --images DIR --weights W [--out R.json] [--shard i/N]
+ *   ravlt eval coco --ann GT.json --images DIR --weights W [--output R.json] [--shard i/N]
  *   ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016)
  *                     [--pred-zero-based] [--json OUT]
  *   ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test] [--mode slide]
- *                     [--pred-out DIR] [--out PART.json] [--shard i/N]
+ *                     [--out-dir DIR] [--output PART.json] [--shard i/N]
  *
  * Model modes keep everything in memory: detections become rv_coco_obj exactly as they would
  * read back from `ravlt detect --json` (bbox = float64 differences of the float32 corners,
@@ -28,96 +28,77 @@
 #include "datasets/det_json.h"
 #include "eval/cocoeval.h"
 #include "eval/segmetrics.h"
+#include "apps/commands.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <sys/stat.h>
 #include <unistd.h>
-
-static const char *const COCO_USAGE =
-    "usage: ravlt eval coco --ann GT.json --results DT.json --iou-type bbox|segm [options]\n"
-    "       ravlt eval coco --ann GT.json --images DIR --weights W [--out R.json] [--shard i/N]\n"
-    "\n"
-    "COCO detection evaluation with the numbers pycocotools' COCOeval prints (12 stats, bit for\n"
-    "bit), followed by a per-category AP table (IoU=0.50:0.95, area=all, last maxDets).\n"
-    "\n"
-    "options:\n"
-    "  --ann FILE          COCO instances JSON (images, annotations, categories)\n"
-    "  --results FILE      COCO results JSON: [{image_id, category_id, score, bbox, segmentation}]\n"
-    "  --iou-type T        bbox or segm (default bbox)\n"
-    "  --json OUT          write {\"iou_type\", \"stats\": [12], \"per_category\": {id: AP}}\n"
-    "                      (model mode: bbox in OUT, segm in OUT with .segm.json)\n"
-    "  --area-mode M       box (default): pycocotools' loadRes rule - when the first result has a\n"
-    "                      bbox, detection areas are w*h even for segm (what mmdet 2.x and the\n"
-    "                      published mask APs used); mask: mask pixel count for results with masks\n"
-    "  --mmdet-maxdets     maxDets 100/300/1000 as mmdet's CocoDataset.evaluate (default 1/10/100)\n"
-    "model mode (run a detector over the gt's images, sorted by image id, then evaluate bbox and,\n"
-    "when the model has masks, segm):\n"
-    "  --images DIR        folder holding every image's file_name\n"
-    "  --weights W         detector checkpoint (.pth / .safetensors); --model NAME if it has no config;\n"
-    "                      'demo-det': the built-in demo detector (on `ravlt synth --task det` sets)\n"
-    "  --out R.json        also write the results as `ravlt detect --json` does (R.json: bbox,\n"
-    "                      R.segm.json: masks), atomically\n"
-    "  --shard i/N         run only images k with k mod N == i (0 <= i < N) and write a part for\n"
-    "                      `ravlt merge` (needs --out: R.json, R.segm.json, R.shard.json) instead of\n"
-    "                      evaluating\n"
-    "  mpirun -np N ravlt eval coco ...   (a -DRAVLT_MPI=ON build) rank r runs images k with\n"
-    "                      k mod N == r, rank 0 gathers the detections and prints the one-run stats\n";
-
-static const char *const ADE_USAGE =
-    "usage: ravlt eval ade20k --pred-dir P (--gt-dir G | --root ADEChallengeData2016) [options]\n"
-    "       ravlt eval ade20k --root ADEChallengeData2016 --weights W [--aug-test] [--mode slide]\n"
-    "\n"
-    "ADE20K semantic segmentation metrics as mmsegmentation 0.x computes them (aAcc, mIoU, mAcc,\n"
-    "per-class IoU/Acc; 150 classes, annotation 0 ignored, reduce_zero_label). Label PNGs are\n"
-    "matched by file name: every G/<name>.png needs P/<name>.png.\n"
-    "\n"
-    "options:\n"
-    "  --pred-dir P        predicted label PNGs (8-bit grey)\n"
-    "  --gt-dir G          annotation PNGs (default with --root: ROOT/annotations/validation)\n"
-    "  --root R            the ADEChallengeData2016 folder\n"
-    "  --pred-zero-based   predictions hold class indices 0..149 (values >= 150: no class);\n"
-    "                      default: the annotation convention `ravlt segment` writes (k = class\n"
-    "                      k-1, 0 = no class)\n"
-    "  --json OUT          write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
-    "model mode (run a segmentor over ROOT/images/validation/*.jpg, sorted by name; the\n"
-    "annotation of <name>.jpg is ROOT/annotations/validation/<name>.png):\n"
-    "  --weights W         segmentor checkpoint; --model NAME if it has no config; 'demo': the\n"
-    "                      built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
-    "                      over the model's classes (150 for ADE20K checkpoints)\n"
-    "  --aug-test          multi-scale (0.5..1.75) + flip test-time augmentation\n"
-    "  --mode whole|slide  inference mode (default: the checkpoint's test_cfg); --crop N, --stride N\n"
-    "  --pred-out DIR      also write label PNGs (annotation convention) into DIR\n"
-    "  --out PART.json     write the int64 per-class areas and the image list (a part for\n"
-    "                      `ravlt merge`), atomically\n"
-    "  --shard i/N         run only images k with k mod N == i (0 <= i < N); needs --out, and\n"
-    "                      prints no table (merge the parts)\n"
-    "  mpirun -np N ravlt eval ade20k ... (a -DRAVLT_MPI=ON build) rank r runs images k with\n"
-    "                      k mod N == r, rank 0 sums the int64 areas and prints the one-run table\n";
 
 static const char *const EVAL_USAGE =
     "usage: ravlt eval coco ...     COCO box / mask AP from a results JSON or a detector\n"
     "       ravlt eval ade20k ...   ADE20K mIoU from label PNGs or a segmentor\n"
     "'ravlt eval coco --help' and 'ravlt eval ade20k --help' describe the options.\n";
 
-static int need_arg(int i, int argc, const char *cmd, const char *opt) {
-  if (i + 1 >= argc) {
-    rv_cli_usage_error(cmd, "%s needs a value", opt);
-    return 0;
-  }
-  return 1;
-}
-
 /* ---- coco ---- */
 typedef struct {
-  const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec;
+  const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec, *iou_type, *area_mode_s;
   rv_iou_type iou;
   rv_coco_area_mode area_mode;
   int mmdet_maxdets;
   rv_shard shard;
 } coco_opts;
+
+static const rv_opt COCO_OPTS[] = {
+    {"--ann", NULL, RV_OPT_STR, offsetof(coco_opts, ann), 0, 0, NULL, "FILE", "COCO instances JSON (images, annotations, categories)", 0},
+    {"--results", NULL, RV_OPT_STR, offsetof(coco_opts, results), 0, 0, NULL, "FILE",
+     "COCO results JSON: [{image_id, category_id, score, bbox, segmentation}]", 0},
+    {"--iou-type", NULL, RV_OPT_CHOICE, offsetof(coco_opts, iou_type), 0, 0, "bbox|segm", "T", "bbox or segm (default bbox)", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(coco_opts, json), 0, 0, NULL, "FILE",
+     "write {\"iou_type\", \"stats\": [12], \"per_category\": {id: AP}} to FILE\n"
+     "('-': stdout, the tables then go to stderr; model mode: bbox in FILE,\n"
+     "segm in FILE with .segm.json, so '-' only for a model without masks)", 0},
+    {"--area-mode", NULL, RV_OPT_CHOICE, offsetof(coco_opts, area_mode_s), 0, 0, "box|mask", "M",
+     "box (default): pycocotools' loadRes rule - when the first result has a\n"
+     "bbox, detection areas are w*h even for segm (what mmdet 2.x and the\n"
+     "published mask APs used); mask: mask pixel count for results with masks", 0},
+    {"--mmdet-maxdets", NULL, RV_OPT_FLAG, offsetof(coco_opts, mmdet_maxdets), 0, 0, NULL, NULL,
+     "maxDets 100/300/1000 as mmdet's CocoDataset.evaluate (default 1/10/100)", 0},
+    {"--images", NULL, RV_OPT_STR, offsetof(coco_opts, images), 0, 0, NULL, "DIR",
+     "model mode: the folder holding every image's file_name (image ids: those\n"
+     "of --ann, by file_name)", 0},
+    {"--weights", NULL, RV_OPT_STR, offsetof(coco_opts, weights), 0, 0, NULL, "W",
+     "model mode: detector checkpoint (.pth / .safetensors); --model NAME if it\n"
+     "has no config; 'demo-det': the built-in demo detector (on `ravlt synth\n"
+     "--task det` sets)", 0},
+    {"--model", NULL, RV_OPT_STR, offsetof(coco_opts, model), 0, 0, NULL, "NAME", "model mode: architecture when the checkpoint has no config", 0},
+    {"--output", "--out", RV_OPT_STR, offsetof(coco_opts, out), 0, 0, NULL, "R.json",
+     "model mode: also write the results as `ravlt detect --json` does\n"
+     "(R.json: bbox, R.segm.json: masks), atomically", 0},
+    {"--shard", NULL, RV_OPT_STR, offsetof(coco_opts, shard_spec), 0, 0, NULL, "i/N",
+     "model mode: run only images k with k mod N == i (0 <= i < N) and write a\n"
+     "part for `ravlt merge` (needs --output: R.json, R.segm.json,\n"
+     "R.shard.json) instead of evaluating", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_eval_coco = {
+    "eval coco", "--ann GT.json --results DT.json [--iou-type bbox|segm] [options]\n"
+    "--ann GT.json --images DIR --weights W [--output R.json] [--shard i/N]",
+    "COCO detection evaluation with the numbers pycocotools' COCOeval prints (12 stats, bit for\n"
+    "bit), followed by a per-category AP table (IoU=0.50:0.95, area=all, last maxDets).\n"
+    "Model mode (--weights): run a detector over the gt's images, sorted by image id, then\n"
+    "evaluate bbox and, when the model has masks, segm.\n",
+    COCO_OPTS, 0,
+    "mpirun -np N ravlt eval coco ... (a -DRAVLT_MPI=ON build): rank r runs images k with\n"
+    "k mod N == r, rank 0 gathers the detections and prints the one-run stats.\n",
+    "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
+    "  ravlt eval coco --ann instances_val2017.json --results dets.segm.json --iou-type segm --json -\n"
+    "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n",
+    sizeof(coco_opts)};
 
 static rv_status push_obj(rv_coco_results *r, size_t *cap, const rv_coco_obj *o, rv_ctx *ctx) {
   if (r->n == *cap) {
@@ -257,6 +238,10 @@ static int cmd_coco_model(const coco_opts *o) {
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
+  if (masks && rv_cli_json_stdout(o->json)) {
+    st = rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose summary is a second file: give --json FILE");
+    goto ran;
+  }
   double t0 = rv_now();
   if ((st = rv_coco_load(&gt, o->ann, masks, threads, ctx)) != RV_OK) goto ran;
   rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o->ann, gt->n_images,
@@ -336,44 +321,12 @@ static int cmd_coco(int argc, char **argv) {
   const char *cmd = "eval coco";
   coco_opts o;
   memset(&o, 0, sizeof o);
-  o.iou = RV_IOU_BBOX;
-  int iou_given = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rv_cli_is_help(a)) {
-      fputs(COCO_USAGE, stdout);
-      return 0;
-    }
-    const char **dst = NULL;
-    if (strcmp(a, "--ann") == 0) dst = &o.ann;
-    else if (strcmp(a, "--results") == 0) dst = &o.results;
-    else if (strcmp(a, "--json") == 0) dst = &o.json;
-    else if (strcmp(a, "--images") == 0) dst = &o.images;
-    else if (strcmp(a, "--weights") == 0) dst = &o.weights;
-    else if (strcmp(a, "--model") == 0) dst = &o.model;
-    else if (strcmp(a, "--out") == 0) dst = &o.out;
-    else if (strcmp(a, "--shard") == 0) dst = &o.shard_spec;
-    if (dst) {
-      if (!need_arg(i, argc, cmd, a)) return 2;
-      *dst = argv[++i];
-    } else if (strcmp(a, "--iou-type") == 0) {
-      if (!need_arg(i, argc, cmd, a)) return 2;
-      const char *v = argv[++i];
-      iou_given = 1;
-      if (strcmp(v, "bbox") == 0) o.iou = RV_IOU_BBOX;
-      else if (strcmp(v, "segm") == 0) o.iou = RV_IOU_SEGM;
-      else return rv_cli_usage_error(cmd, "--iou-type must be bbox or segm, not '%s'", v);
-    } else if (strcmp(a, "--area-mode") == 0) {
-      if (!need_arg(i, argc, cmd, a)) return 2;
-      const char *v = argv[++i];
-      if (strcmp(v, "box") == 0) o.area_mode = RV_COCO_AREA_BOX;
-      else if (strcmp(v, "mask") == 0) o.area_mode = RV_COCO_AREA_MASK;
-      else return rv_cli_usage_error(cmd, "--area-mode must be box or mask, not '%s'", v);
-    } else if (strcmp(a, "--mmdet-maxdets") == 0) {
-      o.mmdet_maxdets = 1;
-    } else
-      return rv_cli_usage_error(cmd, "unknown option '%s'", a);
-  }
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_eval_coco, &o, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  int iou_given = o.iou_type != NULL;
+  o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
+  o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
   if (!o.ann) return rv_cli_usage_error(cmd, "--ann GT.json is required");
   if (!o.results && !o.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
   if (o.results && o.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
@@ -382,7 +335,7 @@ static int cmd_coco(int argc, char **argv) {
   if (o.weights) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
-    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
     if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 evaluates the whole set */
       if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
@@ -392,7 +345,7 @@ static int cmd_coco(int argc, char **argv) {
     return cmd_coco_model(&o);
   }
   if (o.shard_spec || o.out || o.images || o.model)
-    return rv_cli_usage_error(cmd, "--images, --model, --out and --shard are for the model mode (--weights)");
+    return rv_cli_usage_error(cmd, "--images, --model, --output and --shard are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -420,12 +373,64 @@ done:
   return rc;
 }
 
+/* A missing --pred-dir / --gt-dir folder named as such (exit 1). */
+static int missing_dir(const char *opt, const char *dir) {
+  fprintf(stderr, "ravlt eval ade20k: %s %s: %s\n", opt, dir, access(dir, F_OK) == 0 ? "not a folder" : "no such folder");
+  return 1;
+}
+
 /* ---- ade20k ---- */
 typedef struct {
   const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
   int zero_based, aug_test, crop, stride;
   rv_shard shard;
 } ade_opts;
+
+static const rv_opt ADE_OPTS[] = {
+    {"--pred-dir", NULL, RV_OPT_STR, offsetof(ade_opts, pred_dir), 0, 0, NULL, "P", "predicted label PNGs (8-bit grey)", 0},
+    {"--gt-dir", NULL, RV_OPT_STR, offsetof(ade_opts, gt_dir), 0, 0, NULL, "G", "annotation PNGs (default with --root: ROOT/annotations/validation)", 0},
+    {"--root", NULL, RV_OPT_STR, offsetof(ade_opts, root), 0, 0, NULL, "R", "the ADEChallengeData2016 folder", 0},
+    {"--pred-zero-based", NULL, RV_OPT_FLAG, offsetof(ade_opts, zero_based), 0, 0, NULL, NULL,
+     "predictions hold class indices 0..149 (values >= 150: no class);\n"
+     "default: the annotation convention `ravlt segment` writes (k = class\n"
+     "k-1, 0 = no class)", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(ade_opts, json), 0, 0, NULL, "FILE",
+     "write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
+     "to FILE ('-': stdout, the table then goes to stderr)", 0},
+    {"--weights", NULL, RV_OPT_STR, offsetof(ade_opts, weights), 0, 0, NULL, "W",
+     "model mode: segmentor checkpoint; --model NAME if it has no config; 'demo':\n"
+     "the built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
+     "over the model's classes (150 for ADE20K checkpoints)", 0},
+    {"--model", NULL, RV_OPT_STR, offsetof(ade_opts, model), 0, 0, NULL, "NAME", "model mode: architecture when the checkpoint has no config", 0},
+    {"--aug-test", NULL, RV_OPT_FLAG, offsetof(ade_opts, aug_test), 0, 0, NULL, NULL, "model mode: multi-scale (0.5..1.75) + flip test-time augmentation", 0},
+    {"--mode", NULL, RV_OPT_CHOICE, offsetof(ade_opts, mode), 0, 0, "whole|slide", "M", "model mode: whole or slide inference (default: the checkpoint's test_cfg)", 0},
+    {"--crop", NULL, RV_OPT_INT, offsetof(ade_opts, crop), 1, 65536, NULL, "N", "model mode: slide window size", 0},
+    {"--stride", NULL, RV_OPT_INT, offsetof(ade_opts, stride), 1, 65536, NULL, "N", "model mode: slide stride", 0},
+    {"--out-dir", "--pred-out", RV_OPT_STR, offsetof(ade_opts, pred_out), 0, 0, NULL, "DIR",
+     "model mode: also write label PNGs (annotation convention) into DIR", 0},
+    {"--output", "--out", RV_OPT_STR, offsetof(ade_opts, out), 0, 0, NULL, "PART.json",
+     "model mode: write the int64 per-class areas and the image list (a part\n"
+     "for `ravlt merge`), atomically", 0},
+    {"--shard", NULL, RV_OPT_STR, offsetof(ade_opts, shard_spec), 0, 0, NULL, "i/N",
+     "model mode: run only images k with k mod N == i (0 <= i < N); needs\n"
+     "--output, and prints no table (merge the parts)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_eval_ade20k = {
+    "eval ade20k", "--pred-dir P (--gt-dir G | --root ADEChallengeData2016) [options]\n"
+    "--root ADEChallengeData2016 --weights W [--aug-test] [--mode slide]",
+    "ADE20K semantic segmentation metrics as mmsegmentation 0.x computes them (aAcc, mIoU, mAcc,\n"
+    "per-class IoU/Acc; 150 classes, annotation 0 ignored, reduce_zero_label). Label PNGs are\n"
+    "matched by file name: every G/<name>.png needs P/<name>.png. Model mode (--weights): run\n"
+    "a segmentor over ROOT/images/validation/*.jpg, sorted by name; the annotation of\n"
+    "<name>.jpg is ROOT/annotations/validation/<name>.png.\n",
+    ADE_OPTS, 0,
+    "mpirun -np N ravlt eval ade20k ... (a -DRAVLT_MPI=ON build): rank r runs images k with\n"
+    "k mod N == r, rank 0 sums the int64 areas and prints the one-run table.\n",
+    "  ravlt eval ade20k --pred-dir out --gt-dir ADEChallengeData2016/annotations/validation\n"
+    "  ravlt eval ade20k --root ADEChallengeData2016 --weights upernet_ravlt_s.pth --json miou.json\n"
+    "  ravlt eval ade20k --root synth_seg --weights demo --json -\n",
+    sizeof(ade_opts)};
 
 /* Model mode: segment every ROOT/images/validation/<name>.jpg of the shard and add it to
  * acc against annotations/validation/<name>.png; names of the images done in *done. */
@@ -581,38 +586,9 @@ static int cmd_ade20k(int argc, char **argv) {
   const char *cmd = "eval ade20k";
   ade_opts o;
   memset(&o, 0, sizeof o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (rv_cli_is_help(a)) {
-      fputs(ADE_USAGE, stdout);
-      return 0;
-    }
-    const char **dst = NULL;
-    if (strcmp(a, "--pred-dir") == 0) dst = &o.pred_dir;
-    else if (strcmp(a, "--gt-dir") == 0) dst = &o.gt_dir;
-    else if (strcmp(a, "--root") == 0) dst = &o.root;
-    else if (strcmp(a, "--json") == 0) dst = &o.json;
-    else if (strcmp(a, "--weights") == 0) dst = &o.weights;
-    else if (strcmp(a, "--model") == 0) dst = &o.model;
-    else if (strcmp(a, "--mode") == 0) dst = &o.mode;
-    else if (strcmp(a, "--pred-out") == 0) dst = &o.pred_out;
-    else if (strcmp(a, "--out") == 0) dst = &o.out;
-    else if (strcmp(a, "--shard") == 0) dst = &o.shard_spec;
-    if (dst) {
-      if (!need_arg(i, argc, cmd, a)) return 2;
-      *dst = argv[++i];
-    } else if (strcmp(a, "--crop") == 0 || strcmp(a, "--stride") == 0) {
-      if (!need_arg(i, argc, cmd, a)) return 2;
-      int v = atoi(argv[++i]);
-      if (v <= 0) return rv_cli_usage_error(cmd, "%s must be a positive integer", a);
-      if (a[2] == 'c') o.crop = v; else o.stride = v;
-    } else if (strcmp(a, "--pred-zero-based") == 0)
-      o.zero_based = 1;
-    else if (strcmp(a, "--aug-test") == 0)
-      o.aug_test = 1;
-    else
-      return rv_cli_usage_error(cmd, "unknown option '%s'", a);
-  }
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
+  if (prc >= 0) return prc;
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
   if (!o.pred_dir && !o.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
   if (o.pred_dir && o.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
@@ -621,9 +597,7 @@ static int cmd_ade20k(int argc, char **argv) {
   if (o.weights) {
     if (!o.root) return rv_cli_usage_error(cmd, "--weights needs --root ADEChallengeData2016 (images/validation)");
     if (o.zero_based) return rv_cli_usage_error(cmd, "--pred-zero-based is for --pred-dir");
-    if (o.mode && strcmp(o.mode, "whole") && strcmp(o.mode, "slide"))
-      return rv_cli_usage_error(cmd, "--mode must be whole or slide, not '%s'", o.mode);
-    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --out PART.json (the part to merge)");
+    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
     if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 reports the whole set */
       if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
@@ -634,8 +608,11 @@ static int cmd_ade20k(int argc, char **argv) {
   }
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --pred-dir needs no ranks");
   if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.model || o.crop || o.stride)
-    return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --pred-out, --out and --shard are "
+    return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --out-dir, --output and --shard are "
                                    "for the model mode (--weights)");
+  struct stat sb;
+  if (stat(o.pred_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return missing_dir("--pred-dir", o.pred_dir);
+  if (o.gt_dir && (stat(o.gt_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) return missing_dir("--gt-dir", o.gt_dir);
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   rv_status st = RV_OK;

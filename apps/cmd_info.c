@@ -4,28 +4,44 @@
 #include "apps/cli.h"
 #include "apps/model_args.h"
 #include "backbone/ravlt.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: ravlt info MODEL [--size HxW] [--backbone] [--json]\n"
-    "\n"
+typedef struct {
+  int size[2];
+  int backbone;
+  const char *json;
+} info_opts;
+
+static const rv_opt OPTS[] = {
+    {"--size", NULL, RV_OPT_SIZE, offsetof(info_opts, size), 1, 65536, NULL, "HxW", "input size, height first (default 224x224)", 0},
+    {"--backbone", NULL, RV_OPT_FLAG, offsetof(info_opts, backbone), 0, 0, NULL, NULL,
+     "count the backbone (4 outputs with extra_norms) even for a classifier", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(info_opts, json), 0, 0, NULL, "FILE",
+     "write {\"params\", \"macs\", \"macs_paper\", \"stages\": [...], ...} to FILE\n"
+     "('-': stdout, instead of the table)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_info = {
+    "info", "MODEL [--size HxW] [--backbone] [--json FILE|-]",
     "MODEL is a preset (ravlt-t, ravlt-s, ravlt-b, ravlt-l: ImageNet classifiers;\n"
     "ravlt-t-backbone ... : the dense-prediction backbone) or a checkpoint (.pth or\n"
-    ".safetensors, with or without the 'backbone.' key prefix).\n"
-    "\n"
-    "  --size HxW   input size (default 224x224)\n"
-    "  --backbone   count the backbone (4 outputs with extra_norms) even for a classifier\n"
-    "  --json       {\"params\", \"macs\", \"macs_paper\", \"stages\": [...], ...}\n"
-    "\n"
+    ".safetensors, with or without the 'backbone.' key prefix).\n",
+    OPTS, 1,
     "Multiply-accumulates: 'macs' = convolutions + attention matmuls (every conv/matmul\n"
     "MAC); 'macs_paper' = convolutions + norms (fvcore: LayerNorm 5/elem, eval BatchNorm\n"
     "2/elem) without the attention matmuls, which is what the paper's table reports\n"
-    "(2.4/4.6/9.9/16.0 G for T/S/B/L at 224x224).\n";
-
+    "(2.4/4.6/9.9/16.0 G for T/S/B/L at 224x224).\n",
+    "  ravlt info ravlt-s\n"
+    "  ravlt info ravlt-s-backbone --size 512x512\n"
+    "  ravlt info upernet_ravlt_s.pth --size 512x2048 --json -\n",
+    sizeof(info_opts)};
 
 static void fmt_int(char *buf, size_t n, int64_t v) {
   char tmp[32];
@@ -64,20 +80,13 @@ static cJSON *cost_json(const char *name, int h, int w, const rv_ravlt_cost *c) 
 
 int rv_cmd_info(int argc, char **argv) {
   const char *cmd = "info";
-  const char *model = NULL;
-  int h = 224, w = 224, json = 0, backbone = 0;
-  for (int i = 1; i < argc; i++) {
-    if (rv_cli_is_help(argv[i])) { fputs(USAGE, stdout); return 0; }
-    if (strcmp(argv[i], "--json") == 0) json = 1;
-    else if (strcmp(argv[i], "--backbone") == 0) backbone = 1;
-    else if (strcmp(argv[i], "--size") == 0) {
-      if (i + 1 >= argc || rv_parse_size(argv[i + 1], &h, &w) != 0)
-        return rv_cli_usage_error(cmd, "--size needs HxW (e.g. 512x512)");
-      i++;
-    } else if (argv[i][0] == '-' && argv[i][1]) return rv_cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-    else if (!model) model = argv[i];
-    else return rv_cli_usage_error(cmd, "one MODEL expected, got '%s' too", argv[i]);
-  }
+  info_opts io = {{224, 224}, 0, NULL};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_info, &io, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *model = npos ? argv[0] : NULL;
+  int h = io.size[0], w = io.size[1], backbone = io.backbone;
+  const char *json = io.json;
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a preset such as ravlt-s, or a checkpoint)");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -129,10 +138,16 @@ int rv_cmd_info(int argc, char **argv) {
     }
     if (cfg.classifier) cJSON_AddItemToObject(o, "head", cost_json("head", 0, 0, &c.head));
     char *txt = cJSON_PrintUnformatted(o);
-    if (txt) printf("%s\n", txt);
-    free(txt);
     cJSON_Delete(o);
-  } else {
+    st = txt ? rv_cli_json_write(json, txt, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    free(txt);
+    if (st != RV_OK) {
+      int rc = rv_cli_fail(ctx, cmd, st);
+      rv_ctx_free(ctx);
+      return rc;
+    }
+  }
+  if (!rv_cli_json_stdout(json)) {
     printf("%s: RAVLT %s%s, input %dx%d\n", model,
            cfg.classifier ? "ImageNet classifier" : "backbone (GLTA)",
            from_file ? " (architecture read from the checkpoint; attention kinds: RALA in "

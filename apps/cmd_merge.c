@@ -9,6 +9,8 @@
 #include "apps/cli.h"
 #include "apps/eval_report.h"
 #include "apps/shard.h"
+#include "apps/commands.h"
+#include <stddef.h>
 #include "datasets/ade20k.h"
 #include "datasets/coco.h"
 
@@ -16,23 +18,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const USAGE =
-    "usage: ravlt merge [options] PART...\n"
-    "\n"
+typedef struct {
+  const char *ann, *output, *json, *area_mode;
+  int mmdet_maxdets;
+} merge_opts;
+
+static const rv_opt OPTS[] = {
+    {"--ann", NULL, RV_OPT_STR, offsetof(merge_opts, ann), 0, 0, NULL, "GT.json",
+     "ground truth for coco parts (default: the one the parts name; parts\n"
+     "from `ravlt detect` have none: then only --output is written)", 0},
+    {"--output", "--out", RV_OPT_STR, offsetof(merge_opts, output), 0, 0, NULL, "FILE",
+     "write the merged result: coco: results JSON FILE (+ FILE.segm.json);\n"
+     "ade20k: the merged areas as one part", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(merge_opts, json), 0, 0, NULL, "FILE",
+     "evaluation summary as `ravlt eval --json` writes it ('-': stdout, the\n"
+     "tables then go to stderr; one summary only: not for parts with masks)", 0},
+    {"--area-mode", NULL, RV_OPT_CHOICE, offsetof(merge_opts, area_mode), 0, 0, "box|mask", "M", "as for `ravlt eval coco`", 0},
+    {"--mmdet-maxdets", NULL, RV_OPT_FLAG, offsetof(merge_opts, mmdet_maxdets), 0, 0, NULL, NULL, "as for `ravlt eval coco`", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_merge = {
+    "merge", "[options] PART...",
     "Combines the parts of a sharded run (`--shard i/N` on eval coco, eval ade20k or detect)\n"
     "into the single-run result. Every shard 0..N-1 must be given exactly once; parts of\n"
     "different runs, missing, duplicated or incomplete shards are refused.\n"
     "  eval ade20k parts (PART.json): summed int64 areas, mmseg's table and summary\n"
     "  coco parts (R.json or R.shard.json): detections in the single-run order, evaluated with\n"
-    "                    the parts' ground truth (bbox, and segm when they have masks)\n"
-    "\n"
-    "options:\n"
-    "  --ann GT.json     ground truth for coco parts (default: the one the parts name; parts\n"
-    "                    from `ravlt detect` have none: then only --out is written)\n"
-    "  --out FILE        write the merged result: coco: results JSON FILE (+ FILE.segm.json);\n"
-    "                    ade20k: the merged areas as one part\n"
-    "  --json OUT        evaluation summary as `ravlt eval --json` writes it\n"
-    "  --area-mode M, --mmdet-maxdets   as for `ravlt eval coco`\n";
+    "                    the parts' ground truth (bbox, and segm when they have masks)\n",
+    OPTS, -1, NULL,
+    "  ravlt merge parts/p*.json --ann instances_val2017.json --json stats.json --output results.json\n"
+    "  ravlt merge part0.json part1.json --json -\n",
+    sizeof(merge_opts)};
 
 typedef struct {
   int64_t id;
@@ -206,6 +222,10 @@ static rv_status merge_coco(rv_part *parts, size_t np, const char *ann, const ch
     if ((st = rv_coco_results_write(out, box.dets, box.n, 0, ctx)) != RV_OK) goto done;
     if (masks && (st = rv_coco_results_write(so, seg.dets, seg.n, 1, ctx)) != RV_OK) goto done;
   }
+  if (ann && masks && rv_cli_json_stdout(json)) {
+    st = rv_error(ctx, RV_ERR_ARG, "--json -: these parts have masks, whose summary is a second file: give --json FILE");
+    goto done;
+  }
   if (ann) {
     rv_coco_report_opts ro = {mode, mmdet, threads, masks};
     if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, json, NULL, ctx)) != RV_OK) goto done;
@@ -249,41 +269,16 @@ static rv_status merge_ade(rv_part *parts, size_t np, const char *out, const cha
 }
 
 int rv_cmd_merge(int argc, char **argv) {
-  const char *cmd = "merge", *ann = NULL, *out = NULL, *json = NULL;
-  rv_coco_area_mode mode = RV_COCO_AREA_BOX;
-  int mmdet = 0, n = 0;
-  char **files = calloc((size_t)argc + 1, sizeof *files);
-  if (!files) return 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) {
-      fputs(USAGE, stdout);
-      free(files);
-      return 0;
-    }
-    if (!strcmp(a, "--ann") && has) ann = argv[++i];
-    else if (!strcmp(a, "--out") && has) out = argv[++i];
-    else if (!strcmp(a, "--json") && has) json = argv[++i];
-    else if (!strcmp(a, "--mmdet-maxdets")) mmdet = 1;
-    else if (!strcmp(a, "--area-mode") && has) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "box")) mode = RV_COCO_AREA_BOX;
-      else if (!strcmp(v, "mask")) mode = RV_COCO_AREA_MASK;
-      else {
-        free(files);
-        return rv_cli_usage_error(cmd, "--area-mode must be box or mask, not '%s'", v);
-      }
-    } else if (a[0] == '-' && a[1]) {
-      free(files);
-      return rv_cli_usage_error(cmd, "unknown or incomplete option '%s'", a);
-    } else
-      files[n++] = argv[i];
-  }
-  if (n == 0) {
-    free(files);
-    return rv_cli_usage_error(cmd, "no part files (the outputs of --shard i/N runs)");
-  }
+  const char *cmd = "merge";
+  merge_opts mo = {NULL, NULL, NULL, "box", 0};
+  int n;
+  int prc = rv_cli_parse(&rv_spec_merge, &mo, argc, argv, &n);
+  if (prc >= 0) return prc;
+  char **files = argv;
+  const char *ann = mo.ann, *out = mo.output, *json = mo.json;
+  rv_coco_area_mode mode = !strcmp(mo.area_mode, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
+  int mmdet = mo.mmdet_maxdets;
+  if (n == 0) return rv_cli_usage_error(cmd, "no part files (the outputs of --shard i/N runs)");
   rv_ctx *ctx = rv_cli_ctx();
   rv_part *parts = calloc((size_t)n, sizeof *parts);
   int rc = 0, nread = 0;
@@ -302,7 +297,6 @@ int rv_cmd_merge(int argc, char **argv) {
   if (st != RV_OK) rc = ctx ? rv_cli_fail(ctx, cmd, st) : 1;
   for (int i = 0; parts && i < nread; i++) rv_part_free(&parts[i]);
   free(parts);
-  free(files);
   rv_ctx_free(ctx);
   return rc;
 }

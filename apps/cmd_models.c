@@ -3,6 +3,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "models/zoo.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -10,18 +13,31 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *USAGE =
-    "usage: ravlt models [--json] [--urls]\n"
-    "\n"
+typedef struct {
+  const char *json;
+  int urls;
+} models_opts;
+
+static const rv_opt OPTS[] = {
+    {"--json", NULL, RV_OPT_STR, offsetof(models_opts, json), 0, 0, NULL, "FILE",
+     "write [{\"name\", \"model\", \"task\", \"method\", \"file\", \"url\", \"params_m\",\n"
+     "\"flops_g\", \"metric\", \"value\", \"mask_ap\", \"cached\"}] to FILE\n"
+     "('-': stdout, instead of the table)", 0},
+    {"--urls", NULL, RV_OPT_FLAG, offsetof(models_opts, urls), 0, 0, NULL, NULL, "print the download URL of each entry as a last column", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_models = {
+    "models", "[--json FILE|-] [--urls]",
     "Lists the official RAVLT checkpoints (qhfan/RALA README). Any NAME below can be given to\n"
     "--weights of segment / detect / video / eval: the checkpoint is downloaded into the cache\n"
     "($XDG_CACHE_HOME/ravlt or ~/.cache/ravlt), converted once to safetensors, and reused.\n"
     "Set RAVLT_BASE_URL to use a mirror (default " RV_ZOO_DEFAULT_BASE "),\n"
-    "RAVLT_OFFLINE=1 to never connect. Params / FLOPs / metric are the published numbers.\n"
-    "\n"
-    "  --json   [{\"name\", \"model\", \"task\", \"method\", \"file\", \"url\", \"params_m\",\n"
-    "            \"flops_g\", \"metric\", \"value\", \"mask_ap\", \"cached\"}]\n"
-    "  --urls   print the download URL of each entry as a last column\n";
+    "RAVLT_OFFLINE=1 to never connect. Params / FLOPs / metric are the published numbers.\n",
+    OPTS, 0, NULL,
+    "  ravlt models\n"
+    "  ravlt models --json - | python3 -m json.tool\n"
+    "  ravlt segment --weights semantic-fpn-ravlt-s photo.jpg\n",
+    sizeof(models_opts)};
 
 /* 1 if <cache>/<stem>.safetensors exists. */
 static int cached(const char *dir, const rv_zoo_entry *e) {
@@ -34,13 +50,11 @@ static int cached(const char *dir, const rv_zoo_entry *e) {
 }
 
 int rv_cmd_models(int argc, char **argv) {
-  int json = 0, urls = 0;
-  for (int i = 1; i < argc; i++) {
-    if (rv_cli_is_help(argv[i])) { fputs(USAGE, stdout); return 0; }
-    else if (!strcmp(argv[i], "--json")) json = 1;
-    else if (!strcmp(argv[i], "--urls")) urls = 1;
-    else return rv_cli_usage_error("models", "unknown option '%s'", argv[i]);
-  }
+  models_opts mo = {NULL, 0};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_models, &mo, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  int urls = mo.urls;
   rv_ctx *ctx = rv_cli_ctx();
   char dir[4096];
   /* The cache folder is only looked at (created if missing, harmless). */
@@ -48,7 +62,7 @@ int rv_cmd_models(int argc, char **argv) {
   int n = 0;
   const rv_zoo_entry *es = rv_zoo_entries(&n);
   char url[4096];
-  if (json) {
+  if (mo.json) {
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) {
       const rv_zoo_entry *e = &es[i];
@@ -77,10 +91,13 @@ int rv_cmd_models(int argc, char **argv) {
     char *txt = cJSON_Print(arr);
     cJSON_Delete(arr);
     if (!txt) { rv_ctx_free(ctx); fputs("ravlt models: out of memory\n", stderr); return 1; }
-    puts(txt);
+    rv_status st = rv_cli_json_write(mo.json, txt, ctx);
     free(txt);
-    rv_ctx_free(ctx);
-    return 0;
+    int rc = st == RV_OK ? 0 : rv_cli_fail(ctx, "models", st);
+    if (rc || rv_cli_json_stdout(mo.json)) {
+      rv_ctx_free(ctx);
+      return rc;
+    }
   }
   printf("%-27s %-8s %-22s %7s %7s  %-22s %s\n", "NAME", "TASK", "METHOD", "PARAMS", "FLOPS",
          "PUBLISHED", urls ? "CACHED URL" : "CACHED");

@@ -1,4 +1,4 @@
-/* `ravlt rank --weights W IMAGE [--json OUT] [--plot OUT.png] [--tol T] [--block S.B]
+/* `ravlt rank --weights W IMAGE [--json FILE|-] [--plot OUT.png] [--tol T] [--block S.B]
  * [--size HxW]`: numerical rank of RALA's KV buffer and of the attention outputs per block
  * and head (backbone/rank.h), as a table, JSON and a PNG chart. */
 #define _POSIX_C_SOURCE 200809L
@@ -10,6 +10,9 @@
 #include "core/image.h"
 #include "core/ops.h"
 #include "datasets/preprocess.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 #include "models/model.h"
 
 #include <cjson/cJSON.h>
@@ -19,10 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: ravlt rank --weights W IMAGE [--json OUT] [--plot OUT.png] [--tol T] [--block S.B]\n"
-    "                  [--size HxW]\n"
-    "\n"
+static const char RANK_ABOUT[] =
     "Runs the RAVLT backbone of W on IMAGE and, for every block and head, recomputes the\n"
     "attention quantities from the block input (in double) and prints the numerical rank of:\n"
     "  kv_rala     RALA's KV buffer rope(k'')^T v / N (keys re-weighted by N softmax of the\n"
@@ -35,16 +35,39 @@ static const char *USAGE =
     "Rank = number of singular values (LAPACK dgesdd) > tol * s_max; default tol =\n"
     "max(m, n) * eps with the float32 eps 1.19e-7 (numpy / torch matrix_rank convention).\n"
     "Every recomputed attention output is checked against the backbone's own.\n"
-    "\n"
-    "  --weights W   whole-model checkpoint (mmdet/mmseg .pth or .safetensors), a backbone or\n"
-    "                ImageNet classifier checkpoint, or a model-zoo name\n"
-    "  --json OUT    everything (ranks and singular values per block, head and quantity)\n"
-    "  --plot OUT    PNG chart: rank / full rank per block, and singular value spectra of one block\n"
-    "  --tol T       relative tolerance T in (0, 1) instead of the default\n"
-    "  --block S.B   block (stage S, block B, from 0) whose spectra are plotted (default: the\n"
-    "                first block)\n"
-    "  --size HxW    resize the image to exactly H x W (default: the model's test pipeline;\n"
-    "                224 crop for a classifier, mmseg (2048, 512) for a bare backbone)\n";
+;
+
+typedef struct {
+  const char *weights, *json, *plot, *block;
+  double tol;
+  int size[2];
+} rank_opts;
+
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, offsetof(rank_opts, weights), 0, 0, NULL, "W",
+     "whole-model checkpoint (mmdet/mmseg .pth or .safetensors), a backbone or\n"
+     "ImageNet classifier checkpoint, or a model-zoo name", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(rank_opts, json), 0, 0, NULL, "FILE",
+     "everything (ranks and singular values per block, head and quantity)\n"
+     "to FILE ('-': stdout, instead of the table)", 0},
+    {"--plot", NULL, RV_OPT_STR, offsetof(rank_opts, plot), 0, 0, NULL, "OUT.png",
+     "PNG chart: rank / full rank per block, and singular value spectra of one block", 0},
+    {"--tol", NULL, RV_OPT_DOUBLE, offsetof(rank_opts, tol), 0, 1, NULL, "T",
+     "relative tolerance T in (0, 1) instead of the default", RV_OPT_OPEN_LO | RV_OPT_OPEN_HI},
+    {"--block", NULL, RV_OPT_STR, offsetof(rank_opts, block), 0, 0, NULL, "S.B",
+     "block (stage S, block B, from 0) whose spectra are plotted (default: the\n"
+     "first block)", 0},
+    {"--size", NULL, RV_OPT_SIZE, offsetof(rank_opts, size), 16, 8192, NULL, "HxW",
+     "resize the image to exactly H x W, sides 16..8192 (default: the model's\n"
+     "test pipeline; 224 crop for a classifier, mmseg (2048, 512) for a bare backbone)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_rank = {
+    "rank", "--weights W [--json FILE|-] [--plot OUT.png] [--tol T] [--block S.B] [--size HxW] IMAGE",
+    RANK_ABOUT, OPTS, 1, NULL,
+    "  ravlt rank --weights upernet_ravlt_s.pth --json rank.json --plot rank.png photo.jpg\n"
+    "  ravlt rank --weights ravlt_t.pth --size 224x224 --tol 1e-6 --json - photo.jpg\n",
+    sizeof(rank_opts)};
 
 static const char *CMD = "rank";
 
@@ -237,13 +260,7 @@ static rv_status write_json(const char *path, const rv_rank_report *rep, const c
   char *text = cJSON_Print(root);
   cJSON_Delete(root);
   if (!text) return rv_error(ctx, RV_ERR_NOMEM, "out of memory formatting the JSON");
-  rv_out_file o;
-  rv_status st = rv_out_open(&o, path, ctx);
-  if (st == RV_OK) {
-    fputs(text, o.f);
-    fputc('\n', o.f);
-    st = rv_out_close(&o, ctx); /* a write error: the file is removed, "PATH: write failed" */
-  }
+  rv_status st = rv_cli_json_write(path, text, ctx); /* '-': stdout; a file: atomically */
   free(text);
   return st;
 }
@@ -441,29 +458,15 @@ static const char *base_name(const char *p) {
 }
 
 int rv_cmd_rank(int argc, char **argv) {
-  const char *weights = NULL, *image = NULL, *json = NULL, *plot = NULL, *block = NULL, *size = NULL;
-  double tol = 0.0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); return 0; }
-    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
-    else if (!strcmp(a, "--json") && has) json = argv[++i];
-    else if (!strcmp(a, "--plot") && has) plot = argv[++i];
-    else if (!strcmp(a, "--block") && has) block = argv[++i];
-    else if (!strcmp(a, "--size") && has) size = argv[++i];
-    else if (!strcmp(a, "--tol") && has) {
-      char *end;
-      tol = strtod(argv[++i], &end);
-      if (*end || end == argv[i] || !(tol > 0.0 && tol < 1.0))
-        return rv_cli_usage_error(CMD, "--tol needs a number in (0, 1), not '%s'", argv[i]);
-    } else if (a[0] == '-' && a[1]) return rv_cli_usage_error(CMD, "unknown or incomplete option '%s'", a);
-    else if (image) return rv_cli_usage_error(CMD, "one IMAGE only ('%s' and '%s')", image, a);
-    else image = a;
-  }
+  rank_opts ro = {NULL, NULL, NULL, NULL, 0.0, {0, 0}};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_rank, &ro, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *weights = ro.weights, *image = npos ? argv[0] : NULL, *json = ro.json, *plot = ro.plot, *block = ro.block;
+  double tol = ro.tol;
   if (!weights) return rv_cli_usage_error(CMD, "--weights W is required");
   if (!image) return rv_cli_usage_error(CMD, "no IMAGE given");
-  int sel_s = -1, sel_b = -1, size_h = 0, size_w = 0;
+  int sel_s = -1, sel_b = -1, size_h = ro.size[0], size_w = ro.size[1];
   if (block) {
     char *end;
     long s = strtol(block, &end, 10), b = -1;
@@ -477,9 +480,6 @@ int rv_cmd_rank(int argc, char **argv) {
     sel_s = (int)s;
     sel_b = (int)b;
   }
-  if (size && (rv_parse_size(size, &size_h, &size_w) || size_h < 16 || size_w < 16 ||
-               size_h > 8192 || size_w > 8192))
-    return rv_cli_usage_error(CMD, "--size needs HxW with 16 <= H, W <= 8192, not '%s'", size);
   if (plot) {
     const char *dot = strrchr(plot, '.');
     if (!dot || strcmp(dot, ".png")) return rv_cli_usage_error(CMD, "--plot needs a .png file name");
@@ -500,7 +500,7 @@ int rv_cmd_rank(int argc, char **argv) {
   if (st == RV_OK) st = rv_image_read(image, &img, ctx);
   rv_tensor x = {0};
   if (st == RV_OK) {
-    if (size) {
+    if (size_h > 0) {
       rv_preprocess_params p = L.pp;
       p.scale_w = size_w;
       p.scale_h = size_h;
@@ -540,12 +540,14 @@ int rv_cmd_rank(int argc, char **argv) {
   }
   char tol_text[32];
   snprintf(tol_text, sizeof tol_text, "%g", tol);
-  printf("%s on %s: input %dx%d, %d blocks; rank = #{s_i > tol * s_max}, tol = %s\n",
-         base_name(weights), base_name(image), x.h, x.w, rep.nblocks,
-         tol > 0 ? tol_text : "max(m, n) * eps(float32)");
-  print_table(&rep);
   const double chk = rv_rank_report_check(&rep);
-  printf("check: recomputed attention outputs vs the backbone's: max |diff| / max(1, scale) = %.2e\n", chk);
+  if (!rv_cli_json_stdout(json)) {
+    printf("%s on %s: input %dx%d, %d blocks; rank = #{s_i > tol * s_max}, tol = %s\n",
+           base_name(weights), base_name(image), x.h, x.w, rep.nblocks,
+           tol > 0 ? tol_text : "max(m, n) * eps(float32)");
+    print_table(&rep);
+    printf("check: recomputed attention outputs vs the backbone's: max |diff| / max(1, scale) = %.2e\n", chk);
+  }
   if (!(chk <= 1e-3)) {
     fprintf(stderr, "ravlt %s: the recomputed attention differs from the backbone's (%.2e): "
             "the analysis does not describe this model\n", CMD, chk);

@@ -5,71 +5,72 @@
 #include "apps/model_run.h"
 #include "core/fs.h"
 #include "apps/shard.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *USAGE =
-    "usage: ravlt segment [--weights W] [options] IMAGE|DIR|GLOB...\n"
-    "\n"
+typedef struct {
+  const char *weights, *model, *out_dir, *format, *mode, *shard;
+  double opacity;
+  int crop, stride, aug_test;
+} segment_opts;
+
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, offsetof(segment_opts, weights), 0, 0, NULL, "W",
+     "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+     "(default): the built-in demo model, 6 classes of synthetic shapes\n"
+     "('ravlt synth'; background, circle, triangle, square, hexagon,\n"
+     "ellipse), not a model of real photographs", 0},
+    {"--model", NULL, RV_OPT_STR, offsetof(segment_opts, model), 0, 0, NULL, "NAME",
+     "architecture when the checkpoint has no config (e.g. upernet-ravlt-s)", 0},
+    {"--out-dir", NULL, RV_OPT_STR, offsetof(segment_opts, out_dir), 0, 0, NULL, "DIR", "output folder (default: seg-out)", 0},
+    {"--format", NULL, RV_OPT_CHOICE, offsetof(segment_opts, format), 0, 0, "png|overlay|both", "F",
+     "png (label map), overlay, or both (default both)", 0},
+    {"--opacity", NULL, RV_OPT_DOUBLE, offsetof(segment_opts, opacity), 0, 1, NULL, "A", "overlay opacity 0..1 (default 0.5)", 0},
+    {"--mode", NULL, RV_OPT_CHOICE, offsetof(segment_opts, mode), 0, 0, "whole|slide", "M",
+     "whole or slide inference (default: the checkpoint's test_cfg, else whole)", 0},
+    {"--crop", NULL, RV_OPT_INT, offsetof(segment_opts, crop), 1, 65536, NULL, "N", "slide window size (default 512)", 0},
+    {"--stride", NULL, RV_OPT_INT, offsetof(segment_opts, stride), 1, 65536, NULL, "N", "slide stride (default 341)", 0},
+    {"--aug-test", NULL, RV_OPT_FLAG, offsetof(segment_opts, aug_test), 0, 0, NULL, NULL,
+     "multi-scale (0.5..1.75) + flip test-time augmentation", 0},
+    {"--shard", NULL, RV_OPT_STR, offsetof(segment_opts, shard), 0, 0, NULL, "i/N",
+     "only images k (sorted input order, from 0) with k mod N == i (the\n"
+     "shards write disjoint files into the same --out-dir)", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_segment = {
+    "segment", "[--weights W] [options] IMAGE|DIR|GLOB...",
     "Semantic segmentation with a RAVLT Semantic FPN or UperNet checkpoint (mmseg .pth or\n"
     "its safetensors conversion). The test pipeline is mmseg's: keep-ratio resize to\n"
-    "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n"
-    "\n"
-    "  --weights W        checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
-    "                     (default): the built-in demo model, 6 classes of synthetic shapes\n"
-    "                     ('ravlt synth'; background, circle, triangle, square, hexagon,\n"
-    "                     ellipse), not a model of real photographs\n"
-    "  --model NAME       architecture when the checkpoint has no config (e.g. upernet-ravlt-s)\n"
-    "  --out-dir D        output folder (default: seg-out)\n"
-    "  --format F         png (label map), overlay, or both (default both)\n"
-    "  --opacity A        overlay opacity 0..1 (default 0.5)\n"
-    "  --mode whole|slide inference mode (default: the checkpoint's test_cfg, else whole)\n"
-    "  --crop N           slide window size (default 512)\n"
-    "  --stride N         slide stride (default 341)\n"
-    "  --aug-test         multi-scale (0.5..1.75) + flip test-time augmentation\n"
-    "  --shard i/N        only images k (sorted input order, from 0) with k mod N == i (the\n"
-    "                     shards write disjoint files into the same --out-dir)\n"
-    "\n"
+    "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n",
+    OPTS, -1,
     "Label PNGs follow the ADE20K annotation convention: pixel value k+1 for class k (0..149),\n"
     "0 reserved for 'other/ignore' (never written by the model). Overlays: <name>_overlay.png\n"
     "with a legend of the classes present. Label maps: <name>.png (8-bit; 16-bit is not used,\n"
-    "so at most 254 classes).\n";
+    "so at most 254 classes).\n",
+    "  ravlt segment --weights upernet_ravlt_s.pth --out-dir out photos/\n"
+    "  ravlt segment --weights upernet_ravlt_s.pth --aug-test --format png img.jpg\n"
+    "  ravlt segment --mode slide --crop 256 --stride 170 synth_seg/images/validation/\n",
+    sizeof(segment_opts)};
 
 int rv_cmd_segment(int argc, char **argv) {
-  const char *weights = NULL, *name = NULL, *out_dir = "seg-out", *format = "both", *mode = NULL, *shard_spec = NULL;
+  segment_opts o = {NULL, NULL, "seg-out", "both", NULL, NULL, 0.5, 512, 341, 0};
+  int ninputs;
+  int prc = rv_cli_parse(&rv_spec_segment, &o, argc, argv, &ninputs);
+  if (prc >= 0) return prc;
+  char **inputs = argv;
+  const char *weights = o.weights, *name = o.model, *out_dir = o.out_dir, *mode = o.mode;
   rv_shard shard = {0, 1};
-  double opacity = 0.5;
-  int crop = 512, stride = 341, aug = 0;
-  char **inputs = calloc((size_t)argc, sizeof *inputs);
-  int ninputs = 0;
-  if (!inputs) return 1;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); free(inputs); return 0; }
-    else if (!strcmp(a, "--weights") && has) weights = argv[++i];
-    else if (!strcmp(a, "--model") && has) name = argv[++i];
-    else if (!strcmp(a, "--out-dir") && has) out_dir = argv[++i];
-    else if (!strcmp(a, "--format") && has) format = argv[++i];
-    else if (!strcmp(a, "--opacity") && has) opacity = atof(argv[++i]);
-    else if (!strcmp(a, "--mode") && has) mode = argv[++i];
-    else if (!strcmp(a, "--crop") && has) crop = atoi(argv[++i]);
-    else if (!strcmp(a, "--stride") && has) stride = atoi(argv[++i]);
-    else if (!strcmp(a, "--aug-test")) aug = 1;
-    else if (!strcmp(a, "--shard") && has) shard_spec = argv[++i];
-    else if (a[0] == '-' && a[1]) { free(inputs); return rv_cli_usage_error("segment", "unknown or incomplete option '%s'", a); }
-    else inputs[ninputs++] = argv[i];
-  }
-  int want_png = !strcmp(format, "png") || !strcmp(format, "both");
-  int want_overlay = !strcmp(format, "overlay") || !strcmp(format, "both");
-  if (!ninputs) { free(inputs); return rv_cli_usage_error("segment", "no input images"); }
-  if (!want_png && !want_overlay) { free(inputs); return rv_cli_usage_error("segment", "--format must be png, overlay or both"); }
-  if (opacity < 0 || opacity > 1) { free(inputs); return rv_cli_usage_error("segment", "--opacity must be in 0..1"); }
-  if (mode && strcmp(mode, "whole") && strcmp(mode, "slide")) { free(inputs); return rv_cli_usage_error("segment", "--mode must be whole or slide"); }
-  if (shard_spec && rv_shard_parse(&shard, shard_spec)) { free(inputs); return rv_cli_usage_error("segment", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec); }
-  if (crop <= 0 || stride <= 0) { free(inputs); return rv_cli_usage_error("segment", "--crop and --stride must be positive"); }
+  double opacity = o.opacity;
+  int crop = o.crop, stride = o.stride, aug = o.aug_test;
+  int want_png = !strcmp(o.format, "png") || !strcmp(o.format, "both");
+  int want_overlay = !strcmp(o.format, "overlay") || !strcmp(o.format, "both");
+  if (!ninputs) return rv_cli_usage_error("segment", "no input images");
+  if (o.shard && rv_shard_parse(&shard, o.shard)) return rv_cli_usage_error("segment", "--shard must be i/N with 0 <= i < N, not '%s'", o.shard);
 
   rv_ctx *ctx = rv_cli_ctx();
   rv_input_list list = {0};
@@ -146,6 +147,5 @@ out:
   rv_model_free(m);
   rv_input_list_free(&list);
   rv_ctx_free(ctx);
-  free(inputs);
   return rc;
 }

@@ -1,10 +1,13 @@
-/* `ravlt synth --task seg|det --out DIR [--count N] [--seed S] [--size WxH] [--shapes MIN-MAX]
+/* `ravlt synth --task seg|det --out-dir DIR [--count N] [--seed S] [--size HxW] [--shapes MIN-MAX]
  *  [--backgrounds DIR|none] [--split NAME]`: a synthetic dataset in ADE20K or COCO format
  * (datasets/synth.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "core/fs.h"
 #include "datasets/synth.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +16,34 @@
 
 #define OPENCV_DATA "/usr/share/doc/opencv-doc/examples/data"
 
-static const char *USAGE =
-    "usage: ravlt synth --task seg|det --out DIR [--count N] [--seed S] [options]\n"
-    "\n"
+typedef struct {
+  const char *task, *out_dir, *backgrounds, *split, *raw, *shapes;
+  int count;
+  unsigned long long seed;
+  int size[2];
+} synth_opts;
+
+static const rv_opt OPTS[] = {
+    {"--task", NULL, RV_OPT_CHOICE, offsetof(synth_opts, task), 0, 0, "seg|det", "T", "seg or det (required)", 0},
+    {"--out-dir", "--out", RV_OPT_STR, offsetof(synth_opts, out_dir), 0, 0, NULL, "DIR", "the dataset's folder (required unless --raw)", 0},
+    {"--count", NULL, RV_OPT_INT, offsetof(synth_opts, count), 1, 10000000, NULL, "N", "images (default 10)", 0},
+    {"--seed", NULL, RV_OPT_U64, offsetof(synth_opts, seed), 0, 0, NULL, "S",
+     "random seed (default 0); use different seeds for train and val", 0},
+    {"--size", NULL, RV_OPT_SIZE, offsetof(synth_opts, size), 64, 4096, NULL, "HxW",
+     "image size, height first, sides 64..4096 (default 240x320)", 0},
+    {"--shapes", NULL, RV_OPT_STR, offsetof(synth_opts, shapes), 0, 0, NULL, "MIN-MAX", "shapes per image (default 2-6, at most 16)", 0},
+    {"--backgrounds", NULL, RV_OPT_STR, offsetof(synth_opts, backgrounds), 0, 0, NULL, "DIR",
+     "photographs (.jpg/.png) used for half of the backgrounds\n"
+     "(default " OPENCV_DATA "\nif present; 'none' = textures only)", 0},
+    {"--split", NULL, RV_OPT_STR, offsetof(synth_opts, split), 0, 0, NULL, "NAME", "seg sub-folder (default validation)", 0},
+    {"--raw", NULL, RV_OPT_STR, offsetof(synth_opts, raw), 0, 0, NULL, "FILE",
+     "instead of folders, one binary file for training tools:\n"
+     "\"RVSYNTH1\", int32 n, h, w, then n*h*w*3 BGR bytes (after a JPEG\n"
+     "round trip, as the .jpg files decode) and n*h*w label bytes", 0},
+    RV_OPT_END};
+
+const rv_cmd_spec rv_spec_synth = {
+    "synth", "--task seg|det --out-dir DIR [--count N] [--seed S] [options]",
     "Writes a synthetic dataset: shapes of 5 classes (circle, triangle, square, hexagon,\n"
     "ellipse), each class in its own colour family (red, yellow-green, green-cyan, blue,\n"
     "magenta) with random shades and textures, occluding each other, on unsaturated textured\n"
@@ -23,18 +51,11 @@ static const char *USAGE =
     "  seg: ADE20K layout DIR/images/SPLIT/*.jpg + DIR/annotations/SPLIT/*.png (uint8 labels:\n"
     "       1 = background, 2..6 = circle..ellipse, mmseg reduce_zero_label convention)\n"
     "  det: COCO layout DIR/images/*.jpg + DIR/annotations/instances.json (categories 1..5,\n"
-    "       polygon masks of the visible parts, bbox/area of the rasterised polygons)\n"
-    "\n"
-    "  --count N            images (default 10)\n"
-    "  --seed S             random seed (default 0); use different seeds for train and val\n"
-    "  --size WxH           image size (default 320x240)\n"
-    "  --shapes MIN-MAX     shapes per image (default 2-6, at most 16)\n"
-    "  --backgrounds DIR    photographs (.jpg/.png) used for half of the backgrounds\n"
-    "                       (default " OPENCV_DATA " if present; 'none' = textures only)\n"
-    "  --split NAME         seg sub-folder (default validation)\n"
-    "  --raw FILE           instead of folders, one binary file for training tools:\n"
-    "                       \"RVSYNTH1\", int32 n, h, w, then n*h*w*3 BGR bytes (after a JPEG\n"
-    "                       round trip, as the .jpg files decode) and n*h*w label bytes\n";
+    "       polygon masks of the visible parts, bbox/area of the rasterised polygons)\n",
+    OPTS, 0, NULL,
+    "  ravlt synth --task seg --out-dir synth_seg --count 100 --seed 1\n"
+    "  ravlt synth --task det --out-dir synth_det --count 100 --seed 2 --size 480x640\n",
+    sizeof(synth_opts)};
 
 /* The --raw file: written to a temporary file, then renamed (rv_out_file). */
 static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx) {
@@ -73,42 +94,31 @@ static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx
 int rv_cmd_synth(int argc, char **argv) {
   rv_synth_opts o;
   rv_synth_defaults(&o);
-  const char *task = NULL, *out = NULL, *bg = NULL, *raw = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { fputs(USAGE, stdout); return 0; }
-    else if (!strcmp(a, "--task") && has) task = argv[++i];
-    else if (!strcmp(a, "--out") && has) out = argv[++i];
-    else if (!strcmp(a, "--count") && has) {
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 10000000) return rv_cli_usage_error("synth", "--count must be a positive integer");
-      o.count = (int)v;
-    } else if (!strcmp(a, "--seed") && has) {
-      char *end;
-      unsigned long long v = strtoull(argv[++i], &end, 10);
-      if (*end || argv[i][0] == '-') return rv_cli_usage_error("synth", "--seed must be a non-negative integer");
-      o.seed = v;
-    } else if (!strcmp(a, "--size") && has) {
-      int w, h;
-      char c;
-      if (sscanf(argv[++i], "%dx%d%c", &w, &h, &c) != 2) return rv_cli_usage_error("synth", "--size must be WxH");
-      o.width = w;
-      o.height = h;
-    } else if (!strcmp(a, "--shapes") && has) {
-      int lo, hi;
-      char c;
-      if (sscanf(argv[++i], "%d-%d%c", &lo, &hi, &c) != 2) return rv_cli_usage_error("synth", "--shapes must be MIN-MAX");
-      o.min_shapes = lo;
-      o.max_shapes = hi;
-    } else if (!strcmp(a, "--backgrounds") && has) bg = argv[++i];
-    else if (!strcmp(a, "--split") && has) o.split = argv[++i];
-    else if (!strcmp(a, "--raw") && has) raw = argv[++i];
-    else return rv_cli_usage_error("synth", "unknown or incomplete option '%s'", a);
+  synth_opts so = {NULL, NULL, NULL, o.split, NULL, NULL, o.count, o.seed, {o.height, o.width}};
+  int npos;
+  int prc = rv_cli_parse(&rv_spec_synth, &so, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *task = so.task, *out = so.out_dir, *bg = so.backgrounds, *raw = so.raw;
+  o.count = so.count;
+  o.seed = so.seed;
+  o.height = so.size[0];
+  o.width = so.size[1];
+  o.split = so.split;
+  if (so.shapes) {
+    long lo, hi;
+    const char *dash = strchr(so.shapes, '-');
+    char a[24];
+    size_t n = dash ? (size_t)(dash - so.shapes) : 0;
+    if (!dash || n == 0 || n >= sizeof a) return rv_cli_usage_error("synth", "--shapes must be MIN-MAX, not '%s'", so.shapes);
+    memcpy(a, so.shapes, n);
+    a[n] = 0;
+    if (rv_opts_parse_long(a, 1, 16, &lo) || dash[1] == '+' || dash[1] == '-' || rv_opts_parse_long(dash + 1, lo, 16, &hi))
+      return rv_cli_usage_error("synth", "--shapes must be MIN-MAX with 1 <= MIN <= MAX <= 16, not '%s'", so.shapes);
+    o.min_shapes = (int)lo;
+    o.max_shapes = (int)hi;
   }
-  if (!task || (strcmp(task, "seg") && strcmp(task, "det"))) return rv_cli_usage_error("synth", "--task must be seg or det");
-  if (!out && !raw) return rv_cli_usage_error("synth", "--out DIR is required");
+  if (!task || (strcmp(task, "seg") && strcmp(task, "det"))) return rv_cli_usage_error("synth", "--task seg|det is required");
+  if (!out && !raw) return rv_cli_usage_error("synth", "--out-dir DIR (or --raw FILE) is required");
   o.task = !strcmp(task, "seg") ? RV_SYNTH_SEG : RV_SYNTH_DET;
   struct stat sb;
   if (!bg) o.bg_dir = stat(OPENCV_DATA, &sb) == 0 ? OPENCV_DATA : NULL;
@@ -120,7 +130,7 @@ int rv_cmd_synth(int argc, char **argv) {
   if (st != RV_OK) rc = rv_cli_fail(ctx, "synth", st);
   else if (!rv_cli.quiet)
     fprintf(stderr, "ravlt synth: %d %s image(s) (%dx%d, seed %llu) written to %s%s\n", o.count,
-            o.task == RV_SYNTH_SEG ? "segmentation" : "detection", o.width, o.height,
+            o.task == RV_SYNTH_SEG ? "segmentation" : "detection", o.height, o.width,
             (unsigned long long)o.seed, out, raw ? "" : "/");
   rv_ctx_free(ctx);
   return rc;

@@ -14,6 +14,9 @@
 #include "core/fs.h"
 #include "eval/rle.h"
 #include "models/video_pipeline.h"
+#include "apps/commands.h"
+
+#include <stddef.h>
 
 #include <signal.h>
 #include <stdio.h>
@@ -21,45 +24,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *USAGE =
-    "usage: ravlt video [--weights W] [options] INPUT [INPUT...]\n"
-    "\n"
+static const char VIDEO_ABOUT[] =
     "Semantic segmentation or detection (chosen from the checkpoint) on every frame of a\n"
     "video. INPUT is a video file, a camera index (0, 1, ...) or a stream URL (rtsp://,\n"
     "http://, ...): whatever OpenCV's VideoCapture opens. Decoding, inference and\n"
     "drawing/encoding run concurrently (bounded queues, frames kept in order); inference\n"
-    "uses all cores but one (or --threads).\n"
-    "\n"
-    "  --weights W       checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
-    "                    (default): the built-in demo segmentation model (synthetic shapes);\n"
-    "                    'demo-det': the built-in demo detector (the same shapes, boxes)\n"
-    "  --model NAME      architecture when the checkpoint has no config\n"
-    "  --output OUT      overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)\n"
-    "  --out-dir DIR     (needed with several INPUTs) per input DIR/NAME.jsonl and DIR/NAME.EXT\n"
-    "                    (NAME: its file name without the extension); inputs run sorted\n"
-    "  --out-ext EXT     with --out-dir: mp4 (default), avi, mkv, or none (JSON lines only)\n"
-    "  --show            display the overlay in a window (needs a display; q or Esc stops)\n"
-    "  --json OUT.jsonl  one JSON object per processed frame:\n"
-    "                    segmentation {\"frame\", \"time\", \"pixels\": {\"class\": count}}\n"
-    "                    detection {\"frame\", \"time\", \"detections\": [{\"bbox\": [x,y,w,h],\n"
-    "                    \"score\", \"label\", \"name\", \"category_id\", \"segmentation\":\n"
-    "                    {\"size\": [h,w], \"counts\": RLE}}]} (detections with score >= T)\n"
-    "  --every N         run the model on every Nth frame (default 1); the other frames are\n"
-    "                    written with the last overlay and get no JSON line\n"
-    "  --max-frames N    stop after N input frames\n"
-    "  --size HxW        inference scale: the model's test Resize img_scale becomes (W, H)\n"
-    "                    (keep ratio), e.g. 480x640; output and results stay at the input size\n"
-    "                    (default: the checkpoint's scale, (1333, 800) / (2048, 512))\n"
-    "  --score-thr T     detections drawn and written with score >= T (default 0.3)\n"
-    "  --opacity A       segmentation overlay opacity 0..1 (default 0.5)\n"
-    "  --drop            live sources (camera, URL): drop frames inference cannot keep up with\n"
-    "                    (counted); files never drop\n"
-    "  --threads N       inference threads (default: cores - 1)\n"
-    "  --queue N         frames per queue between stages (default 4)\n"
-    "  --stall S         seconds without a frame before the stream counts as stalled (10)\n"
-    "  --no-seek         under mpirun: ranks reach their first frame by decoding from frame 0\n"
-    "                    instead of seeking (for files whose seeking is not frame-exact)\n"
-    "\n"
+    "uses all cores but one (or the common --threads N).\n";
+
+static const char VIDEO_EPILOG[] =
     "JSON \"time\" is frame / fps for files, seconds since the start for live sources. The\n"
     "summary counts frames read, processed, written, dropped and corrupt, the latency of\n"
     "processed frames (decoded -> written: mean, p95), fps, and the share of wall time the\n"
@@ -79,6 +51,60 @@ static const char *USAGE =
     "into --output and writes --json: the JSON lines of one process. Threads per rank: cores\n"
     "/ ranks on the node. A failure on any rank: reported once by rank and input, every rank\n"
     "exits 1 (2 for a usage error), no output (one INPUT) or none for that input (several).\n";
+
+typedef struct {
+  rv_video_opts v;
+  const char *output, *json;
+} video_cli_opts;
+
+#define VO(f) offsetof(video_cli_opts, v.f)
+static const rv_opt OPTS[] = {
+    {"--weights", NULL, RV_OPT_STR, VO(weights), 0, 0, NULL, "W",
+     "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+     "(default): the built-in demo segmentation model (synthetic shapes);\n"
+     "'demo-det': the built-in demo detector (the same shapes, boxes)", 0},
+    {"--model", NULL, RV_OPT_STR, VO(model), 0, 0, NULL, "NAME", "architecture when the checkpoint has no config", 0},
+    {"--output", NULL, RV_OPT_STR, offsetof(video_cli_opts, output), 0, 0, NULL, "OUT",
+     "overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)", 0},
+    {"--out-dir", NULL, RV_OPT_STR, VO(out_dir), 0, 0, NULL, "DIR",
+     "(needed with several INPUTs) per input DIR/NAME.jsonl and DIR/NAME.EXT\n"
+     "(NAME: its file name without the extension); inputs run sorted", 0},
+    {"--out-ext", NULL, RV_OPT_CHOICE, VO(out_ext), 0, 0, "mp4|avi|mkv|none", "EXT",
+     "with --out-dir: mp4 (default), avi, mkv, or none (JSON lines only)", 0},
+    {"--show", NULL, RV_OPT_FLAG, VO(show), 0, 0, NULL, NULL, "display the overlay in a window (needs a display; q or Esc stops)", 0},
+    {"--json", NULL, RV_OPT_STR, offsetof(video_cli_opts, json), 0, 0, NULL, "OUT.jsonl",
+     "one JSON object per processed frame ('-': stdout):\n"
+     "segmentation {\"frame\", \"time\", \"pixels\": {\"class\": count}}\n"
+     "detection {\"frame\", \"time\", \"detections\": [{\"bbox\": [x,y,w,h],\n"
+     "\"score\", \"label\", \"name\", \"category_id\", \"segmentation\":\n"
+     "{\"size\": [h,w], \"counts\": RLE}}]} (detections with score >= T)", 0},
+    {"--every", NULL, RV_OPT_LONG, VO(every), 1, 1000000, NULL, "N",
+     "run the model on every Nth frame (default 1); the other frames are\n"
+     "written with the last overlay and get no JSON line", 0},
+    {"--max-frames", NULL, RV_OPT_LONG, VO(max_frames), 1, 2147483647.0, NULL, "N", "stop after N input frames", 0},
+    {"--size", NULL, RV_OPT_SIZE, VO(size), 16, 8192, NULL, "HxW",
+     "inference scale: the model's test Resize img_scale becomes (W, H)\n"
+     "(keep ratio), e.g. 480x640; output and results stay at the input size\n"
+     "(default: the checkpoint's scale, (1333, 800) / (2048, 512))", 0},
+    {"--score-thr", NULL, RV_OPT_DOUBLE, VO(thr), 0, 1, NULL, "T", "detections drawn and written with score >= T, 0..1 (default 0.3)", 0},
+    {"--opacity", NULL, RV_OPT_DOUBLE, VO(opacity), 0, 1, NULL, "A", "segmentation overlay opacity 0..1 (default 0.5)", 0},
+    {"--drop", NULL, RV_OPT_FLAG, VO(drop), 0, 0, NULL, NULL,
+     "live sources (camera, URL): drop frames inference cannot keep up with\n"
+     "(counted); files never drop", 0},
+    {"--queue", NULL, RV_OPT_LONG, VO(queue), 1, 256, NULL, "N", "frames per queue between stages, 1..256 (default 4)", 0},
+    {"--stall", NULL, RV_OPT_DOUBLE, VO(stall), 0, 1e9, NULL, "S", "seconds without a frame before the stream counts as stalled (10)", 0},
+    {"--no-seek", NULL, RV_OPT_FLAG, VO(no_seek), 0, 0, NULL, NULL,
+     "under mpirun: ranks reach their first frame by decoding from frame 0\n"
+     "instead of seeking (for files whose seeking is not frame-exact)", 0},
+    RV_OPT_END};
+#undef VO
+
+const rv_cmd_spec rv_spec_video = {
+    "video", "[--weights W] [options] INPUT [INPUT...]", VIDEO_ABOUT, OPTS, -1, VIDEO_EPILOG,
+    "  ravlt video --weights upernet_ravlt_s.pth clip.mp4 --output clip_seg.mp4 --json clip.jsonl\n"
+    "  ravlt video --weights cascade_ravlt_s.pth 0 --output cam.mp4 --drop --every 2 --size 480x640\n"
+    "  ravlt video --weights upernet_ravlt_s.pth a.mp4 b.mp4 --out-dir seg --threads 4\n",
+    sizeof(video_cli_opts)};
 
 static volatile sig_atomic_t g_interrupted;
 
@@ -377,14 +403,6 @@ static void on_progress(void *user, const rv_vp_stats *s) {
   }
 }
 
-static int parse_long(const char *s, long lo, long *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || v < lo) return -1;
-  *out = v;
-  return 0;
-}
-
 int rv_video_interrupted(void) { return g_interrupted != 0; }
 
 uint64_t rv_video_frame_hash(const rv_image *f) {
@@ -434,8 +452,8 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
     A->thr = (float)o->thr;
     A->opacity = (float)o->opacity;
     A->pre = rv_model_preprocess(A->m);
-    int sh = 0, sw = 0;
-    if (o->size && rv_parse_size(o->size, &sh, &sw) == 0) {
+    int sh = o->size[0], sw = o->size[1];
+    if (sh > 0) {
       A->custom_scale = 1;
       A->pre.scale_w = sw;
       A->pre.scale_h = sh;
@@ -664,43 +682,21 @@ static int run_inputs(app *A, char **inputs, int n, rv_video_reader *first, rv_c
 }
 
 int rv_cmd_video(int argc, char **argv) {
-  rv_video_opts o = {0};
-  o.thr = 0.3;
-  o.opacity = 0.5;
-  o.stall = 10.0;
-  o.every = 1;
-  o.queue = 4;
-  o.out_ext = "mp4";
-  const char *output = NULL, *json = NULL;
-  char **inputs = calloc((size_t)argc, sizeof *inputs);
-  int n_in = 0;
-  if (!inputs) return 1;
-#define USAGE_ERR(...) do { int rc_ = rv_cli_usage_error("video", __VA_ARGS__); free(inputs); return rc_; } while (0)
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int has = i + 1 < argc;
-    if (rv_cli_is_help(a)) { if (rv_mpi_rank() == 0) fputs(USAGE, stdout); free(inputs); return 0; }
-    else if (!strcmp(a, "--weights") && has) o.weights = argv[++i];
-    else if (!strcmp(a, "--model") && has) o.model = argv[++i];
-    else if (!strcmp(a, "--output") && has) output = argv[++i];
-    else if (!strcmp(a, "--json") && has) json = argv[++i];
-    else if (!strcmp(a, "--out-dir") && has) o.out_dir = argv[++i];
-    else if (!strcmp(a, "--out-ext") && has) o.out_ext = argv[++i];
-    else if (!strcmp(a, "--show")) o.show = 1;
-    else if (!strcmp(a, "--drop")) o.drop = 1;
-    else if (!strcmp(a, "--no-seek")) o.no_seek = 1;
-    else if (!strcmp(a, "--size") && has) o.size = argv[++i];
-    else if (!strcmp(a, "--score-thr") && has) o.thr = atof(argv[++i]);
-    else if (!strcmp(a, "--opacity") && has) o.opacity = atof(argv[++i]);
-    else if (!strcmp(a, "--stall") && has) o.stall = atof(argv[++i]);
-    else if (!strcmp(a, "--every") && has) { if (parse_long(argv[++i], 1, &o.every) || o.every > 1000000) USAGE_ERR("--every needs a count >= 1"); }
-    else if (!strcmp(a, "--max-frames") && has) { if (parse_long(argv[++i], 1, &o.max_frames)) USAGE_ERR("--max-frames needs a count >= 1"); }
-    else if (!strcmp(a, "--threads") && has) { if (parse_long(argv[++i], 1, &o.threads) || o.threads > 4096) USAGE_ERR("--threads needs a count >= 1"); }
-    else if (!strcmp(a, "--queue") && has) { if (parse_long(argv[++i], 1, &o.queue) || o.queue > 256) USAGE_ERR("--queue needs a count in 1..256"); }
-    else if (a[0] == '-' && a[1]) USAGE_ERR("unknown or incomplete option '%s'", a);
-    else inputs[n_in++] = argv[i];
-  }
-  int sh = 0, sw = 0;
+  video_cli_opts vo;
+  memset(&vo, 0, sizeof vo);
+  vo.v.thr = 0.3;
+  vo.v.opacity = 0.5;
+  vo.v.stall = 10.0;
+  vo.v.every = 1;
+  vo.v.queue = 4;
+  vo.v.out_ext = "mp4";
+  int n_in;
+  int prc = rv_cli_parse(&rv_spec_video, &vo, argc, argv, &n_in);
+  if (prc >= 0) return prc;
+  rv_video_opts o = vo.v;
+  const char *output = vo.output, *json = vo.json;
+  char **inputs = argv;
+#define USAGE_ERR(...) return rv_cli_usage_error("video", __VA_ARGS__)
   if (!n_in) USAGE_ERR("no INPUT video, camera index or URL");
   if (rv_mpi_size() > 1) {
     for (int i = 0; i < n_in; i++) {
@@ -712,16 +708,11 @@ int rv_cmd_video(int argc, char **argv) {
   }
   if (o.show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
     USAGE_ERR("--show needs a display (DISPLAY is not set); use --output");
-  if (!(o.thr >= 0 && o.thr <= 1)) USAGE_ERR("--score-thr must be in 0..1");
-  if (!(o.opacity >= 0 && o.opacity <= 1)) USAGE_ERR("--opacity must be in 0..1");
-  if (!(o.stall >= 0)) USAGE_ERR("--stall must be >= 0 seconds");
-  if (o.size && (rv_parse_size(o.size, &sh, &sw) || sh < 16 || sw < 16 || sh > 8192 || sw > 8192))
-    USAGE_ERR("--size must be HxW with sides in 16..8192, e.g. 480x640");
   if (output && json && !strcmp(output, json)) USAGE_ERR("--output and --json name the same file");
+  if (rv_cli_json_stdout(json) && rv_mpi_size() > 1) USAGE_ERR("--json - (stdout) runs in one process: give --json FILE under mpirun");
+  if (rv_cli_json_stdout(output)) USAGE_ERR("--output needs a video file name, not '-'");
   if (n_in > 1 && !o.out_dir) USAGE_ERR("%d INPUTs: give --out-dir DIR (DIR/NAME.jsonl and DIR/NAME.%s each)", n_in, o.out_ext);
   if (o.out_dir && (output || json)) USAGE_ERR("--out-dir names the outputs: no --output or --json with it");
-  if (strcmp(o.out_ext, "mp4") && strcmp(o.out_ext, "avi") && strcmp(o.out_ext, "mkv") && strcmp(o.out_ext, "none"))
-    USAGE_ERR("--out-ext must be mp4, avi, mkv or none");
   if (o.out_dir) {
     qsort(inputs, (size_t)n_in, sizeof *inputs, cmp_str);
     for (int i = 0; i < n_in; i++) {
@@ -738,7 +729,7 @@ int rv_cmd_video(int argc, char **argv) {
   if (o.demo) o.weights = RV_CLI_DEMO;
 
   rv_ctx *ctx = rv_cli_ctx();
-  if (!ctx) { free(inputs); return 1; }
+  if (!ctx) return 1;
   /* From here on Ctrl-C only sets the flag: the outputs opened by a job are always
    * finalised (or removed) by rv_video_run. */
   struct sigaction sa, old_sa;
@@ -770,7 +761,8 @@ int rv_cmd_video(int argc, char **argv) {
       j.input = inputs[0];
       j.reader = vr;
       j.output = output;
-      j.json = json;
+      j.json = rv_cli_json_stdout(json) ? NULL : json;
+      j.json_stream = rv_cli_json_stdout(json) ? stdout : NULL;
       st = rv_video_run(A, &j, ctx);
       rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
     }
@@ -778,6 +770,5 @@ int rv_cmd_video(int argc, char **argv) {
   sigaction(SIGINT, &old_sa, NULL);
   rv_video_app_free(A);
   rv_ctx_free(ctx);
-  free(inputs);
   return rc;
 }

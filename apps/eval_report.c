@@ -51,24 +51,27 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
   rv_log(ctx, RV_LOG_INFO, "evaluate + accumulate (%s): %.2f s", tn, rv_now() - t0);
   char text[4096];
   rv_cocoeval_summary_text(ev, text, sizeof text);
-  if (o->header) printf("iou_type: %s\n", tn);
-  fputs(text, stdout);
+  FILE *tf = rv_cli_json_stdout(json) ? stderr : stdout; /* --json -: the JSON alone on stdout */
+  if (o->header) fprintf(tf, "iou_type: %s\n", tn);
+  fputs(text, tf);
   double stats[12];
   rv_cocoeval_summarize(ev, stats);
   if (stats_out) memcpy(stats_out, stats, sizeof stats);
   size_t K = rv_cocoeval_num_cats(ev);
-  printf("\nper-category AP (IoU=0.50:0.95 | area=all | maxDets=%d):\n", prm.max_dets[prm.n_max_dets - 1]);
-  printf("  %8s  %-24s %7s\n", "id", "name", "AP");
+  fprintf(tf, "\nper-category AP (IoU=0.50:0.95 | area=all | maxDets=%d):\n", prm.max_dets[prm.n_max_dets - 1]);
+  fprintf(tf, "  %8s  %-24s %7s\n", "id", "name", "AP");
   for (size_t k = 0; k < K; k++) {
     int64_t id = rv_cocoeval_cat_id(ev, k);
     const rv_coco_category *c = rv_coco_find_category(gt, id);
     double ap = rv_cocoeval_category_ap(ev, k);
-    printf("  %8lld  %-24.24s %7.3f\n", (long long)id, c && c->name ? c->name : "", ap);
+    fprintf(tf, "  %8lld  %-24.24s %7.3f\n", (long long)id, c && c->name ? c->name : "", ap);
   }
   rv_status st = RV_OK;
   if (json) {
-    rv_out_file of;
-    if ((st = rv_out_open(&of, json, ctx)) == RV_OK) {
+    rv_out_file of = {0};
+    if (rv_cli_json_stdout(json)) of.f = stdout;
+    else st = rv_out_open(&of, json, ctx);
+    if (st == RV_OK) {
       fprintf(of.f, "{\"iou_type\": \"%s\", \"stats\": [", tn);
       for (int i = 0; i < 12; i++) {
         if (i) fputs(", ", of.f);
@@ -81,7 +84,8 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
       }
       fprintf(of.f, "}, \"max_dets\": [%d, %d, %d], \"area_mode\": \"%s\"}\n", prm.max_dets[0], prm.max_dets[1],
               prm.max_dets[2], o->area_mode == RV_COCO_AREA_BOX ? "box" : "mask");
-      st = rv_out_close(&of, ctx);
+      if (of.f == stdout) st = fflush(stdout) == 0 ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+      else st = rv_out_close(&of, ctx);
     }
   }
   rv_cocoeval_free(ev);
@@ -93,8 +97,9 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const
   RV_TRY(rv_seg_metrics_compute(&m, acc, ctx));
   int C = acc->num_classes;
   /* mmseg's tables: values x 100 rounded to 2 decimals */
-  printf("per class results:\n");
-  printf("  %-3s %-20s %7s %7s\n", "k", "Class", "IoU", "Acc");
+  FILE *tf = rv_cli_json_stdout(json) ? stderr : stdout; /* --json -: the JSON alone on stdout */
+  fprintf(tf, "per class results:\n");
+  fprintf(tf, "  %-3s %-20s %7s %7s\n", "k", "Class", "IoU", "Acc");
   for (int k = 0; k < C; k++) {
     char iou[16], accs[16];
     if (isnan(m.iou[k])) snprintf(iou, sizeof iou, "nan"); else snprintf(iou, sizeof iou, "%.2f", rv_mmseg_round(m.iou[k]) * 100);
@@ -102,15 +107,17 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const
     char idx[16];
     snprintf(idx, sizeof idx, "%d", k);
     const char *name = names ? names[k] : C == RV_ADE20K_CLASSES ? rv_ade20k_classes[k] : idx;
-    printf("  %-3d %-20s %7s %7s\n", k, name, iou, accs);
+    fprintf(tf, "  %-3d %-20s %7s %7s\n", k, name, iou, accs);
   }
-  printf("Summary:\n  aAcc %.2f  mIoU %.2f  mAcc %.2f   (%zu images)\n", rv_mmseg_round(m.aAcc) * 100,
+  fprintf(tf, "Summary:\n  aAcc %.2f  mIoU %.2f  mAcc %.2f   (%zu images)\n", rv_mmseg_round(m.aAcc) * 100,
          rv_mmseg_round(m.mIoU) * 100, rv_mmseg_round(m.mAcc) * 100, n);
-  printf("  full precision: aAcc %.17g mIoU %.17g mAcc %.17g\n", m.aAcc, m.mIoU, m.mAcc);
+  fprintf(tf, "  full precision: aAcc %.17g mIoU %.17g mAcc %.17g\n", m.aAcc, m.mIoU, m.mAcc);
   rv_status st = RV_OK;
   if (json) {
-    rv_out_file of;
-    if ((st = rv_out_open(&of, json, ctx)) == RV_OK) {
+    rv_out_file of = {0};
+    if (rv_cli_json_stdout(json)) of.f = stdout;
+    else st = rv_out_open(&of, json, ctx);
+    if (st == RV_OK) {
       fputs("{\"aAcc\": ", of.f);
       rv_json_num(of.f, m.aAcc);
       fputs(", \"mIoU\": ", of.f);
@@ -128,7 +135,8 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const
         fputs("]", of.f);
       }
       fprintf(of.f, ", \"images\": %zu}\n", n);
-      st = rv_out_close(&of, ctx);
+      if (of.f == stdout) st = fflush(stdout) == 0 ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+      else st = rv_out_close(&of, ctx);
     }
   }
   rv_seg_metrics_free(&m);

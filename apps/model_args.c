@@ -6,22 +6,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int rv_parse_size(const char *s, int *h, int *w) {
-  char *end;
-  long a = strtol(s, &end, 10), b;
-  if (end == s || a < 1 || a > 65536) return -1;
-  if (*end == 0) { b = a; }
-  else {
-    if (*end != 'x' && *end != 'X') return -1;
-    const char *p = end + 1;
-    b = strtol(p, &end, 10);
-    if (end == p || *end || b < 1 || b > 65536) return -1;
-  }
-  *h = (int)a;
-  *w = (int)b;
-  return 0;
-}
-
 rv_status rv_model_config(const char *model, rv_ravlt_config *cfg, rv_weights **weights,
                           rv_ctx *ctx) {
   if (weights) *weights = NULL;

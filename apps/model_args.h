@@ -4,8 +4,6 @@
 
 #include "backbone/ravlt.h"
 
-/* "HxW" (or "N" for a square) -> 0, else -1. */
-int rv_parse_size(const char *s, int *h, int *w);
 /* MODEL is a preset name (rv_ravlt_preset) or a checkpoint file (.pth / .safetensors);
  * then the architecture is read from its weights, and *weights (if non-NULL) receives the
  * opened file (caller frees). Returns RV_OK or an error with the message in ctx. */

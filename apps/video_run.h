@@ -18,7 +18,8 @@
 
 /* The options of one `ravlt video` command (every input gets the same). */
 typedef struct {
-  const char *weights, *model, *size;
+  const char *weights, *model;
+  int size[2]; /* --size HxW: the inference scale (0: the checkpoint's) */
   double thr, opacity, stall;
   long every, max_frames, threads, queue;
   int drop, show, no_seek;

@@ -326,7 +326,7 @@ rv_status rv_weights_open(rv_weights **out, const char *path, rv_ctx *ctx) {
     return rv_error(ctx, RV_ERR_UNSUPPORTED,
                     "%s: legacy (pre-1.6, non-zip) PyTorch checkpoint; re-save it with torch.save(..., _use_new_zipfile_serialization=True) or convert it with a newer PyTorch",
                     path);
-  return rv_safetensors_open(out, path, ctx);
+  return rv_error(ctx, RV_ERR_FORMAT, "%s: not a checkpoint (expected a PyTorch .pth zip or .safetensors)", path);
 }
 
 /* ---- writer ------------------------------------------------------------------------ */

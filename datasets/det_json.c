@@ -144,6 +144,14 @@ static rv_status write_atomic(const char *path, const strbuf *b, rv_ctx *ctx) {
   return rv_out_close(&o, ctx);
 }
 
+rv_status rv_det_json_fwrite(const rv_det_json *r, FILE *f, int segm, rv_ctx *ctx) {
+  const strbuf *b = segm ? &r->segm : &r->bbox;
+  if (fputc('[', f) == EOF || (b->len && fwrite(b->data, 1, b->len, f) != b->len) || fputs("]\n", f) == EOF ||
+      fflush(f) != 0)
+    return rv_error(ctx, RV_ERR_IO, "results JSON: write failed: %s", strerror(errno));
+  return RV_OK;
+}
+
 rv_status rv_det_json_write(const rv_det_json *r, const char *bbox_path, const char *segm_path,
                                 rv_ctx *ctx) {
   RV_TRY(write_atomic(bbox_path, &r->bbox, ctx));

@@ -18,6 +18,8 @@
 
 #include "heads/det.h"
 
+#include <stdio.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -31,6 +33,8 @@ rv_status rv_det_json_add(rv_det_json *r, int64_t image_id, const rv_detections 
                               const int *order, const int *cat_ids, rv_ctx *ctx);
 size_t rv_det_json_count(const rv_det_json *r);
 /* bbox_path: required; segm_path: NULL to skip (or when created without masks). */
+/* The bbox (segm 0) or segm (1) results as one JSON array to an open stream (stdout). */
+rv_status rv_det_json_fwrite(const rv_det_json *r, FILE *f, int segm, rv_ctx *ctx);
 rv_status rv_det_json_write(const rv_det_json *r, const char *bbox_path,
                                 const char *segm_path, rv_ctx *ctx);
 /* Python repr of a double (shortest round-trip), into buf (>= 32 bytes). */
