@@ -2,8 +2,7 @@
  * tensors, layout of tests/fixtures/README.md) and compares every expected output.
  *
  * apps/cmd_check_fixture.c reads config.json, looks at "kind" and calls the checker for
- * that kind; each checker lives in its own file (apps/check_<family>.c) and is declared weak
- * here so a missing family reports "not supported" instead of failing to link.
+ * that kind; each checker lives in its own file (apps/check_<family>.c).
  *
  * Comparison rule for float tensors (rv_check_tensor): with ref scale s = max(1, max|ref|),
  * PASS iff max|got - ref| <= tol * s (tol = 1e-4 unless the kind says otherwise). Prints
@@ -44,7 +43,7 @@ float *rv_check_load_f32(rv_check_state *s, const char *name, size_t *numel);
 
 /* Per-family checkers: return 0 when they ran (failures counted in s), non-zero status on
  * an error that prevented running (message in s->ctx). */
-#define RV_CHECKER(fn) __attribute__((weak)) int fn(rv_check_state *s)
+#define RV_CHECKER(fn) int fn(rv_check_state *s)
 RV_CHECKER(rv_check_backbone);       /* kind "backbone" */
 RV_CHECKER(rv_check_segmentor_head); /* kinds "upernet", "semantic_fpn" */
 RV_CHECKER(rv_check_detector_head);  /* kinds "cascade_mask_rcnn", "mask_rcnn", "retinanet" */

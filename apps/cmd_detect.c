@@ -99,7 +99,7 @@ static rv_status image_ids(int64_t *ids, const rv_input_list *list, const char *
         fb = fb ? fb + 1 : f;
         if (!strcmp(fb, b)) { ids[i] = gt->images[k].id; found = 1; }
       }
-      if (!found) st = rv_error(ctx, RV_ERR_ARG, "%s: no image with file_name '%s' in %s", list->paths[i], b, ann);
+      if (!found) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no image with file_name '%s' in %s", list->paths[i], b, ann);
     }
     rv_coco_free(gt);
     return st;

@@ -111,7 +111,21 @@ static int store(const rv_opt *o, const char *name, const char *v, char *base, r
   case RV_OPT_FLAG: *(int *)d = 1; return 0;
   case RV_OPT_STR: *(const char **)d = v; return 0;
   case RV_OPT_CHOICE:
-    if (!choice_ok(o->choices, v)) return fail(r, "%s must be one of %s, not '%s'", name, o->choices, v);
+    if (!choice_ok(o->choices, v)) { /* "a|b|c" -> "a, b or c" */
+      char list[128];
+      size_t n = 0;
+      const char *last = strrchr(o->choices, '|');
+      for (const char *p = o->choices; *p && n + 4 < sizeof list; p++) {
+        if (*p != '|') { list[n++] = *p; continue; }
+        const char *sep = p == last ? " or " : ", ";
+        size_t l = strlen(sep);
+        if (n + l + 1 >= sizeof list) break;
+        memcpy(list + n, sep, l);
+        n += l;
+      }
+      list[n] = 0;
+      return fail(r, "%s must be %s, not '%s'", name, list, v);
+    }
     *(const char **)d = v;
     return 0;
   case RV_OPT_INT:

@@ -37,12 +37,12 @@ export OMP_NUM_THREADS=$THREADS
 # slower than 1 (see bench/RESULTS.md); passive waiting unless the caller chose, for both.
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc --all) cores, threads $THREADS, runs $RUNS, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, OMP_WAIT_POLICY=$OMP_WAIT_POLICY, load $(cut -d' ' -f1-3 /proc/loadavg)"
-sg=$("$BIN" bench sgemm --size 2048 --threads "$THREADS" --runs 3 --json | grep -o '"gmacs_per_s":[0-9.e+-]*' | cut -d: -f2)
+sg=$("$BIN" bench sgemm --size 2048 --threads "$THREADS" --runs 3 --json - | grep -o '"gmacs_per_s":[0-9.e+-]*' | cut -d: -f2)
 echo "# SGEMM 2048^3 with $THREADS threads: $sg GMAC/s"
 printf "%-8s %-9s %10s %9s %9s %6s %8s %10s %9s %9s %8s %7s %7s %7s\n" model size ravlt_ms ravlt_min GMAC/s %sgemm RSS_MB torch_ms torch_min GMAC/s RSS_MB speedup min_x cpu_x
 for m in $MODELS; do
   for s in $SIZES; do
-    r=$("$BIN" bench "ravlt-$m-backbone" --random-weights --size "$s" --threads "$THREADS" --runs "$RUNS" --json)
+    r=$("$BIN" bench "ravlt-$m-backbone" --random-weights --size "$s" --threads "$THREADS" --runs "$RUNS" --json -)
     rms=$(echo "$r" | grep -o '"median_ms":[0-9.e+-]*' | cut -d: -f2)
     rg=$(echo "$r" | grep -o '"gmacs_per_s":[0-9.e+-]*' | cut -d: -f2)
     rr=$(echo "$r" | grep -o '"peak_rss_mb":[0-9.e+-]*' | cut -d: -f2)

@@ -49,7 +49,7 @@ t0=$(now)
 t1=$(now)
 pids=()
 for i in $(seq 0 $((SHARDS - 1))); do
-  "$BIN" --quiet --threads "$PER" eval ade20k --root "$ROOT" --weights "$W" --shard "$i/$SHARDS" --out "$T/part$i.json" &
+  "$BIN" --quiet --threads "$PER" eval ade20k --root "$ROOT" --weights "$W" --shard "$i/$SHARDS" --output "$T/part$i.json" &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done

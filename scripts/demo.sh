@@ -23,7 +23,7 @@ rm -rf "$OUT/synth" "$OUT/synth_det"
 mkdir -p "$OUT"
 
 echo "== 1. synthetic shapes: generate, segment, evaluate (built-in demo model)"
-"$R" synth --task seg --out "$OUT/synth" --count 12 --seed 4242
+"$R" synth --task seg --out-dir "$OUT/synth" --count 12 --seed 4242
 "$R" segment --out-dir "$OUT/synth_seg" "$OUT"/synth/images/validation/synth_00000[0-3].jpg
 "$R" eval ade20k --root "$OUT/synth" --weights demo --json "$OUT/synth_eval.json" | tail -n 3
 
@@ -31,10 +31,10 @@ echo "== 2. a real photograph, same model"
 "$R" segment --out-dir "$OUT/photo_seg" "$PHOTOS/fruits.jpg"
 
 echo "== 3. synthetic shapes, COCO style: generate, detect, evaluate (built-in demo detector)"
-"$R" synth --task det --out "$OUT/synth_det" --count 12 --seed 4343
+"$R" synth --task det --out-dir "$OUT/synth_det" --count 12 --seed 4343
 "$R" detect --out-dir "$OUT/synth_det_out" --json "$OUT/synth_det_out/results.json" "$OUT"/synth_det/images/synth_00000[0-3].jpg
 "$R" eval coco --ann "$OUT/synth_det/annotations/instances.json" --images "$OUT/synth_det/images" \
-  --weights demo-det --out "$OUT/synth_det_results.json" | sed -n 1,3p
+  --weights demo-det --output "$OUT/synth_det_results.json" | sed -n 1,3p
 
 FIX="${RAVLT_FIXTURES:-$PWD/tests/fixtures}"
 if [ -f "$FIX/e2e/upernet/checkpoint.pth" ] && [ -f "$FIX/e2e/mask_rcnn/checkpoint.pth" ]; then

@@ -72,7 +72,7 @@ G=$T/gt.json
 R eval coco --ann "$G" --images "$T/coco" --weights "$MR" --json "$T/s.json" > "$T/s.out" 2> "$T/err" ||
   fail "one-process eval coco: $(cat "$T/err")"
 stats "$T/s.json" | grep -q '"stats": \[0\.[0-9]' || fail "bbox AP should be > 0 on this gt: $(stats "$T/s.json")"
-M eval coco --ann "$G" --images "$T/coco" --weights "$MR" --json "$T/m.json" --out "$T/mr.json" > "$T/m.out" 2> "$T/err" ||
+M eval coco --ann "$G" --images "$T/coco" --weights "$MR" --json "$T/m.json" --output "$T/mr.json" > "$T/m.out" 2> "$T/err" ||
   fail "mpirun eval coco: $(cat "$T/err")"
 grep -q "ravlt: MPI: 2 ranks: waited .* gathered [0-9]* detections" "$T/err" || fail "rank 0 should log the gather: $(cat "$T/err")"
 grep -q "^ravlt: MPI: 2 ranks (2 on this node), [0-9]* threads\? per rank" "$T/err" || fail "no ranks/threads line: $(cat "$T/err")"
@@ -91,9 +91,9 @@ R eval coco --ann "$G" --results "$T/mr.json" --iou-type bbox --json "$T/eb.json
 
 # 2. ADE20K: one process vs 2 ranks (3 images: rank 0 two, rank 1 one)
 A=$DATA/ade
-R eval ade20k --root "$A" --weights "$SF" --json "$T/a.json" --out "$T/a.part.json" > "$T/a.out" 2> "$T/err" ||
+R eval ade20k --root "$A" --weights "$SF" --json "$T/a.json" --output "$T/a.part.json" > "$T/a.out" 2> "$T/err" ||
   fail "one-process eval ade20k: $(cat "$T/err")"
-M eval ade20k --root "$A" --weights "$SF" --json "$T/am.json" --out "$T/am.part.json" > "$T/am.out" 2> "$T/err" ||
+M eval ade20k --root "$A" --weights "$SF" --json "$T/am.json" --output "$T/am.part.json" > "$T/am.out" 2> "$T/err" ||
   fail "mpirun eval ade20k: $(cat "$T/err")"
 cmp -s "$T/a.json" "$T/am.json" || fail "ade20k: 2 ranks $(cat "$T/am.json") vs one process $(cat "$T/a.json")"
 cmp -s "$T/a.part.json" "$T/am.part.json" || fail "ade20k: int64 areas of 2 ranks differ from one process"
@@ -102,7 +102,7 @@ grep -q "(3 images)" "$T/am.out" || fail "ade20k 2 ranks: summary of 3 images"
 
 # 3. failures: an image of rank 1 (sorted id 2 -> k = 1) is missing
 sed 's/"id": 2, "file_name": "img2.jpg"/"id": 2, "file_name": "gone.jpg"/' "$G" > "$T/gt_bad.json"
-M eval coco --ann "$T/gt_bad.json" --images "$T/coco" --weights "$MR" --json "$T/bad.json" --out "$T/badr.json" \
+M eval coco --ann "$T/gt_bad.json" --images "$T/coco" --weights "$MR" --json "$T/bad.json" --output "$T/badr.json" \
   > "$T/out" 2> "$T/err" && fail "a missing image on rank 1 should fail the run"
 grep -q "ravlt eval coco: rank 1 of 2: image 2 (gone.jpg)" "$T/err" || fail "rank 1's failure not reported by rank and id: $(cat "$T/err")"
 [ "$(grep -c "ravlt eval coco:" "$T/err")" = 1 ] || fail "the failure should be printed once (rank 0): $(cat "$T/err")"
@@ -117,7 +117,7 @@ grep -q "ravlt eval ade20k: rank 1 of 2: .*ADE_val_00000002" "$T/err" || fail "a
 [ -e "$T/bada.json" ] && fail "a failed ade20k run wrote its summary"
 M detect --weights "$MR" --no-draw "$T/coco" > "$T/out" 2> "$T/err" && fail "mpirun ravlt detect should be refused"
 grep -q "only 'ravlt eval' and 'ravlt video' run across MPI ranks" "$T/err" || fail "detect under mpirun: $(cat "$T/err")"
-M eval ade20k --root "$A" --weights "$SF" --shard 0/2 --out "$T/x.json" > "$T/out" 2> "$T/err" && fail "--shard under mpirun"
+M eval ade20k --root "$A" --weights "$SF" --shard 0/2 --output "$T/x.json" > "$T/out" 2> "$T/err" && fail "--shard under mpirun"
 grep -q "exclude each other" "$T/err" || fail "--shard under mpirun: $(cat "$T/err")"
 # one rank under mpirun is a plain run
 "$MPIEXEC" --allow-run-as-root -np 1 "$BIN" --threads 1 eval ade20k --root "$A" --weights "$SF" --json "$T/a1.json" \

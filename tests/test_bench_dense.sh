@@ -17,7 +17,7 @@ check_model() { # fixture arch stage...
   shift 2
   [ -f "$ck" ] || { bad "missing fixture $ck"; return; }
   local out
-  out=$("$BIN" bench --weights "$ck" --size 48x64 --runs 1 --warmup 0 --threads 1 --json 2>/dev/null) ||
+  out=$("$BIN" bench --weights "$ck" --size 48x64 --runs 1 --warmup 0 --threads 1 --json - 2>/dev/null) ||
     { bad "bench --weights $ck exited non-zero"; return; }
   echo "$out" | grep -q "\"arch\":\"$arch\"" || { bad "$arch: arch missing: $out"; return; }
   echo "$out" | grep -q '"input":\[48,64\]' || { bad "$arch: input missing: $out"; return; }

@@ -47,7 +47,7 @@ static int count_lines(const char *s) {
 /* The acceptance test: a fresh synthetic set, the embedded model, mIoU >= 80. */
 static void test_eval_fresh_synthetic_set(void **state) {
   (void)state;
-  assert_int_equal(test_run("%s --quiet synth --task seg --out '%s/val' --count 40 --seed 9001", RV_BIN, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet synth --task seg --out-dir '%s/val' --count 40 --seed 9001", RV_BIN, tmpdir), 0);
   assert_int_equal(test_run("cd / && %s --quiet --threads 1 eval ade20k --root '%s/val' --weights demo --json '%s/m.json' > '%s/eval.txt'",
                             RV_BIN, tmpdir, tmpdir, tmpdir),
                    0);
@@ -116,7 +116,7 @@ static void test_segment_without_weights(void **state) {
 /* On a synthetic image the shapes are found: most pixels agree with the annotation. */
 static void test_segment_synthetic_image(void **state) {
   (void)state;
-  assert_int_equal(test_run("%s --quiet synth --task seg --out '%s/one' --count 1 --seed 9002 --size 288x224", RV_BIN, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet synth --task seg --out-dir '%s/one' --count 1 --seed 9002 --size 224x288", RV_BIN, tmpdir), 0);
   assert_int_equal(test_run("%s --quiet --threads 1 segment --format png --out-dir '%s/one_out' '%s/one/images/validation/synth_000000.jpg'",
                             RV_BIN, tmpdir, tmpdir),
                    0);
@@ -167,7 +167,7 @@ static void test_video_without_weights(void **state) {
 /* The acceptance test for the detector: a fresh synthetic COCO set, box AP >= 50. */
 static void test_eval_coco_fresh_synthetic_set(void **state) {
   (void)state;
-  assert_int_equal(test_run("%s --quiet synth --task det --out '%s/dval' --count 40 --seed 9001", RV_BIN, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet synth --task det --out-dir '%s/dval' --count 40 --seed 9001", RV_BIN, tmpdir), 0);
   assert_int_equal(test_run("cd / && %s --quiet --threads 1 eval coco --ann '%s/dval/annotations/instances.json' "
                             "--images '%s/dval/images' --weights demo-det --json '%s/ap.json' > '%s/ap.txt'",
                             RV_BIN, tmpdir, tmpdir, tmpdir, tmpdir),
@@ -202,7 +202,7 @@ static void test_eval_coco_fresh_synthetic_set(void **state) {
 static void test_detect_without_weights(void **state) {
   (void)state;
   char log[512], p[512];
-  assert_int_equal(test_run("%s --quiet synth --task det --out '%s/done' --count 1 --seed 9003", RV_BIN, tmpdir), 0);
+  assert_int_equal(test_run("%s --quiet synth --task det --out-dir '%s/done' --count 1 --seed 9003", RV_BIN, tmpdir), 0);
   snprintf(log, sizeof log, "%s/det.log", tmpdir);
   assert_int_equal(test_run("cd / && %s --threads 1 detect --json '%s/r.json' --out-dir '%s/det' '%s/done/images/synth_000000.jpg' 2> '%s'",
                             RV_BIN, tmpdir, tmpdir, tmpdir, log),

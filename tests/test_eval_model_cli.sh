@@ -6,7 +6,7 @@
 #    --results gives bit-identical stats (the --json outputs are compared as text, %.17g);
 #  - 3 shards + merge give the single-run numbers (COCO stats identical; ADE20K int64 areas
 #    byte-identical); missing, duplicated, overlapping shards are refused;
-#  - eval ade20k --weights gives the numbers of its own --pred-out PNGs evaluated by --pred-dir.
+#  - eval ade20k --weights gives the numbers of its own --out-dir PNGs evaluated by --pred-dir.
 #   bash tests/test_eval_model_cli.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$1
@@ -88,7 +88,7 @@ JSON
 G=$T/gt.json
 
 # 1. Mask R-CNN in memory: bbox + segm
-R eval coco --ann "$G" --images "$T/coco" --weights "$MR" --out "$T/r.json" --json "$T/s.json" > "$T/stdout" 2> "$T/err" ||
+R eval coco --ann "$G" --images "$T/coco" --weights "$MR" --output "$T/r.json" --json "$T/s.json" > "$T/stdout" 2> "$T/err" ||
   fail "eval coco mask_rcnn: $(cat "$T/err")"
 grep -q "^iou_type: bbox" "$T/stdout" && grep -q "^iou_type: segm" "$T/stdout" || fail "mask_rcnn: bbox and segm summaries"
 [ "$(grep -c "Average Precision  (AP) @\[ IoU=0.50:0.95 | area=   all | maxDets=100 \]" "$T/stdout")" = 2 ] ||
@@ -107,13 +107,13 @@ same_stats "$T/s.segm.json" "$T/e.segm.json" "in-memory vs detect --json (segm)"
 
 # 3. three shards + merge = the single run
 for i in 0 1 2; do
-  R eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard $i/3 --out "$T/p$i.json" > "$T/stdout" 2> "$T/err" ||
+  R eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard $i/3 --output "$T/p$i.json" > "$T/stdout" 2> "$T/err" ||
     fail "shard $i: $(cat "$T/err")"
   [ -f "$T/p$i.shard.json" ] && [ -f "$T/p$i.segm.json" ] || fail "shard $i: part files"
   [ -s "$T/stdout" ] && fail "shard $i printed stats (it should only write its part)"
 done
 grep -q '"id": 2,' "$T/p1.shard.json" || fail "shard 1/3 should hold image id 2 (sorted ids, interleaved)"
-R merge "$T/p0.json" "$T/p2.shard.json" "$T/p1.json" --json "$T/m.json" --out "$T/mr.json" > "$T/stdout" 2> "$T/err" ||
+R merge "$T/p0.json" "$T/p2.shard.json" "$T/p1.json" --json "$T/m.json" --output "$T/mr.json" > "$T/stdout" 2> "$T/err" ||
   fail "merge: $(cat "$T/err")"
 same_stats "$T/s.json" "$T/m.json" "merge of 3 shards (bbox)"
 same_stats "$T/s.segm.json" "$T/m.segm.json" "merge of 3 shards (segm)"
@@ -137,7 +137,7 @@ done
 R merge --ann "$G" "$T"/q?.json --json "$T/rm.json" > /dev/null 2> "$T/err" || fail "merge detect parts: $(cat "$T/err")"
 same_stats "$T/rs.json" "$T/rm.json" "retinanet: eval in memory vs detect shards merged"
 expect_err 2 "give --ann" "$BIN" merge "$T"/q?.json
-R merge --out "$T/qm.json" "$T"/q?.json 2> "$T/err" || fail "merge --out without gt: $(cat "$T/err")"
+R merge --output "$T/qm.json" "$T"/q?.json 2> "$T/err" || fail "merge --out without gt: $(cat "$T/err")"
 R eval coco --ann "$G" --results "$T/qm.json" --json "$T/qe.json" > /dev/null || fail "eval of merged detect parts"
 same_stats "$T/rs.json" "$T/qe.json" "retinanet: merged detect results file"
 expect_err 1 "one part has mask results" "$BIN" merge "$T/q0.json" "$T/p1.json" "$T/p2.json"
@@ -146,23 +146,23 @@ expect_err 1 "come from different runs" "$BIN" merge "$T/p0.json" "$T/other.shar
 
 # 5. ADE20K with the Semantic FPN fixture
 A=$DATA/ade
-R eval ade20k --root "$A" --weights "$SF" --pred-out "$T/preds" --json "$T/a.json" --out "$T/a.part.json" > "$T/stdout" 2> "$T/err" ||
+R eval ade20k --root "$A" --weights "$SF" --out-dir "$T/preds" --json "$T/a.json" --output "$T/a.part.json" > "$T/stdout" 2> "$T/err" ||
   fail "eval ade20k: $(cat "$T/err")"
 grep -q "^  aAcc [0-9.]*  mIoU [0-9.]*  mAcc [0-9.]*   (3 images)" "$T/stdout" || fail "ade20k summary: $(tail -3 "$T/stdout")"
 [ "$(ls "$T/preds" | wc -l)" = 3 ] || fail "--pred-out: 3 PNGs"
 R eval ade20k --root "$A" --pred-dir "$T/preds" --json "$T/a2.json" > /dev/null 2> "$T/err" || fail "eval of --pred-out: $(cat "$T/err")"
 cmp -s "$T/a.json" "$T/a2.json" || fail "ade20k in memory vs its PNGs: $(cat "$T/a.json") vs $(cat "$T/a2.json")"
 for i in 0 1 2; do
-  R eval ade20k --root "$A" --weights "$SF" --shard $i/3 --out "$T/ap$i.json" > "$T/stdout" 2> "$T/err" || fail "ade shard $i: $(cat "$T/err")"
+  R eval ade20k --root "$A" --weights "$SF" --shard $i/3 --output "$T/ap$i.json" > "$T/stdout" 2> "$T/err" || fail "ade shard $i: $(cat "$T/err")"
   [ -s "$T/stdout" ] && fail "ade shard $i printed a table"
 done
-R merge "$T"/ap?.json --json "$T/am.json" --out "$T/am.part.json" > "$T/stdout" 2> "$T/err" || fail "merge ade: $(cat "$T/err")"
+R merge "$T"/ap?.json --json "$T/am.json" --output "$T/am.part.json" > "$T/stdout" 2> "$T/err" || fail "merge ade: $(cat "$T/err")"
 cmp -s "$T/a.json" "$T/am.json" || fail "ade20k merge of 3 shards differs from the single run"
 cmp -s "$T/a.part.json" "$T/am.part.json" || fail "ade20k merged int64 areas differ from the single run"
 expect_err 1 "shard 0/3 is missing" "$BIN" merge "$T/ap1.json" "$T/ap2.json"
 # more shards than images: shard 3/4 is empty and still a part
 for i in 0 1 2 3; do
-  R eval ade20k --root "$A" --weights "$SF" --shard $i/4 --out "$T/aq$i.json" 2> "$T/err" || fail "ade shard $i/4: $(cat "$T/err")"
+  R eval ade20k --root "$A" --weights "$SF" --shard $i/4 --output "$T/aq$i.json" 2> "$T/err" || fail "ade shard $i/4: $(cat "$T/err")"
 done
 grep -q '"images": \[\]' "$T/aq3.json" || fail "shard 3/4 should list no images"
 R merge "$T"/aq?.json --json "$T/aqm.json" > /dev/null 2> "$T/err" || fail "merge 4 ade shards: $(cat "$T/err")"
@@ -174,12 +174,12 @@ R segment --weights "$SF" --shard 1/3 --format png --out-dir "$T/segs" "$A/image
 [ "$(ls "$T/segs")" = "ADE_val_00000002.png" ] || fail "segment --shard 1/3 wrote: $(ls "$T/segs")"
 
 # 7. usage errors and failures
-expect_err 2 "i/N" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard 3/3 --out "$T/x.json"
+expect_err 2 "i/N" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard 3/3 --output "$T/x.json"
 expect_err 2 "needs --out" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$MR" --shard 0/2
-expect_err 2 "give it to 'ravlt merge'" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 0/2 --out "$T/x.json" --json "$T/y.json"
+expect_err 2 "give it to 'ravlt merge'" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 0/2 --output "$T/x.json" --json "$T/y.json"
 expect_err 2 "needs --images" "$BIN" eval coco --ann "$G" --weights "$MR"
 expect_err 2 "model mode" "$BIN" eval coco --ann "$G" --results "$T/d.json" --shard 0/2
-expect_err 2 "i/N" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 1/0 --out "$T/x.json"
+expect_err 2 "i/N" "$BIN" eval ade20k --root "$A" --weights "$SF" --shard 1/0 --output "$T/x.json"
 expect_err 2 "i/N" "$BIN" detect --weights "$MR" --shard x "$T/coco"
 expect_err 1 "not a detector" "$BIN" eval coco --ann "$G" --images "$T/coco" --weights "$SF"
 expect_err 1 "not a segmentor" "$BIN" eval ade20k --root "$A" --weights "$MR"
@@ -193,7 +193,7 @@ expect_err 1 "negative.json: 'intersect' must be a list of 150 counts" "$BIN" me
 expect_err 2 "no part files" "$BIN" merge
 # an image that cannot be read: clear error naming it, no part left behind
 sed 's/"id": 3, "file_name": "img3.jpg"/"id": 0, "file_name": "gone.jpg"/' "$G" > "$T/gt_bad.json"
-expect_err 1 "image 0 (gone.jpg)" "$BIN" eval coco --ann "$T/gt_bad.json" --images "$T/coco" --weights "$MR" --shard 0/2 --out "$T/bad.json"
+expect_err 1 "image 0 (gone.jpg)" "$BIN" eval coco --ann "$T/gt_bad.json" --images "$T/coco" --weights "$MR" --shard 0/2 --output "$T/bad.json"
 ls "$T"/bad.* > /dev/null 2>&1 && fail "a failed shard left files: $(ls "$T"/bad.*)"
 
 if [ $fails -ne 0 ]; then

@@ -12,7 +12,7 @@ bad() { fails=$((fails + 1)); echo "FAIL: $1"; }
 
 check_info() { # preset params macs_G_2dp
   local out
-  out=$("$BIN" info "$1" --json) || { bad "info $1 exited non-zero"; return; }
+  out=$("$BIN" info "$1" --json -) || { bad "info $1 exited non-zero"; return; }
   if echo "$out" | grep -q "\"params\":$2," && echo "$out" | grep -q '"macs_paper":' &&
      echo "$out" | grep -q '"stages":\[{' ; then
     local macs
@@ -31,7 +31,7 @@ check_info ravlt-l 95242440 17.21
 
 out=$("$BIN" info ravlt-s-backbone --size 512x512)
 if echo "$out" | grep -q "stage3 *32x32" && echo "$out" | grep -q "macs_paper"; then ok "info text table"; else bad "info text: $out"; fi
-out=$("$BIN" info "$FIX/backbone/tiny/checkpoint.pth" --size 70x94 --json)
+out=$("$BIN" info "$FIX/backbone/tiny/checkpoint.pth" --size 70x94 --json -)
 if echo "$out" | grep -q '"params":168416,' && echo "$out" | grep -q '"h":18,"w":24'; then ok "info on a checkpoint"; else bad "info checkpoint: $out"; fi
 
 expect_fail() { # name pattern command...
@@ -48,13 +48,13 @@ expect_fail "bench preset without weights" "random-weights" "$BIN" bench ravlt-t
 expect_fail "bench bad runs" "--runs" "$BIN" bench ravlt-t --random-weights --runs 0
 expect_fail "info not a checkpoint" "config.json" "$BIN" info "$FIX/backbone/tiny/config.json"
 
-out=$("$BIN" bench ravlt-t --random-weights --size 64x48 --runs 2 --threads 1 --json)
+out=$("$BIN" bench ravlt-t --random-weights --size 64x48 --runs 2 --threads 1 --json -)
 if echo "$out" | grep -q '"median_ms":' && echo "$out" | grep -q '"gmacs_per_s":' &&
    echo "$out" | grep -q '"peak_rss_mb":' && echo "$out" | grep -q '"min_ms":' &&
    echo "$out" | grep -q '"max_ms":'; then ok "bench --json"; else bad "bench json: $out"; fi
 out=$("$BIN" bench ravlt-t-backbone --random-weights --size 40x40 --runs 1)
 if echo "$out" | grep -q "GMAC/s"; then ok "bench backbone text"; else bad "bench text: $out"; fi
-out=$("$BIN" bench "$FIX/backbone/d64/weights.safetensors" --size 64x64 --runs 1 --json)
+out=$("$BIN" bench "$FIX/backbone/d64/weights.safetensors" --size 64x64 --runs 1 --json -)
 if echo "$out" | grep -q '"variant":"backbone"'; then ok "bench a checkpoint"; else bad "bench checkpoint: $out"; fi
 
 # classify: a small random classifier checkpoint (tests/data/backbone), DeiT-style .pth
@@ -62,7 +62,7 @@ DATA=$3
 out=$("$BIN" classify --weights "$DATA/backbone/classifier.pth" "$DATA/image/rgb8.png" 2>&1)
 n=$(echo "$out" | grep -c '%  ')
 if [ "$n" -eq 5 ] && echo "$out" | grep -q "rgb8.png:"; then ok "classify top-5"; else bad "classify: $out"; fi
-out=$("$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --json --top 3 "$DATA/image/rgb8.png")
+out=$("$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --json - --top 3 "$DATA/image/rgb8.png")
 if echo "$out" | grep -q '"top":\[{"index":[0-9]*,"label":"[^"]*","prob":0\.[0-9]*},{' ; then ok "classify --json"; else bad "classify json: $out"; fi
 expect_fail "classify missing image" "nothere.jpg" "$BIN" classify --weights "$DATA/backbone/classifier.pth" "$DATA/image/rgb8.png" nothere.jpg
 expect_fail "classify backbone weights" "no classifier head" "$BIN" classify --weights "$FIX/backbone/tiny/weights.safetensors" "$DATA/image/rgb8.png"

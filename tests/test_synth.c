@@ -246,7 +246,7 @@ static void test_cli(void **state) {
   (void)state;
   char dir[64], cmd[1024], p[512];
   make_tmp(dir, sizeof dir);
-  snprintf(cmd, sizeof cmd, "'%s' synth --task det --out '%s/d' --count 3 --seed 1 --size 160x128 --shapes 1-3", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task det --out-dir '%s/d' --count 3 --seed 1 --size 128x160 --shapes 1-3", RV_BIN, dir);
   assert_int_equal(run(cmd), 0);
   snprintf(p, sizeof p, "%s/d/annotations/instances.json", dir);
   assert_true(path_exists(p));
@@ -256,12 +256,12 @@ static void test_cli(void **state) {
   assert_int_equal(im.w, 160);
   assert_int_equal(im.h, 128);
   rv_image_free(&im);
-  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/s' --count 2 --split training --backgrounds none 2>/dev/null", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out-dir '%s/s' --count 2 --split training --backgrounds none 2>/dev/null", RV_BIN, dir);
   assert_int_equal(run(cmd), 0);
   snprintf(p, sizeof p, "%s/s/annotations/training/synth_000001.png", dir);
   assert_true(path_exists(p));
   /* --raw: header, then images (JPEG round trip) and labels equal to the generator's */
-  snprintf(cmd, sizeof cmd, "'%s' --quiet synth --task seg --raw '%s/r.bin' --count 2 --seed 4 --size 96x64 --backgrounds none", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' --quiet synth --task seg --raw '%s/r.bin' --count 2 --seed 4 --size 64x96 --backgrounds none", RV_BIN, dir);
   assert_int_equal(run(cmd), 0);
   snprintf(p, sizeof p, "%s/r.bin", dir);
   FILE *f = fopen(p, "rb");
@@ -290,13 +290,13 @@ static void test_cli(void **state) {
   assert_true(err / (96 * 64 * 3) < 10);
   rv_synth_sample_free(&s);
   /* errors */
-  snprintf(cmd, sizeof cmd, "'%s' synth --task cls --out '%s/x' 2>/dev/null", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task cls --out-dir '%s/x' 2>/dev/null", RV_BIN, dir);
   assert_int_equal(run(cmd), 2);
   snprintf(cmd, sizeof cmd, "'%s' synth --task seg 2>/dev/null", RV_BIN);
   assert_int_equal(run(cmd), 2);
-  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/x' --size 10x10 2>/dev/null", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out-dir '%s/x' --size 10x10 2>/dev/null", RV_BIN, dir);
   assert_int_equal(run(cmd), 2);
-  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out '%s/x' --backgrounds /nonexistent_dir 2>&1 | grep -q nonexistent_dir", RV_BIN, dir);
+  snprintf(cmd, sizeof cmd, "'%s' synth --task seg --out-dir '%s/x' --backgrounds /nonexistent_dir 2>&1 | grep -q nonexistent_dir", RV_BIN, dir);
   assert_int_equal(run(cmd), 0);
   rm_rf(dir);
 }

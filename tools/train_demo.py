@@ -30,7 +30,7 @@ background + 5 shapes, mmseg reduce_zero_label). Training: random 192x192 crops 
 (weight decay 0.01), learning rate: 5% linear warm-up, then cosine to 0 over --iters or
 --time-limit (whichever is reached first), cross entropy, batch 8, BN in train mode. Check
 it afterwards on a fresh seed:
-  ravlt synth --task seg --out val --count 100 --seed 1001
+  ravlt synth --task seg --out-dir val --count 100 --seed 1001
   ravlt eval ade20k --root val --weights models/demo_seg.safetensors   # or --weights demo
 """
 import argparse

@@ -306,7 +306,7 @@ def synth(ravlt, tmp, name, count, seed):
     d = os.path.join(tmp, name)
     subprocess.run([ravlt, "--quiet", "synth", "--task", "seg", "--raw", raw, "--count", str(count),
                     "--seed", str(seed)], check=True)
-    subprocess.run([ravlt, "--quiet", "synth", "--task", "det", "--out", d, "--count", str(count),
+    subprocess.run([ravlt, "--quiet", "synth", "--task", "det", "--out-dir", d, "--count", str(count),
                     "--seed", str(seed)], check=True)
     x, lab = train_demo.read_raw(raw)
     os.remove(raw)
