@@ -10,9 +10,9 @@
 /* The global options: an rv_opts_globals destination. */
 static const rv_opt GLOBALS[] = {
     {"--quiet", "-q", RV_OPT_FLAG, offsetof(rv_opts_globals, quiet), 0, 0, NULL, NULL,
-     "only warnings and errors on stderr (-q)", 0},
+     "only warnings and errors on stderr", 0},
     {"--verbose", "-v", RV_OPT_FLAG, offsetof(rv_opts_globals, verbose), 0, 0, NULL, NULL,
-     "debug messages: timings, the model's architecture source, OpenCV's warnings (-v)", 0},
+     "debug messages: timings, the model's architecture source, OpenCV's warnings", 0},
     {"--threads", NULL, RV_OPT_INT, offsetof(rv_opts_globals, threads), 0, 4096, NULL, "N",
      "threads (default 0: all cores)", 0},
     RV_OPT_END};
