@@ -53,6 +53,9 @@ RAVLT_OFFLINE=1 "$BIN" models --json - | isjson && ok "models --json -" || fail 
 "$BIN" eval coco --ann "$DATA/eval/coco_eval/01_tiny/gt.json" --results "$DATA/eval/coco_eval/01_tiny/dt_bbox.json" \
   --json - 2> "$T/err" | isjson && grep -q "Average Precision" "$T/err" &&
   ok "eval coco --json - (JSON on stdout, the table on stderr)" || fail "eval coco --json -"
+"$BIN" -q video --max-frames 2 --size=120x160 --json - /usr/share/doc/opencv-doc/examples/data/vtest.avi > "$T/v.jsonl" &&
+  python3 -c 'import json,sys; n=[json.loads(l) for l in open(sys.argv[1])]; assert len(n) == 2, n' "$T/v.jsonl" &&
+  ok "video --json - (JSON lines on stdout)" || fail "video --json -: $(head -c 300 "$T/v.jsonl")"
 
 # 3. global options after the command
 out=$("$BIN" info ravlt-t --json - --threads 1 -q) && echo "$out" | isjson && ok "global --threads/-q after the command" ||
