@@ -18,19 +18,14 @@ struct rv_detector {
 };
 
 const char *rv_det_arch_name(rv_det_arch a) {
-  switch (a) {
-  case RV_DET_CASCADE_MASK_RCNN: return "cascade_mask_rcnn";
-  case RV_DET_MASK_RCNN: return "mask_rcnn";
-  case RV_DET_RETINANET: return "retinanet";
-  }
-  return "unknown";
+  const rv_family *f = rv_family_get((int)a);
+  return f && f->task == RV_TASK_DETECT ? f->arch : "unknown";
 }
 
 int rv_det_arch_parse(const char *s, rv_det_arch *out) {
-  if (!strcmp(s, "cascade_mask_rcnn") || !strcmp(s, "cascade")) *out = RV_DET_CASCADE_MASK_RCNN;
-  else if (!strcmp(s, "mask_rcnn") || !strcmp(s, "maskrcnn")) *out = RV_DET_MASK_RCNN;
-  else if (!strcmp(s, "retinanet") || !strcmp(s, "retina")) *out = RV_DET_RETINANET;
-  else return -1;
+  const rv_family *f = rv_family_by_arch(s);
+  if (!f || f->task != RV_TASK_DETECT) return -1;
+  *out = (rv_det_arch)f->id;
   return 0;
 }
 
@@ -49,15 +44,11 @@ rv_detector_config rv_detector_default_config(rv_det_arch arch) {
 }
 
 rv_status rv_detector_guess_arch(rv_det_arch *arch, const rv_weights *w, rv_ctx *ctx) {
-  if (rv_weights_find(w, "roi_head.bbox_head.2.fc_cls.weight"))
-    *arch = RV_DET_CASCADE_MASK_RCNN;
-  else if (rv_weights_find(w, "roi_head.bbox_head.fc_cls.weight"))
-    *arch = RV_DET_MASK_RCNN;
-  else if (rv_weights_find(w, "bbox_head.retina_cls.weight"))
-    *arch = RV_DET_RETINANET;
-  else
+  const rv_family *f = rv_family_sniff(w, RV_TASK_DETECT);
+  if (!f)
     return rv_error(ctx, RV_ERR_MODEL, "%s: not a detector checkpoint (no roi_head.bbox_head "
                     "or bbox_head.retina_cls tensors)", rv_weights_path(w));
+  *arch = (rv_det_arch)f->id;
   return RV_OK;
 }
 

@@ -20,19 +20,22 @@
 #define RV_MODELS_DETECTOR_H
 
 #include "heads/det.h"
+#include "models/family.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The detection families of models/family.h (the values are their family ids). */
 typedef enum {
-  RV_DET_CASCADE_MASK_RCNN = 0,
-  RV_DET_MASK_RCNN,
-  RV_DET_RETINANET
+  RV_DET_CASCADE_MASK_RCNN = RV_FAMILY_CASCADE_MASK_RCNN,
+  RV_DET_MASK_RCNN = RV_FAMILY_MASK_RCNN,
+  RV_DET_RETINANET = RV_FAMILY_RETINANET
 } rv_det_arch;
 
-const char *rv_det_arch_name(rv_det_arch a); /* "cascade_mask_rcnn", "mask_rcnn", "retinanet" */
-/* Parses the names above (also "cascade", "maskrcnn", "retina"); -1 if unknown. */
+/* The family's arch: "cascade_mask_rcnn", "mask_rcnn", "retinanet". */
+const char *rv_det_arch_name(rv_det_arch a);
+/* A detection family's arch or alias ("cascade", "maskrcnn", "retina"); -1 if unknown. */
 int rv_det_arch_parse(const char *s, rv_det_arch *out);
 
 typedef struct {
@@ -48,8 +51,8 @@ typedef struct {
 
 /* Official test_cfg of the RALA configs for the architecture. */
 rv_detector_config rv_detector_default_config(rv_det_arch arch);
-/* Architecture from tensor names: roi_head.bbox_head.2.* -> cascade, roi_head.bbox_head.* ->
- * Mask R-CNN, bbox_head.retina_cls.* -> RetinaNet. RV_ERR_MODEL if none matches. */
+/* Architecture from tensor names: the detection family whose sniff key (models/family.h) the
+ * weights have. RV_ERR_MODEL if none matches. */
 rv_status rv_detector_guess_arch(rv_det_arch *arch, const rv_weights *w, rv_ctx *ctx);
 
 typedef struct rv_detector rv_detector;

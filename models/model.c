@@ -35,32 +35,6 @@ static const char *const MODEL_NAMES[] = {
 
 const char *const *rv_model_names(void) { return MODEL_NAMES; }
 
-/* Family of a model name prefix, or of an mmdet/mmseg type. */
-typedef struct {
-  const char *prefix;   /* model-name prefix */
-  const char *arch;
-  rv_task task;
-} family;
-
-static const family FAMILIES[] = {
-    {"semantic-fpn-", "semantic_fpn", RV_TASK_SEGMENT},
-    {"upernet-", "upernet", RV_TASK_SEGMENT},
-    {"retinanet-", "retinanet", RV_TASK_DETECT},
-    {"cascade-mask-rcnn-", "cascade_mask_rcnn", RV_TASK_DETECT},
-    {"mask-rcnn-", "mask_rcnn", RV_TASK_DETECT},
-};
-
-static const family *family_of_name(const char *name, const char **backbone) {
-  for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++) {
-    size_t n = strlen(FAMILIES[i].prefix);
-    if (strncmp(name, FAMILIES[i].prefix, n) == 0) {
-      *backbone = name + n;
-      return &FAMILIES[i];
-    }
-  }
-  return NULL;
-}
-
 static const cJSON *get(const cJSON *o, const char *key) {
   return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
 }
@@ -201,17 +175,9 @@ static void seg_cfg_from_meta(rv_seg_test_cfg *t, const cJSON *model, const cJSO
   }
 }
 
-static const char *arch_of_type(const char *model_type, const cJSON *model) {
-  if (!model_type) return NULL;
-  if (strcmp(model_type, "CascadeRCNN") == 0) return "cascade_mask_rcnn";
-  if (strcmp(model_type, "MaskRCNN") == 0) return "mask_rcnn";
-  if (strcmp(model_type, "RetinaNet") == 0) return "retinanet";
-  if (strcmp(model_type, "EncoderDecoder") == 0) {
-    const char *head = cJSON_GetStringValue(get(get(model, "decode_head"), "type"));
-    if (head && strcmp(head, "UPerHead") == 0) return "upernet";
-    if (head && strcmp(head, "FPNHead") == 0) return "semantic_fpn";
-  }
-  return NULL;
+/* The family of the meta config's model (model.type, decode_head.type). */
+static const rv_family *family_of_config(const char *model_type, const cJSON *model) {
+  return rv_family_by_mmcv(model_type, cJSON_GetStringValue(get(get(model, "decode_head"), "type")));
 }
 
 /* Keys a dense-prediction checkpoint carries that no test-time model uses. */
@@ -222,7 +188,7 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
   const char *path = rv_weights_path(w);
   rv_ravlt_config bc;
   int have_bc = 0;
-  const char *arch = NULL;
+  const rv_family *fam = NULL;
   cJSON *cfg = NULL;
   const cJSON *model = NULL;
   rv_status st = RV_OK;
@@ -240,16 +206,16 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
     }
     model = get(cfg, "model");
     const char *type = cJSON_GetStringValue(get(model, "type"));
-    arch = arch_of_type(type, model);
+    fam = family_of_config(type, model);
     const cJSON *bb = get(model, "backbone");
     const char *bbtype = cJSON_GetStringValue(get(bb, "type"));
-    if (arch && bbtype && strcmp(bbtype, "GLTA") == 0) {
+    if (fam && bbtype && strcmp(bbtype, "GLTA") == 0) {
       st = backbone_from_meta(&bc, bb, ctx);
       if (st != RV_OK) goto done;
       have_bc = 1;
       m->source = "meta config";
     } else if (type) {
-      if (!arch || !bbtype || strcmp(bbtype, "GLTA") != 0) {
+      if (!fam || !bbtype || strcmp(bbtype, "GLTA") != 0) {
         st = rv_error(ctx, RV_ERR_MODEL, "%s: the meta config describes a %s with a %s backbone; ravlt runs RAVLT (GLTA) "
                       "segmentors (EncoderDecoder with UPerHead/FPNHead) and detectors (CascadeRCNN, MaskRCNN, RetinaNet)",
                       path, type, bbtype ? bbtype : "unknown");
@@ -260,25 +226,19 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
   /* 3. a name overrides the family */
   const char *bbname = NULL;
   if (name) {
-    const family *f = family_of_name(name, &bbname);
+    const rv_family *f = rv_family_by_name(name, &bbname);
     if (!f) {
       st = rv_error(ctx, RV_ERR_ARG, "unknown model name '%s' (see 'ravlt models' or rv_model_names)", name);
       goto done;
     }
-    if (arch && strcmp(arch, f->arch) != 0)
-      rv_log(ctx, RV_LOG_WARN, "%s: the checkpoint's config says %s, --model says %s; using %s", path, arch, f->arch, f->arch);
-    arch = f->arch;
+    if (fam && fam != f)
+      rv_log(ctx, RV_LOG_WARN, "%s: the checkpoint's config says %s, --model says %s; using %s", path, fam->arch, f->arch, f->arch);
+    fam = f;
   }
   /* 2. weights */
-  if (!arch) {
-    if (rv_weights_find(w, "decode_head.psp_modules.0.1.conv.weight")) arch = "upernet";
-    else if (rv_weights_find(w, "decode_head.scale_heads.0.0.conv.weight")) arch = "semantic_fpn";
-    else {
-      rv_det_arch da;
-      rv_ctx_clear_error(ctx);
-      if (rv_detector_guess_arch(&da, w, ctx) == RV_OK) arch = rv_det_arch_name(da);
-    }
-    if (!arch) {
+  if (!fam) {
+    fam = rv_family_sniff(w, -1);
+    if (!fam) {
       st = rv_error(ctx, RV_ERR_MODEL, "%s: no meta config and no segmentation or detection head keys "
                     "(decode_head.*, rpn_head.*, roi_head.*, bbox_head.*): not a dense-prediction checkpoint; "
                     "a classifier runs with 'ravlt classify'", path);
@@ -301,8 +261,8 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
       goto done_err_backbone;
     }
   }
-  snprintf(m->arch, sizeof m->arch, "%s", arch);
-  m->task = (strcmp(arch, "upernet") == 0 || strcmp(arch, "semantic_fpn") == 0) ? RV_TASK_SEGMENT : RV_TASK_DETECT;
+  snprintf(m->arch, sizeof m->arch, "%s", fam->arch);
+  m->task = fam->task;
   m->pre = m->task == RV_TASK_SEGMENT ? rv_preprocess_mmseg_params() : rv_preprocess_mmdet_params();
   if (cfg) read_pipeline(cfg, &m->pre);
 
@@ -311,7 +271,7 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
 
   if (m->task == RV_TASK_SEGMENT) {
     rv_seg_decoder_config dc = rv_seg_decoder_default_config();
-    dc.arch = strcmp(arch, "upernet") == 0 ? RV_SEG_ARCH_UPERNET : RV_SEG_ARCH_SEMANTIC_FPN;
+    dc.arch = (rv_seg_arch)fam->id;
     double v;
     const cJSON *head = get(model, "decode_head");
     if (get_num(head, "num_classes", &v)) dc.num_classes = (int)v;
@@ -329,9 +289,7 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
     seg_cfg_from_meta(&m->seg.test, model, cfg);
     m->num_classes = rv_seg_decoder_num_classes(m->decoder);
   } else {
-    rv_det_arch da;
-    rv_det_arch_parse(arch, &da);
-    rv_detector_config dc = rv_detector_default_config(da);
+    rv_detector_config dc = rv_detector_default_config((rv_det_arch)fam->id);
     det_cfg_from_meta(&dc, model, cfg);
     st = rv_detector_load_params(&m->detector, &dc, P, ctx);
     if (st != RV_OK) goto done;

@@ -23,7 +23,7 @@
  *  3. a `name` such as "upernet-ravlt-s" or "cascade-mask-rcnn-ravlt-t" overrides the
  *     family (and gives the backbone preset when the weights cannot tell).
  * Class names and palette come from meta CLASSES / PALETTE when present, else COCO (80)
- * or ADE20K (150) built in when the class count matches, else "class N".
+ * or ADE20K (150) built in when the class count matches, else "object" (rv_model_class_name).
  */
 #ifndef RV_MODELS_MODEL_H
 #define RV_MODELS_MODEL_H
@@ -37,8 +37,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum { RV_TASK_SEGMENT = 0, RV_TASK_DETECT } rv_task;
 
 typedef struct rv_model rv_model;
 

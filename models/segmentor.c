@@ -21,11 +21,8 @@ struct rv_seg_decoder {
 };
 
 const char *rv_seg_arch_name(rv_seg_arch a) {
-  switch (a) {
-  case RV_SEG_ARCH_UPERNET: return "upernet";
-  case RV_SEG_ARCH_SEMANTIC_FPN: return "semantic_fpn";
-  default: return "auto";
-  }
+  const rv_family *f = rv_family_get((int)a);
+  return f && f->task == RV_TASK_SEGMENT ? f->arch : "auto";
 }
 
 rv_seg_decoder_config rv_seg_decoder_default_config(void) {

@@ -37,6 +37,7 @@
 #define RV_MODELS_SEGMENTOR_H
 
 #include "heads/seg_heads.h"
+#include "models/family.h"
 #include "models/seg_post.h"
 #include "necks/fpn.h"
 #include "necks/uper.h"
@@ -45,10 +46,12 @@
 extern "C" {
 #endif
 
+/* The segmentation families of models/family.h (the values are their family ids). */
 typedef enum {
-  RV_SEG_ARCH_AUTO = 0,       /* from the checkpoint keys */
-  RV_SEG_ARCH_UPERNET,        /* UPerHead (decode_head.psp_modules.*) */
-  RV_SEG_ARCH_SEMANTIC_FPN    /* FPN neck + FPNHead (neck.*, decode_head.scale_heads.*) */
+  RV_SEG_ARCH_AUTO = -1,                             /* from the checkpoint keys */
+  RV_SEG_ARCH_UPERNET = RV_FAMILY_UPERNET,           /* UPerHead (decode_head.psp_modules.*) */
+  RV_SEG_ARCH_SEMANTIC_FPN = RV_FAMILY_SEMANTIC_FPN  /* FPN neck + FPNHead (neck.*,
+                                                      * decode_head.scale_heads.*) */
 } rv_seg_arch;
 
 const char *rv_seg_arch_name(rv_seg_arch a); /* "upernet", "semantic_fpn", "auto" */
