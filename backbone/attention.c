@@ -8,10 +8,9 @@
  *   O = O e^(m-m') + P V_tile^T                      [BQ x d]    (GEMM)
  * and finally res = O / l. Scratch per thread: BQ*BK + BQ*d floats (~1.2 MB for d = 64);
  * the N x N matrix is never stored (N = 4200 at stride 16 for an 800x1344 input).
- * Tile sizes, measured 2026-12-01 (2 threads, 5 heads of d = 64, GMAC/s of the nominal
- * 2 N^2 d per head): BQ x BK = 128x512: 70.5 (N = 4096), 66.4 (N = 1024); 256x512: 77.4,
- * 72.6; 512x256: 77.8, 74.4; 512x512: 79.4-80.9, 74.9-76.8; 1024x512: 80.7, 64.1 (fewer
- * tasks than threads x 2 at N = 1024). Larger query tiles re-pack K and V less often.
+ * Tiles of 512 x 512: larger query tiles re-pack K and V less often, and larger still leave
+ * fewer tasks than threads at N ~ 1000 (bench/RESULTS.md, "Measurements behind the code's
+ * rules").
  *
  * Tiles run in an OpenMP loop, each calling cblas_sgemm on its own tile. OpenBLAS's
  * OpenMP build runs a GEMM called from inside a parallel region on the calling thread

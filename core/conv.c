@@ -211,24 +211,14 @@ static rv_status conv_batched(float *y, const float *x, const float *w, const fl
 }
 
 /* Which path a 3x3 stride-1 undilated ungrouped conv takes under RV_CONV_AUTO(_FAST), by
- * the output pixels of the call P = n oh ow (the weight transform, (m+2)^2 cout cin floats
- * written per call, has to be amortised over the tiles). `bench_ops wino`, 1 thread, CPU
- * time, speed-up over im2col (F(2x2) / F(4x4)), 2026-12-01:
- *   256->256 13x21 (P 273) 1.17 / 0.65; 25x42 (1050) 1.60 / 1.30; 50x84 (4200) 1.85 / 2.11;
- *   100x168 2.0 / 2.85; 512->512 16x64 (1024) 1.74 / 1.60; 32x128 2.06 / 2.61;
- *   2048->512 16x512 2.13 / 3.04 (2.65 with U in 64 MB chunks); 64->64 and 32->32 64x64
- *   (4096) 1.7-2.1 / 1.9-2.6; RoI batches 256->256 14x14 n=100 1.64 / 2.19, 7x7 n=500
- *   1.32 / 1.90 (1.37 / 1.34 in a second run: the machine was loaded, bench/RESULTS.md).
- * Hence F(2x2) from P >= 256, im2col below and for fewer than 32 input or output channels
- * (not measured there); with `fast`, F(4x4) from P >= 2048. F(4x4) is opt-in: its float32
- * error (~5x im2col's RMS, core/winograd.c) reordered two near-tied RPN proposals of the
- * Mask R-CNN fixture and took a Cascade stage-2 score past the fixtures' 1e-4 when used in
- * the FPN neck and RPN with Lavin's points; with the points of core/winograd.c it still
- * doubles the detector fixtures' errors there (Mask R-CNN final scores 5.5e-6 -> 1.08e-5,
- * tolerance 1e-5), while F(2x2) kept every detector fixture at its im2col errors or below.
- * RV_CONV_AUTO_FAST is used by the UperNet and Semantic FPN heads, the RoI conv stacks
- * (bbox / mask heads; Cascade fixture final scores 1.85e-5 from the reference with it,
- * 3.1e-5 before Winograd) and RetinaNet's head (heads/retina.c). */
+ * the output pixels of the call P = n oh ow: im2col below P = 256 or under 32 input or
+ * output channels, else Winograd F(2x2); with `fast`, F(4x4) from P >= 2048. Reason: the
+ * weight transform ((m+2)^2 cout cin floats per call) must be amortised over the tiles,
+ * and F(4x4)'s larger float32 error (~5x im2col's RMS) is allowed only where the fixtures
+ * stay within tolerance: RV_CONV_AUTO_FAST is used by the UperNet and Semantic FPN heads,
+ * the RoI conv stacks and RetinaNet's head, not by the FPN neck or the RPN. The speed-ups
+ * and fixture errors behind the thresholds: bench/RESULTS.md, "Measurements behind the
+ * code's rules". */
 static rv_conv_algo winograd_rule(int n, int cin, int cout, int oh, int ow, int fast) {
   size_t px = (size_t)n * oh * ow;
   if (cin < 32 || cout < 32 || px < 256) return RV_CONV_IM2COL;

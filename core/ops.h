@@ -234,7 +234,7 @@ void rv_adaptive_avgpool_f32(float *y, const float *x, int planes, int ih, int i
 void rv_maxpool2d_f32(float *y, const float *x, int planes, int ih, int iw, int k, int stride,
                       int pad);
 
-/* ---- additions (ops engineer): helpers usable by model code ----------------------------- */
+/* ---- helpers usable by model code ------------------------------------------------------ */
 /* y[n,c,:] = act(y[n,c,:] + b[c]) in place over NCHW planes of hw floats; b may be NULL. */
 void rv_bias_act_f32(float *y, const float *b, int n, int c, size_t hw, rv_act act);
 /* Single-threaded variants (never open an OpenMP region): for use inside a caller's own

@@ -19,11 +19,8 @@
 #include <string.h>
 
 /* rows shorter than this go to BLAS: with few pixels the per-call packing of W and its
- * re-reading per 48-pixel column cost more than OpenBLAS's packing of x. Best of 10, 2
- * threads, kernel vs BLAS (GMAC/s): 256x64 n=67200 62 / 48, n=16384 66 / 58; 1024x256
- * n=4200 93.7 / 94.8, 256x256 102 / 93, 320x960 97.8 / 94.6, 1280x320 97.2 / 97.7;
- * 1024x256 n=2048 93.6 / 90.8; 2048x512 n=1050 88.0 / 89.8, n=256 51 / 81; 512x1536 n=256
- * 43 / 89. */
+ * re-reading per 48-pixel column cost more than OpenBLAS's packing of x (the crossover
+ * measured: bench/RESULTS.md, "Measurements behind the code's rules"). */
 #define UK_MIN_PIXELS 4096
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -17,13 +17,9 @@
  * Rounding: the transforms have entries up to 8 (A^T, m = 4) and 1/30 (G), so the float32
  * error is larger than a direct conv's: tests/test_winograd.c states the measured bounds.
  * For m = 4 the points 1/2, -2 replace Lavin's +-2 (rows of B^T and G scaled by powers of two
- * to integer B^T entries, which changes no rounding): in a float32 simulation of 256-channel
- * convs (tools/winograd_points.py: numpy, float64 reference) the RMS error fell from 2.29e-6
- * to 1.48e-6 of the output RMS and the 99.9th percentile from 1.78e-5 to 7.7e-6 (F(2x2):
- * 4.0e-7 / 1.6e-6); in test_winograd the worst error / scale went 2.31e-6 -> 1.52e-6, and
- * on the fixtures the Cascade final scores 2.54e-5 -> 1.85e-5 from the float64 reference,
- * UperNet seg_logits 3.46e-5 -> 1.91e-5. (0, +-1, +-1/2) and (0, +-1, 2, 1/2) were worse
- * than Lavin's.
+ * to integer B^T entries, which changes no rounding), because they give the smaller float32
+ * error (tools/winograd_points.py; the figures: bench/RESULTS.md, "Measurements behind the
+ * code's rules").
  *
  * Layout: U [a^2][cout][cin], V [a^2][cin][T], M [a^2][cout][T] for a block of T tiles
  * numbered over (image, tile row, tile column). Transforms are separable: 1-D passes over
@@ -31,9 +27,8 @@
  * image rows runs over the whole row segment. Batches of small images (n >= 4, under 8 x 8
  * tiles each: RoI heads) instead number a block's tiles (tile position, image) and run the
  * transforms with up to 64 images as lanes (each channel staged in a [row][col][image]
- * buffer): the row-of-tiles passes would have 2-4 lanes there. `bench_ops wino`, 2 threads,
- * F(4x4) CPU time 2026-12-01: 256->256 7x7 n=500 184-191 -> 152-154 ms, 14x14 n=100 125-127
- * -> 122-128 ms; F(2x2) 7x7 260-263 -> 225-247, 14x14 152-153 -> 136-137. OpenMP over
+ * buffer): the row-of-tiles passes would have 2-4 lanes there (faster for 7x7 and 14x14
+ * RoIs: bench/RESULTS.md, "Measurements behind the code's rules"). OpenMP over
  * channels for the transforms; the a^2 GEMMs go through rv_gemm_f32 (BLAS threads) outside
  * every parallel region.
  * Three implementations of the same arithmetic (the transforms are the same functions and
@@ -48,8 +43,7 @@
  * reason, necks/uper.c), V + M for T tiles (T
  * from BLOCK_BUDGET, at least MIN_TILES, at most MAX_TILES), and small per-thread
  * buffers: at most ~128 MB plus MIN_TILES blocks for very wide convs, independent of the
- * image size. A 64 MB block took ~10% less CPU time than
- * 32 MB on the 2048->512 UperNet bottleneck (wider GEMMs re-pack U less often). */
+ * image size. Blocks are 64 MB: wider GEMMs re-pack U less often. */
 #include "core/ops.h"
 #include "core/vmath.h"
 
@@ -61,9 +55,8 @@
 #define U_BUDGET ((size_t)16 << 20)     /* floats of transformed weights at a time (64 MB) */
 #define MIN_TILES 64                   /* at least this many tiles per block (GEMM width) */
 #define MAX_TILES 4096 /* at most: binds for few channels (the backbone stem's 32 -> 32 3x3
-                        * convs, where BLOCK_BUDGET allowed 16384 tiles, 64 MB of V + M at
-                        * 512x512 for a GEMM of K = 32): 32->32 256x256 F(2x2) 10.9-11.6 ->
-                        * 10.0-10.2 ms (1024 tiles: 14-16 ms), 2 threads */
+                        * convs), where BLOCK_BUDGET alone gives blocks too wide for a GEMM
+                        * of K = 32 */
 #define SEG 64                         /* tiles per transform segment (per-thread buffers) */
 
 
@@ -440,18 +433,15 @@ static void output_transform_batched(float *y, const float *mrow, size_t ks, con
  * [k][co / MR][ci][co % MR] (cout padded to MR with zero rows), and the AVX-512 kernel of
  * core/ukernel.c writes MR x TB of M per call, 8 x 3 vectors accumulated over ci in fixed
  * order (the result does not depend on the thread count). Used where U fits in the
- * last-level cache (FUSED_U_MAX) on CPUs with AVX-512F; elsewhere the BLAS path. BLAS ->
- * fused, best of 5 alternating calls, 2 threads, 2026-12-01 (ratios; the VM was busy at
- * times): F(2x2) 256->256 200x336 236 -> 195 ms, 100x168 72.9 -> 59.3, 50x84 16.5 -> 14.3;
- * 32->32 256x256 9.7 -> 8.1; 64->64 128x128 7.0 -> 5.2; F(4x4) 128->128 64x128 8.0 -> 5.7
- * (the first of these with a 12 x 2 kernel on 32 tiles). Outputs bit-identical. */
+ * last-level cache (FUSED_U_MAX) on CPUs with AVX-512F, because keeping V and M in cache
+ * is faster there; elsewhere the BLAS path. Outputs bit-identical to the BLAS path. */
 #define MR UK_MR       /* output channels per kernel call (rows of packed U): 8 */
 #define TB UK_NT       /* tiles per fused block: three 16-float vectors per row of M: 48 */
 #define VKS(rows) ((size_t)(rows) * TB + 16) /* floats between positions k of v, mm */
 #define FUSED_U_MAX ((size_t)3 << 20) /* floats of packed U (12 MB; the L3 is 32 MB) */
 
-/* M rows of one packed U panel: the shared kernel (core/ukernel.c: 8 x 3 vectors, 106-110
- * GMAC/s on 2 threads in cache; a 12 x 2 kernel on 32 tiles ran at 100-103) */
+/* M rows of one packed U panel: the shared kernel (core/ukernel.c: 8 x 3 vectors, the
+ * fastest shape measured) */
 static inline void fused_kernel(float *c, const float *u, const float *v, int k) {
   rv_ukernel_f32(c, TB, u, v, TB, k, TB, NULL);
 }
@@ -651,17 +641,15 @@ rv_status rv_conv2d_winograd_f32(float *y, const float *x, const float *w, const
  * channels per call, accumulated over ci in order, as BLAS does: the results equal the NCHW
  * paths' bit for bit) into mt [k][t][co], and inverts each tile into y. The input can be
  * read from NCHW and the output written to NCHW (the first and last layers of a stack), the
- * transpose folded into the padded copy and the final store. Against the BLAS path (NCHW),
- * best of 5 alternating calls, 2 threads, 2026-12-01: 256->256 F(4x4) 7x7 n=1000 150 ->
- * 98-106 ms NHWC (125 with NCHW in and out), 14x14 n=100 76 -> 48-57 ms. What is left is the
- * kernel: 78-82% of the NHWC call (perf), ~96 GMAC/s of transformed work at best. */
+ * transpose folded into the padded copy and the final store. Used for the RoI heads'
+ * stacks because it is faster there than the NCHW BLAS path (bench/RESULTS.md,
+ * "Measurements behind the code's rules"). */
 #define NR UK_RR    /* tiles per kernel call: 6 */
 #define NC UK_RC    /* output channels per kernel call, four vectors: 64 */
 #define RB_TILES 48 /* tiles per block at most (3 images of 14x14 with F(4x4)) */
 #define RB_AIM 36   /* and preferably (9 images of 7x7) */
 
-/* the shared kernel (core/ukernel.c), 6 x 4 vectors: 102-104 GMAC/s on 2 threads in cache
- * (a 12 x 2 one: 91) */
+/* the shared kernel (core/ukernel.c), 6 x 4 vectors (the fastest shape measured) */
 static inline void nhwc_kernel(float *c, size_t ldc, const float *a, size_t lda, const float *b,
                                int k) {
   rv_ukernel_rows_f32(c, ldc, a, lda, b, k);
@@ -782,10 +770,8 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
   P.coutp = (cout + NC - 1) / NC * NC;
   P.tpi = g->th * g->tw;
   /* images per block: at most RB_TILES tiles (one image at least), the count whose tiles
-   * leave the smallest share of the block's NR-row groups empty, on ties the one nearest
-   * RB_AIM tiles (with a 12 x 2 kernel: 7x7 n=1000 F(4x4): 36 tiles 120-132 ms, 48 126-141,
-   * 60 139-144; 14x14 n=100: 32 tiles (4 of 36 rows empty) 60-64 ms, 48 55-59; with the
-   * 6 x 4 kernel 24 / 36 / 48 tiles ran alike, 98-100 ms) */
+   * leave the smallest share of the block's NR-row groups empty (empty rows are wasted
+   * kernel work), on ties the one nearest RB_AIM tiles */
   P.nbi = 1;
   for (int k = 1, be = 1, br = 1; k <= n && (k == 1 || k * P.tpi <= RB_TILES); k++) {
     const int t = k * P.tpi, r = (t + NR - 1) / NR * NR; /* r - t of r rows empty */

@@ -53,8 +53,7 @@ void rv_mask_head_free(rv_mask_head *h) {
 
 /* rois per deconv + logits pass: its 2x upsampled maps take cu (2s)^2 floats per roi
  * (25 MB for 32 rois of 256 channels at 28x28). The conv stack runs on all rois at once:
- * one weight transform per layer (256->256 F(4x4): ~2.5 ms each, redone per chunk of 32
- * before) and the same algorithm for every roi. */
+ * one weight transform per layer and the same algorithm for every roi. */
 #define MASK_CHUNK 32
 
 rv_status rv_mask_head_forward(float *logits, const rv_mask_head *h, const float *roi_feats,
