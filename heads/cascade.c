@@ -136,27 +136,15 @@ rv_status rv_rcnn_get_bboxes(rv_detections *det, const rv_bbox_head *bh, const f
   return RV_OK;
 }
 
-rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
-                                  const rv_tensor *feats, const float *proposals, int n,
-                                  const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
-                                  const rv_det_trace *trace, rv_arena *arena, rv_ctx *ctx) {
-  memset(det, 0, sizeof *det);
+/* mmdet's simple_test_bboxes (cascade: all stages): the stages' box heads on the proposals,
+ * logits averaged, rois refined between stages; get_bboxes into det (capacity cap). The
+ * stages' scratch is released on return. */
+static rv_status simple_test_bboxes(rv_detections *det, const rv_roi_head *h,
+                                    const rv_roi_feats *rf, const float *proposals, int n, int cap,
+                                    const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
+                                    const rv_det_trace *trace, rv_arena *arena, rv_ctx *ctx) {
   const int K = h->num_classes, K1 = K + 1, S = h->num_stages;
   const int C = h->bbox[0].in_channels;
-  int cap = cfg->max_per_img > 0 ? cfg->max_per_img : n * K;
-  if (cap < 1) cap = 1;
-  det->bboxes = rv_arena_floats(arena, (size_t)cap * 4);
-  det->scores = rv_arena_floats(arena, (size_t)cap);
-  det->labels = rv_arena_alloc(arena, (size_t)cap * sizeof(int));
-  if (!det->bboxes || !det->scores || !det->labels)
-    return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory");
-  if (n <= 0) return RV_OK;
-  /* channels-last copies of the levels for every RoIAlign below (checked against the box
-   * head's input channels); they stay in the arena with the detections (the box stages'
-   * scratch is released before the masks are made) */
-  rv_roi_feats rf;
-  RV_TRY(rv_roi_feats_prepare(&rf, feats, 4, C, arena, ctx));
-
   rv_arena_mark mk = rv_arena_get_mark(arena);
   rv_status st = RV_OK;
   const int reg_w = h->bbox[0].class_agnostic ? 4 : 4 * K;
@@ -179,7 +167,7 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
     const rv_bbox_head *bh = &h->bbox[s];
     snprintf(name, sizeof name, "roi.stage%d.rois", s);
     trace2(trace, name, rois, n, 5);
-    if ((st = rv_roi_extract(feat7, &rf, roi_strides, rois, n, 7, arena, ctx)) != RV_OK)
+    if ((st = rv_roi_extract(feat7, rf, roi_strides, rois, n, 7, arena, ctx)) != RV_OK)
       goto done;
     if ((st = rv_bbox_head_forward(cls, reg, bh, feat7, n, arena, ctx)) != RV_OK) goto done;
     if (S == 1) {
@@ -211,78 +199,107 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
       }
     }
   }
-  {
-    /* final: mean logits -> softmax; last stage's deltas on the last stage's rois */
-    for (size_t i = 0; i < (size_t)n * K1; i++) cls_sum[i] /= (double)S;
-    if ((st = rv_rcnn_get_bboxes(det, &h->bbox[S - 1], rois, cls_sum, reg, n, cap, meta, cfg,
-                                 arena, ctx)) != RV_OK)
-      goto done;
-  }
+  /* final: mean logits -> softmax; last stage's deltas on the last stage's rois */
+  for (size_t i = 0; i < (size_t)n * K1; i++) cls_sum[i] /= (double)S;
+  st = rv_rcnn_get_bboxes(det, &h->bbox[S - 1], rois, cls_sum, reg, n, cap, meta, cfg, arena,
+                          ctx);
+done:
   rv_arena_release(arena, mk);
-  trace2(trace, "det.bboxes", det->bboxes, det->n, 4);
-  trace2(trace, "det.scores", det->scores, det->n, 1);
-  if (!h->num_mask_heads || det->n == 0) return RV_OK;
+  return st;
+}
 
-  /* ---- mask branch ---- */
-  {
-    const int nd = det->n, M = 28 * 28;
-    /* all K channels only when someone looks at them */
-    const int full = trace && trace->fn && !trace->times_only;
-    det->mask_h = meta->ori_h;
-    det->mask_w = meta->ori_w;
-    det->masks = rv_arena_alloc(arena, (size_t)nd * meta->ori_h * meta->ori_w);
-    if (!det->masks) return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory for masks");
-    mk = rv_arena_get_mark(arena);
-    float *mrois = rv_arena_floats(arena, (size_t)nd * 5);
-    float *feat14 = rv_arena_floats(arena, (size_t)nd * C * 196);
-    int kc = full ? K : 1;
-    float *logit = rv_arena_floats(arena, (size_t)nd * kc * M);
-    float *prob = rv_arena_floats(arena, (size_t)nd * kc * M);
-    float *pbox = rv_arena_floats(arena, (size_t)nd * 4);
-    float *pbox_r = rv_arena_floats(arena, (size_t)nd * 4);
-    if (!mrois || !feat14 || !logit || !prob || !pbox || !pbox_r) {
-      st = rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory for %d masks", nd);
+/* mmdet's simple_test_mask (cascade: masks averaged over the stages' sigmoid): det's boxes ->
+ * det->masks at the original size (from the arena, kept); the scratch is released. */
+static rv_status simple_test_mask(rv_detections *det, const rv_roi_head *h, const rv_roi_feats *rf,
+                                  const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
+                                  const rv_det_trace *trace, rv_arena *arena, rv_ctx *ctx) {
+  const int K = h->num_classes, S = h->num_stages;
+  const int C = h->bbox[0].in_channels;
+  const int nd = det->n, M = 28 * 28;
+  /* all K channels only when someone looks at them */
+  const int full = trace && trace->fn && !trace->times_only;
+  det->mask_h = meta->ori_h;
+  det->mask_w = meta->ori_w;
+  det->masks = rv_arena_alloc(arena, (size_t)nd * meta->ori_h * meta->ori_w);
+  if (!det->masks) return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory for masks");
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  rv_status st = RV_OK;
+  char name[64];
+  float *mrois = rv_arena_floats(arena, (size_t)nd * 5);
+  float *feat14 = rv_arena_floats(arena, (size_t)nd * C * 196);
+  int kc = full ? K : 1;
+  float *logit = rv_arena_floats(arena, (size_t)nd * kc * M);
+  float *prob = rv_arena_floats(arena, (size_t)nd * kc * M);
+  float *pbox = rv_arena_floats(arena, (size_t)nd * 4);
+  float *pbox_r = rv_arena_floats(arena, (size_t)nd * 4);
+  if (!mrois || !feat14 || !logit || !prob || !pbox || !pbox_r) {
+    st = rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory for %d masks", nd);
+    goto done;
+  }
+  for (int r = 0; r < nd; r++) {
+    mrois[r * 5] = 0.0f;
+    for (int k = 0; k < 4; k++)
+      mrois[r * 5 + 1 + k] = det->bboxes[r * 4 + k] * meta->scale_factor[k];
+    for (int k = 0; k < 4; k++)
+      pbox[r * 4 + k] = (float)((double)mrois[r * 5 + 1 + k] / (double)meta->scale_factor[k]);
+  }
+  trace2(trace, "mask.rois", mrois, nd, 5);
+  if ((st = rv_roi_extract(feat14, rf, roi_strides, mrois, nd, 14, arena, ctx)) != RV_OK)
+    goto done;
+  memset(prob, 0, (size_t)nd * kc * M * sizeof(float));
+  for (int s = 0; s < h->num_mask_heads; s++) {
+    if ((st = rv_mask_head_forward(logit, &h->mask[s], feat14, nd, full ? NULL : det->labels,
+                                   arena, ctx)) != RV_OK)
       goto done;
-    }
-    for (int r = 0; r < nd; r++) {
-      mrois[r * 5] = 0.0f;
-      for (int k = 0; k < 4; k++)
-        mrois[r * 5 + 1 + k] = det->bboxes[r * 4 + k] * meta->scale_factor[k];
-      for (int k = 0; k < 4; k++)
-        pbox[r * 4 + k] = (float)((double)mrois[r * 5 + 1 + k] / (double)meta->scale_factor[k]);
-    }
-    trace2(trace, "mask.rois", mrois, nd, 5);
-    if ((st = rv_roi_extract(feat14, &rf, roi_strides, mrois, nd, 14, arena, ctx)) != RV_OK)
-      goto done;
-    memset(prob, 0, (size_t)nd * kc * M * sizeof(float));
-    for (int s = 0; s < h->num_mask_heads; s++) {
-      if ((st = rv_mask_head_forward(logit, &h->mask[s], feat14, nd, full ? NULL : det->labels,
-                                     arena, ctx)) != RV_OK)
-        goto done;
-      snprintf(name, sizeof name, "mask.stage%d.mask_pred", s);
-      trace4(trace, name, logit, nd, kc, 28, 28);
-      for (size_t i = 0; i < (size_t)nd * kc * M; i++)
-        prob[i] += (float)(1.0 / (1.0 + exp(-(double)logit[i])));
-    }
-    if (h->num_mask_heads > 1)
-      for (size_t i = 0; i < (size_t)nd * kc * M; i++) prob[i] /= (float)h->num_mask_heads;
-    trace4(trace, "mask.merged_probs", prob, nd, kc, 28, 28);
-    for (int r = 0; r < nd; r++) memcpy(pbox_r + (size_t)r * 4, mrois + (size_t)r * 5 + 1, 16);
-    trace2(trace, "mask.paste_bboxes", pbox_r, nd, 4);
-    const size_t plane = (size_t)meta->ori_h * meta->ori_w;
+    snprintf(name, sizeof name, "mask.stage%d.mask_pred", s);
+    trace4(trace, name, logit, nd, kc, 28, 28);
+    for (size_t i = 0; i < (size_t)nd * kc * M; i++)
+      prob[i] += (float)(1.0 / (1.0 + exp(-(double)logit[i])));
+  }
+  if (h->num_mask_heads > 1)
+    for (size_t i = 0; i < (size_t)nd * kc * M; i++) prob[i] /= (float)h->num_mask_heads;
+  trace4(trace, "mask.merged_probs", prob, nd, kc, 28, 28);
+  for (int r = 0; r < nd; r++) memcpy(pbox_r + (size_t)r * 4, mrois + (size_t)r * 5 + 1, 16);
+  trace2(trace, "mask.paste_bboxes", pbox_r, nd, 4);
+  const size_t plane = (size_t)meta->ori_h * meta->ori_w;
 #pragma omp parallel for schedule(dynamic, 1)
-    for (int r = 0; r < nd; r++) {
-      const float *p = prob + ((size_t)r * kc + (full ? det->labels[r] : 0)) * M;
-      if (S == 1 && mrois[(size_t)r * 5 + 4] == 0.0f) {
-        /* simple_test_mask drops rois with y2 == 0 (its padding rule): no mask */
-        memset(det->masks + (size_t)r * plane, 0, plane);
-        continue;
-      }
-      rv_paste_mask_u8(det->masks + (size_t)r * plane, meta->ori_h, meta->ori_w, p, 28, 28,
-                       pbox + (size_t)r * 4, cfg->mask_thr);
+  for (int r = 0; r < nd; r++) {
+    const float *p = prob + ((size_t)r * kc + (full ? det->labels[r] : 0)) * M;
+    if (S == 1 && mrois[(size_t)r * 5 + 4] == 0.0f) {
+      /* simple_test_mask drops rois with y2 == 0 (its padding rule): no mask */
+      memset(det->masks + (size_t)r * plane, 0, plane);
+      continue;
     }
+    rv_paste_mask_u8(det->masks + (size_t)r * plane, meta->ori_h, meta->ori_w, p, 28, 28,
+                     pbox + (size_t)r * 4, cfg->mask_thr);
   }
 done:
   rv_arena_release(arena, mk);
   return st;
+}
+
+rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
+                                  const rv_tensor *feats, const float *proposals, int n,
+                                  const rv_img_meta *meta, const rv_rcnn_cfg *cfg,
+                                  const rv_det_trace *trace, rv_arena *arena, rv_ctx *ctx) {
+  memset(det, 0, sizeof *det);
+  const int K = h->num_classes;
+  int cap = cfg->max_per_img > 0 ? cfg->max_per_img : n * K;
+  if (cap < 1) cap = 1;
+  det->bboxes = rv_arena_floats(arena, (size_t)cap * 4);
+  det->scores = rv_arena_floats(arena, (size_t)cap);
+  det->labels = rv_arena_alloc(arena, (size_t)cap * sizeof(int));
+  if (!det->bboxes || !det->scores || !det->labels)
+    return rv_error(ctx, RV_ERR_NOMEM, "roi head: out of memory");
+  if (n <= 0) return RV_OK;
+  /* channels-last copies of the levels for every RoIAlign below (checked against the box
+   * head's input channels); they stay in the arena with the detections (the box stages'
+   * scratch is released before the masks are made) */
+  rv_roi_feats rf;
+  RV_TRY(rv_roi_feats_prepare(&rf, feats, 4, h->bbox[0].in_channels, arena, ctx));
+  RV_TRY(simple_test_bboxes(det, h, &rf, proposals, n, cap, meta, cfg, trace, arena, ctx));
+  trace2(trace, "det.bboxes", det->bboxes, det->n, 4);
+  trace2(trace, "det.scores", det->scores, det->n, 1);
+  if (!h->num_mask_heads || det->n == 0) return RV_OK;
+  return simple_test_mask(det, h, &rf, meta, cfg, trace, arena, ctx);
 }
