@@ -12,7 +12,8 @@
  * with the calling thread's team size (omp_set_num_threads, set once per forward pass by
  * the model from rv_ctx_threads) and OpenBLAS (OpenMP build, the same pool); no kernel
  * calls BLAS from inside its own parallel region. Every fast kernel has a *_naive twin
- * (plain loops, the reference for tests).
+ * (plain loops, the reference for tests; those without a file of their own in core/naive.c);
+ * an _add variant's twin is its plain form followed by the addition.
  */
 #ifndef RV_CORE_OPS_H
 #define RV_CORE_OPS_H
@@ -59,6 +60,8 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
 typedef void (*rv_row_fn)(float *row, size_t n);
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
+void rv_pointwise_naive_f32(float *y, const float *w, const float *b, const float *x, int cout,
+                            int cin, size_t n); /* core/naive.c */
 
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the
@@ -143,6 +146,11 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
 rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                    rv_act act, int accumulate, rv_arena *scratch);
+/* Its twin: the naive resize into a buffer, then the naive conv (core/naive.c). */
+rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *w,
+                                         const float *b, int n, int cin, int ih, int iw,
+                                         int cout, int oh, int ow, rv_act act, int accumulate,
+                                         rv_arena *scratch);
 
 /* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
  * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias
@@ -177,6 +185,8 @@ void rv_layernorm_nchw_naive_f32(float *y, const float *x, const float *g, const
 /* LayerNorm over the last dimension of a [rows x cols] matrix. */
 void rv_layernorm_rows_f32(float *y, const float *x, const float *g, const float *b, int rows,
                            int cols, float eps);
+void rv_layernorm_rows_naive_f32(float *y, const float *x, const float *g, const float *b,
+                                 int rows, int cols, float eps); /* core/naive.c */
 
 /* ---- element-wise ---------------------------------------------------------------------- */
 void rv_act_f32(float *x, size_t n, rv_act act);        /* in place */
@@ -189,6 +199,8 @@ void rv_sigmoid_f32(float *x, size_t n);
 void rv_softmax_rows_f32(float *y, const float *x, int rows, int cols);
 /* Softmax over the channel dimension of NCHW (per pixel); y may alias x. */
 void rv_softmax_nchw_f32(float *y, const float *x, int n, int c, int hw);
+void rv_softmax_rows_naive_f32(float *y, const float *x, int rows, int cols); /* core/naive.c */
+void rv_softmax_nchw_naive_f32(float *y, const float *x, int n, int c, int hw);
 
 /* ---- resampling and pooling (planes = n*c, each ih x iw) -------------------------------- */
 /* Bilinear, align_corners=False, PyTorch semantics: src = (dst + 0.5) * scale - 0.5, clamped
@@ -224,6 +236,8 @@ static inline rv_lin_tap rv_bilinear_tap(float scale, int dst, int in) {
 }
 /* Nearest, PyTorch 'nearest' semantics: src = min(floor(dst * in/out), in-1). */
 void rv_resize_nearest_f32(float *y, const float *x, int planes, int ih, int iw, int oh, int ow);
+void rv_resize_nearest_naive_f32(float *y, const float *x, int planes, int ih, int iw, int oh,
+                                 int ow); /* core/naive.c */
 /* y += rv_resize_nearest_f32(x), without the resized buffer; y += x when the sizes are
  * equal. */
 void rv_resize_nearest_add_f32(float *y, const float *x, int planes, int ih, int iw, int oh,

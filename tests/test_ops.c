@@ -5,25 +5,8 @@
  * GEMM-based kernels, 2e-6 for direct kernels; torch values 2e-6 relative. */
 #include "test_util.h"
 #include "core/ops.h"
+#include "kernel_check.h"
 #include "core/vmath.h"
-
-static float *frand(size_t n, uint64_t seed) {
-  float *p = malloc(n * sizeof(float) + 4);
-  assert_non_null(p);
-  fill_rand(p, n, seed);
-  return p;
-}
-
-/* |a - b| <= tol * max(1, max|b|) */
-static void assert_close(const float *a, const float *b, size_t n, double tol, const char *what) {
-  double scale = max_abs(b, n);
-  if (scale < 1.0) scale = 1.0;
-  double d = max_abs_diff(a, b, n);
-  if (!(d <= tol * scale)) {
-    fprintf(stderr, "%s: max|diff| %g > %g (scale %g)\n", what, d, tol * scale, scale);
-    fail();
-  }
-}
 
 /* values against a hard-coded list, relative tolerance per element */
 static void assert_values(const float *a, const double *want, size_t n, double rtol,
@@ -48,13 +31,13 @@ static void test_gemm(void **state) {
           for (int ik = 0; ik < 4; ik++) {
             int m = ms[im], n = ns[in], k = ks[ik];
             int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2;
-            float *a = frand((size_t)(ta ? k : m) * lda, 1 + im);
-            float *b = frand((size_t)(tb ? n : k) * ldb, 2 + in);
-            float *c1 = frand((size_t)m * ldc, 3), *c2 = frand((size_t)m * ldc, 3);
+            float *a = kc_rand((size_t)(ta ? k : m) * lda, 1 + im);
+            float *b = kc_rand((size_t)(tb ? n : k) * ldb, 2 + in);
+            float *c1 = kc_rand((size_t)m * ldc, 3), *c2 = kc_rand((size_t)m * ldc, 3);
             float alpha = 0.75f, beta = (ik & 1) ? 0.5f : 0.0f;
             rv_gemm_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c1, ldc);
             rv_gemm_naive_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c2, ldc);
-            assert_close(c1, c2, (size_t)m * ldc, 2e-5 * sqrt((double)k), "gemm");
+            kc_assert_close(c1, c2, (size_t)m * ldc, 2e-5 * sqrt((double)k), "gemm");
             free(a), free(b), free(c1), free(c2);
           }
   /* k == 0: C = beta * C */
@@ -75,17 +58,17 @@ static void conv_case(rv_arena *ar, int n, int cin, int h, int wd, int cout, rv_
     return;
   }
   size_t ny = (size_t)n * cout * oh * ow;
-  float *x = frand((size_t)n * cin * h * wd, (uint64_t)h * 31 + wd);
-  float *w = frand((size_t)cout * (cin / p.groups) * p.kh * p.kw, (uint64_t)cout * 7 + p.kh);
-  float *b = frand((size_t)cout, 99);
-  float *y1 = frand(ny, 5), *y2 = frand(ny, 6);
+  float *x = kc_rand((size_t)n * cin * h * wd, (uint64_t)h * 31 + wd);
+  float *w = kc_rand((size_t)cout * (cin / p.groups) * p.kh * p.kw, (uint64_t)cout * 7 + p.kh);
+  float *b = kc_rand((size_t)cout, 99);
+  float *y1 = kc_rand(ny, 5), *y2 = kc_rand(ny, 6);
   const float *bias = (h + cout + p.kh + p.sh) % 3 == 0 ? NULL : b; /* some cases without bias */
   assert_int_equal(rv_conv2d_f32(y1, x, w, bias, n, cin, h, wd, cout, p, ar), RV_OK);
   rv_conv2d_naive_f32(y2, x, w, bias, n, cin, h, wd, cout, p);
   char what[160];
   snprintf(what, sizeof what, "conv n%d ci%d %dx%d co%d k%dx%d s%d,%d p%d,%d d%d g%d act%d", n,
            cin, h, wd, cout, p.kh, p.kw, p.sh, p.sw, p.ph, p.pw, p.dh, p.groups, (int)p.act);
-  assert_close(y1, y2, ny, tol, what);
+  kc_assert_close(y1, y2, ny, tol, what);
   assert_int_equal(rv_arena_used(ar), 0); /* workspace released */
   free(x), free(w), free(b), free(y1), free(y2);
 }
@@ -111,17 +94,17 @@ static void test_pointwise(void **state) {
     for (int with_b = 0; with_b <= 1; with_b++) {
       const int co = cs[c][0], ci = cs[c][1];
       const size_t n = (size_t)cs[c][2];
-      float *w = frand((size_t)co * ci, 10 + c), *x = frand((size_t)ci * n, 20 + c);
-      float *b = frand((size_t)co, 30 + c), *y = frand((size_t)co * n, 1);
-      float *ref = frand((size_t)co * n, 2);
-      float *yb = frand((size_t)co * n, 3);
+      float *w = kc_rand((size_t)co * ci, 10 + c), *x = kc_rand((size_t)ci * n, 20 + c);
+      float *b = kc_rand((size_t)co, 30 + c), *y = kc_rand((size_t)co * n, 1);
+      float *ref = kc_rand((size_t)co * n, 2);
+      float *yb = kc_rand((size_t)co * n, 3);
       const float *bias = with_b ? b : NULL;
       assert_int_equal(rv_pointwise_f32(y, w, bias, x, co, ci, n, ar), RV_OK);
       assert_int_equal(rv_arena_used(ar), 0);
       for (int o = 0; o < co; o++)
         for (size_t l = 0; l < n; l++) ref[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
       rv_gemm_naive_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, ref, (int)n);
-      assert_close(y, ref, (size_t)co * n, 2e-5, "pointwise vs naive");
+      kc_assert_close(y, ref, (size_t)co * n, 2e-5, "pointwise vs naive");
       /* with a post function: exactly post(y) (each element once, also in tail blocks) */
       assert_int_equal(rv_pointwise_post_f32(yb, w, bias, x, co, ci, n, twice_plus_one, ar), RV_OK);
       for (size_t i = 0; i < (size_t)co * n; i++)
@@ -130,7 +113,7 @@ static void test_pointwise(void **state) {
         for (int o = 0; o < co; o++)
           for (size_t l = 0; l < n; l++) yb[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
         rv_gemm_f32(0, 0, co, (int)n, ci, 1.0f, w, ci, x, (int)n, 1.0f, yb, (int)n);
-        assert_close(y, yb, (size_t)co * n, 1e-6, "pointwise vs BLAS");
+        kc_assert_close(y, yb, (size_t)co * n, 1e-6, "pointwise vs BLAS");
       }
       free(w), free(x), free(b), free(y), free(ref), free(yb);
     }
@@ -243,9 +226,9 @@ static void test_dwconv_sweep(void **state) {
             int oh = (h + 2 * pad - k) / s + 1, ow = (wd + 2 * pad - k) / s + 1;
             if (h + 2 * pad < k || wd + 2 * pad < k) continue;
             size_t ny = (size_t)n * c * oh * ow;
-            float *x = frand((size_t)n * c * h * wd, 11 + ih), *w = frand((size_t)c * k * k, k);
-            float *b = frand((size_t)c, 3), *r = frand(ny, 4);
-            float *y1 = frand(ny, 5), *y2 = frand(ny, 6);
+            float *x = kc_rand((size_t)n * c * h * wd, 11 + ih), *w = kc_rand((size_t)c * k * k, k);
+            float *b = kc_rand((size_t)c, 3), *r = kc_rand(ny, 4);
+            float *y1 = kc_rand(ny, 5), *y2 = kc_rand(ny, 6);
             rv_dwconv2d_naive_f32(y2, x, w, b, res ? r : NULL, n, c, h, wd, k, s, pad);
             if (res == 2) { /* y aliases residual */
               memcpy(y1, r, ny * sizeof(float));
@@ -255,7 +238,7 @@ static void test_dwconv_sweep(void **state) {
             }
             char what[96];
             snprintf(what, sizeof what, "dwconv %dx%d k%d s%d p%d res%d", h, wd, k, s, pad, res);
-            assert_close(y1, y2, ny, 2e-6, what);
+            kc_assert_close(y1, y2, ny, 2e-6, what);
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
   /* several row bands (wd 1000: 12 rows per band for k = 5), and rows too wide for the
@@ -265,11 +248,11 @@ static void test_dwconv_sweep(void **state) {
     for (int t = 0; t < 3; t++) {
       int h = cases[t][0], wd = cases[t][1], k = cases[t][2], pad = cases[t][3], c = 2;
       size_t nx = (size_t)c * h * wd;
-      float *x = frand(nx, 31), *w = frand((size_t)c * k * k, 32), *b = frand((size_t)c, 33);
-      float *r = frand(nx, 34), *y1 = frand(nx, 35), *y2 = frand(nx, 36);
+      float *x = kc_rand(nx, 31), *w = kc_rand((size_t)c * k * k, 32), *b = kc_rand((size_t)c, 33);
+      float *r = kc_rand(nx, 34), *y1 = kc_rand(nx, 35), *y2 = kc_rand(nx, 36);
       rv_dwconv2d_f32(y1, x, w, b, r, 1, c, h, wd, k, 1, pad);
       rv_dwconv2d_naive_f32(y2, x, w, b, r, 1, c, h, wd, k, 1, pad);
-      assert_close(y1, y2, nx, 2e-6, "dwconv wide");
+      kc_assert_close(y1, y2, nx, 2e-6, "dwconv wide");
       free(x), free(w), free(b), free(r), free(y1), free(y2);
     }
   }
@@ -299,12 +282,12 @@ static void test_deconv(void **state) {
     for (int a = 0; a < 3; a++) {
       int h = sizes[si][0], wd = sizes[si][1], n = 2, cin = 9, cout = 6;
       size_t ny = (size_t)n * cout * 4 * h * wd;
-      float *x = frand((size_t)n * cin * h * wd, si), *w = frand((size_t)cin * cout * 4, 7);
-      float *b = frand((size_t)cout, 8), *y1 = frand(ny, 1), *y2 = frand(ny, 2);
+      float *x = kc_rand((size_t)n * cin * h * wd, si), *w = kc_rand((size_t)cin * cout * 4, 7);
+      float *b = kc_rand((size_t)cout, 8), *y1 = kc_rand(ny, 1), *y2 = kc_rand(ny, 2);
       rv_act act = a == 0 ? RV_ACT_NONE : a == 1 ? RV_ACT_RELU : RV_ACT_SIGMOID;
       rv_deconv2x2_f32(y1, x, w, a == 2 ? NULL : b, n, cin, h, wd, cout, act);
       rv_deconv2x2_naive_f32(y2, x, w, a == 2 ? NULL : b, n, cin, h, wd, cout, act);
-      assert_close(y1, y2, ny, 2e-5, "deconv");
+      kc_assert_close(y1, y2, ny, 2e-5, "deconv");
       free(x), free(w), free(b), free(y1), free(y2);
     }
   /* hand check: one input pixel 2, cin 1, cout 1, w = [1 2; 3 4], b = 1 -> [3 5; 7 9] */
@@ -319,17 +302,17 @@ static void test_norms(void **state) {
   (void)state;
   int n = 2, c = 19, hw = 301;
   size_t nt = (size_t)n * c * hw;
-  float *x = frand(nt, 1), *g = frand((size_t)c, 2), *b = frand((size_t)c, 3);
+  float *x = kc_rand(nt, 1), *g = kc_rand((size_t)c, 2), *b = kc_rand((size_t)c, 3);
   float *y1 = malloc(nt * sizeof(float)), *y2 = malloc(nt * sizeof(float));
   assert_non_null(y1);
   assert_non_null(y2);
   /* LayerNorm NCHW fast vs naive; also in place */
   rv_layernorm_nchw_f32(y1, x, g, b, n, c, hw, 1e-6f);
   rv_layernorm_nchw_naive_f32(y2, x, g, b, n, c, hw, 1e-6f);
-  assert_close(y1, y2, nt, 2e-6, "layernorm nchw");
+  kc_assert_close(y1, y2, nt, 2e-6, "layernorm nchw");
   memcpy(y1, x, nt * sizeof(float));
   rv_layernorm_nchw_f32(y1, y1, g, b, n, c, hw, 1e-6f);
-  assert_close(y1, y2, nt, 2e-6, "layernorm nchw in place");
+  kc_assert_close(y1, y2, nt, 2e-6, "layernorm nchw in place");
   /* LayerNorm rows on the transposed tensor equals LayerNorm NCHW */
   float *xt = malloc(nt * sizeof(float)), *yt = malloc(nt * sizeof(float));
   assert_non_null(xt);
@@ -343,28 +326,28 @@ static void test_norms(void **state) {
     for (int ci = 0; ci < c; ci++)
       for (int j = 0; j < hw; j++)
         y1[((size_t)ni * c + ci) * hw + j] = yt[((size_t)ni * hw + j) * c + ci];
-  assert_close(y1, y2, nt, 2e-6, "layernorm rows");
+  kc_assert_close(y1, y2, nt, 2e-6, "layernorm rows");
   /* BatchNorm vs the formula in double */
-  float *mean = frand((size_t)c, 4), *var = frand((size_t)c, 5);
+  float *mean = kc_rand((size_t)c, 4), *var = kc_rand((size_t)c, 5);
   for (int i = 0; i < c; i++) var[i] = fabsf(var[i]) + 0.1f;
   rv_batchnorm_f32(y1, x, mean, var, g, b, 1e-5f, n, c, hw);
   for (size_t i = 0; i < nt; i++) {
     int ci = (int)((i / hw) % c);
     y2[i] = (float)(((double)x[i] - mean[ci]) / sqrt((double)var[ci] + 1e-5) * g[ci] + b[ci]);
   }
-  assert_close(y1, y2, nt, 2e-6, "batchnorm");
+  kc_assert_close(y1, y2, nt, 2e-6, "batchnorm");
   /* BN fold: conv(x; fold(w), fold(b)) == bn(conv(x; w, b)) */
   rv_arena *ar = rv_arena_create(0);
   int cin = 5, h = 9, wd = 8;
   rv_conv_params p = rv_conv_default_params(3, 1, 1);
-  float *cx = frand((size_t)cin * h * wd, 9), *cw = frand((size_t)c * cin * 9, 10);
+  float *cx = kc_rand((size_t)cin * h * wd, 9), *cw = kc_rand((size_t)c * cin * 9, 10);
   float *cb = calloc((size_t)c, sizeof(float)), *cy1 = malloc((size_t)c * h * wd * 4);
   float *cy2 = malloc((size_t)c * h * wd * 4);
   assert_int_equal(rv_conv2d_f32(cy1, cx, cw, NULL, 1, cin, h, wd, c, p, ar), RV_OK);
   rv_batchnorm_f32(cy1, cy1, mean, var, g, b, 1e-5f, 1, c, h * wd);
   rv_bn_fold(cw, cb, c, (size_t)cin * 9, mean, var, g, b, 1e-5f);
   assert_int_equal(rv_conv2d_f32(cy2, cx, cw, cb, 1, cin, h, wd, c, p, ar), RV_OK);
-  assert_close(cy2, cy1, (size_t)c * h * wd, 1e-5, "bn fold");
+  kc_assert_close(cy2, cy1, (size_t)c * h * wd, 1e-5, "bn fold");
   rv_arena_free(ar);
   free(cx), free(cw), free(cb), free(cy1), free(cy2), free(mean), free(var);
   free(x), free(g), free(b), free(y1), free(y2), free(xt), free(yt);
@@ -409,7 +392,7 @@ static void test_activations(void **state) {
   rv_gelu_f32(g, 7);
   assert_values(g, gw, 7, 2e-6, "gelu");
   size_t n = 100003; /* large enough for the parallel path */
-  float *x = frand(n, 42), *y = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+  float *x = kc_rand(n, 42), *y = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
   assert_non_null(y);
   assert_non_null(ref);
   for (size_t i = 0; i < n; i++) x[i] *= 9.0f;
@@ -459,7 +442,7 @@ static void test_softmax(void **state) {
   (void)state;
   int rows = 37, cols = 151;
   size_t nt = (size_t)rows * cols;
-  float *x = frand(nt, 3), *y = malloc(nt * sizeof(float)), *ref = malloc(nt * sizeof(float));
+  float *x = kc_rand(nt, 3), *y = malloc(nt * sizeof(float)), *ref = malloc(nt * sizeof(float));
   assert_non_null(y);
   assert_non_null(ref);
   for (size_t i = 0; i < nt; i++) x[i] *= 20.0f;
@@ -471,7 +454,7 @@ static void test_softmax(void **state) {
       ref[(size_t)r * cols + j] = (float)(exp(x[(size_t)r * cols + j] - m) / s);
   }
   rv_softmax_rows_f32(y, x, rows, cols);
-  assert_close(y, ref, nt, 1e-6, "softmax rows");
+  kc_assert_close(y, ref, nt, 1e-6, "softmax rows");
   /* NCHW: n = 1, c = cols, hw = rows, on the transposed data; in place */
   float *xt = malloc(nt * sizeof(float));
   assert_non_null(xt);
@@ -480,7 +463,7 @@ static void test_softmax(void **state) {
   rv_softmax_nchw_f32(xt, xt, 1, cols, rows);
   for (int r = 0; r < rows; r++)
     for (int j = 0; j < cols; j++) y[(size_t)r * cols + j] = xt[(size_t)j * rows + r];
-  assert_close(y, ref, nt, 1e-6, "softmax nchw");
+  kc_assert_close(y, ref, nt, 1e-6, "softmax nchw");
   free(x), free(y), free(ref), free(xt);
 }
 
@@ -528,7 +511,7 @@ static void test_resize_values(void **state) {
   /* scale <= 0 means in/out */
   float y2[60];
   rv_resize_bilinear_scale_f32(y2, x35, 1, 3, 5, 6, 10, 0, 0);
-  assert_close(y2, y610, 60, 0, "bilinear scale default");
+  kc_assert_close(y2, y610, 60, 0, "bilinear scale default");
   /* torch: F.interpolate(arange(25).reshape(1,1,5,5), size=(7,3), mode='nearest') */
   float x5[25];
   for (int i = 0; i < 25; i++) x5[i] = (float)i;
@@ -577,11 +560,11 @@ static void test_resize_sweep(void **state) {
   for (int a = 0; a < 6; a++)
     for (int b = 0; b < 6; b++) {
       int ih = hs[a], iw = hs[(a + 1) % 6], oh = hs[b], ow = hs[(b + 4) % 6], planes = 3;
-      float *x = frand((size_t)planes * ih * iw, 17), *y1 = frand((size_t)planes * oh * ow, 1);
-      float *y2 = frand((size_t)planes * oh * ow, 2);
+      float *x = kc_rand((size_t)planes * ih * iw, 17), *y1 = kc_rand((size_t)planes * oh * ow, 1);
+      float *y2 = kc_rand((size_t)planes * oh * ow, 2);
       rv_resize_bilinear_f32(y1, x, planes, ih, iw, oh, ow);
       rv_resize_bilinear_naive_f32(y2, x, planes, ih, iw, oh, ow);
-      assert_close(y1, y2, (size_t)planes * oh * ow, 1e-6, "bilinear sweep");
+      kc_assert_close(y1, y2, (size_t)planes * oh * ow, 1e-6, "bilinear sweep");
       free(x), free(y1), free(y2);
     }
   /* several row blocks (32 rows) and column chunks (2048 columns), up and down */
@@ -589,13 +572,13 @@ static void test_resize_sweep(void **state) {
     int dims[2][4] = {{9, 1000, 70, 2100}, {75, 2300, 33, 2051}};
     for (int t = 0; t < 2; t++) {
       int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
-      float *xs = frand((size_t)2 * ih * iw, 23), *ys1 = malloc((size_t)2 * oh * ow * 4);
+      float *xs = kc_rand((size_t)2 * ih * iw, 23), *ys1 = malloc((size_t)2 * oh * ow * 4);
       float *ys2 = malloc((size_t)2 * oh * ow * 4);
       assert_non_null(ys1);
       assert_non_null(ys2);
       rv_resize_bilinear_f32(ys1, xs, 2, ih, iw, oh, ow);
       rv_resize_bilinear_naive_f32(ys2, xs, 2, ih, iw, oh, ow);
-      assert_close(ys1, ys2, (size_t)2 * oh * ow, 1e-6, "bilinear chunks");
+      kc_assert_close(ys1, ys2, (size_t)2 * oh * ow, 1e-6, "bilinear chunks");
       free(xs), free(ys1), free(ys2);
     }
   }
@@ -604,7 +587,7 @@ static void test_resize_sweep(void **state) {
     int dims[2][4] = {{3, 1000, 5, 2500}, {7, 1100, 14, 2200}};
     for (int t = 0; t < 2; t++) {
       int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
-      float *xs = frand((size_t)ih * iw, 29), *ys = malloc((size_t)oh * ow * 4);
+      float *xs = kc_rand((size_t)ih * iw, 29), *ys = malloc((size_t)oh * ow * 4);
       assert_non_null(ys);
       rv_resize_nearest_f32(ys, xs, 1, ih, iw, oh, ow);
       for (int oy = 0; oy < oh; oy++)
@@ -627,7 +610,7 @@ static void test_resize_sweep(void **state) {
     for (int t = 0; t < 5; t++) {
       int ih = dims[t][0], iw = dims[t][1], oh = dims[t][2], ow = dims[t][3];
       size_t ny = (size_t)2 * oh * ow;
-      float *xs = frand((size_t)2 * ih * iw, 31), *ya = frand(ny, 32), *yb = frand(ny, 32);
+      float *xs = kc_rand((size_t)2 * ih * iw, 31), *ya = kc_rand(ny, 32), *yb = kc_rand(ny, 32);
       float *r = malloc(ny * 4);
       assert_non_null(r);
       for (int kind = 0; kind < 2; kind++) {
@@ -646,12 +629,12 @@ static void test_resize_sweep(void **state) {
   }
   /* large enough for the parallel path; identity resize copies */
   int planes = 4, h = 97, w = 131;
-  float *x = frand((size_t)planes * h * w, 5), *y = malloc((size_t)planes * h * w * 4);
+  float *x = kc_rand((size_t)planes * h * w, 5), *y = malloc((size_t)planes * h * w * 4);
   assert_non_null(y);
   rv_resize_bilinear_f32(y, x, planes, h, w, h, w);
-  assert_close(y, x, (size_t)planes * h * w, 0, "bilinear identity");
+  kc_assert_close(y, x, (size_t)planes * h * w, 0, "bilinear identity");
   rv_resize_nearest_f32(y, x, planes, h, w, h, w);
-  assert_close(y, x, (size_t)planes * h * w, 0, "nearest identity");
+  kc_assert_close(y, x, (size_t)planes * h * w, 0, "nearest identity");
   free(x), free(y);
 }
 

@@ -14,13 +14,7 @@
  * stated in core/winograd.c). */
 #include "test_util.h"
 #include "core/ops.h"
-
-static float *frand(size_t n, uint64_t seed) {
-  float *p = malloc(n * sizeof(float) + 4);
-  assert_non_null(p);
-  fill_rand(p, n, seed);
-  return p;
-}
+#include "kernel_check.h"
 
 static double worst[5]; /* worst error / bound per algo below */
 static int fused_runs, rois_runs; /* cases run through those paths (where supported) */
@@ -58,9 +52,9 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
     return;
   }
   size_t nx = (size_t)n * cin * h * wd, nw = (size_t)cout * cin * 9, ny = (size_t)n * cout * oh * ow;
-  float *x = frand(nx, (uint64_t)h * 131 + wd * 7 + cin), *w = frand(nw, (uint64_t)cout * 3 + cin);
-  float *b = frand((size_t)cout, 17), *ref = frand(ny, 6), *bound = frand(ny, 7);
-  float *ys[2] = {frand(ny, 5), frand(ny, 8)}; /* BLAS (or dispatch) and fused outputs */
+  float *x = kc_rand(nx, (uint64_t)h * 131 + wd * 7 + cin), *w = kc_rand(nw, (uint64_t)cout * 3 + cin);
+  float *b = kc_rand((size_t)cout, 17), *ref = kc_rand(ny, 6), *bound = kc_rand(ny, 7);
+  float *ys[2] = {kc_rand(ny, 5), kc_rand(ny, 8)}; /* BLAS (or dispatch) and fused outputs */
   const float *bias = with_bias ? b : NULL;
   int paths = 1;
   if (algo >= 2) {
@@ -78,7 +72,7 @@ static void wino_case(rv_arena *ar, int algo, int n, int cin, int h, int wd, int
   if (paths == 2 && ph == pw && (act == RV_ACT_NONE || act == RV_ACT_RELU)) {
     /* channels-last path: NCHW in / out, and NHWC on either side */
     const size_t ihw = (size_t)h * wd, ohw = (size_t)oh * ow;
-    float *xt = frand(nx, 1), *yt = frand(ny, 2), *yc = frand(ny, 3);
+    float *xt = kc_rand(nx, 1), *yt = kc_rand(ny, 2), *yc = kc_rand(ny, 3);
     to_nhwc(xt, x, n, cin, ihw);
     for (int layout = 0; layout < 4; layout++) {
       const float *in = layout & RV_ROIS_IN_NCHW ? x : xt;
@@ -156,8 +150,8 @@ static void test_conv_accumulate(void **state) {
     size_t nx = (size_t)cs[c].n * cs[c].cin * cs[c].h * cs[c].w;
     size_t nw = (size_t)cs[c].cout * (cs[c].cin / cs[c].groups) * cs[c].k * cs[c].k;
     size_t ny = (size_t)cs[c].n * cs[c].cout * oh * ow;
-    float *x = frand(nx, 100 + c), *w = frand(nw, 200 + c), *b = frand((size_t)cs[c].cout, 300 + c);
-    float *y = frand(ny, 400 + c), *ref = malloc(ny * sizeof(float)), *bound = malloc(ny * sizeof(float));
+    float *x = kc_rand(nx, 100 + c), *w = kc_rand(nw, 200 + c), *b = kc_rand((size_t)cs[c].cout, 300 + c);
+    float *y = kc_rand(ny, 400 + c), *ref = malloc(ny * sizeof(float)), *bound = malloc(ny * sizeof(float));
     assert_non_null(ref);
     assert_non_null(bound);
     memcpy(ref, y, ny * sizeof(float));

@@ -1,0 +1,71 @@
+/* One kernel-check helper for the tests (ncnn testutil style): seeded random fills, a
+ * comparison with relative + absolute tolerance that names the worst element, and the odd
+ * sizes a shape sweep walks.
+ *
+ *   float *x = kc_rand(n, seed);                       // uniform [-1, 1), free() it
+ *   kc_assert_close(got, ref, n, 2e-5, "pointwise");   // |d| <= tol * max(1, max|ref|)
+ *   kc_assert_near(got, ref, n, 1e-5, 1e-6, "softmax"); // |d_i| <= atol + rtol |ref_i|
+ *   for (int i = 0; i < KC_NSIZES; i++) ... kc_sizes[i] ...
+ *
+ * Include after test_util.h (cmocka).
+ */
+#ifndef RV_TESTS_KERNEL_CHECK_H
+#define RV_TESTS_KERNEL_CHECK_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Sizes a sweep tries: 1, primes and one past the vector and block widths. */
+static const int kc_sizes[] = {1, 2, 3, 5, 7, 13, 17, 31, 33, 49, 65};
+#define KC_NSIZES ((int)(sizeof kc_sizes / sizeof kc_sizes[0]))
+
+/* n floats uniform in [-1, 1) from seed (malloc'd, never NULL). */
+static inline float *kc_rand(size_t n, uint64_t seed) {
+  float *p = malloc(n * sizeof(float) + 4);
+  assert_non_null(p);
+  fill_rand(p, n, seed);
+  return p;
+}
+
+/* The element with the largest excess over its bound atol + rtol |ref_i| (or the largest
+ * |d| when none exceeds): its index, and whether every element is within bounds. */
+static inline int kc_within(const float *got, const float *ref, size_t n, double rtol,
+                            double atol, size_t *worst) {
+  int ok = 1;
+  double we = -INFINITY;
+  *worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - (double)ref[i]);
+    if (d != d) d = INFINITY;
+    double excess = d - (atol + rtol * fabs((double)ref[i]));
+    if (excess > 0) ok = 0;
+    if (excess > we) {
+      we = excess;
+      *worst = i;
+    }
+  }
+  return ok;
+}
+
+/* |got_i - ref_i| <= atol + rtol |ref_i| for every i, else a message naming the worst index. */
+static inline void kc_assert_near(const float *got, const float *ref, size_t n, double rtol,
+                                  double atol, const char *what) {
+  size_t w;
+  if (!kc_within(got, ref, n, rtol, atol, &w)) {
+    fprintf(stderr, "%s: worst at [%zu]: got %.9g, want %.9g (|d| %.3g > %.3g + %.3g |want|)\n",
+            what, w, got[w], ref[w], fabs((double)got[w] - ref[w]), atol, rtol);
+    fail();
+  }
+}
+
+/* max|got - ref| <= tol * max(1, max|ref|) (one scale for the whole tensor), else a message
+ * naming the worst index. */
+static inline void kc_assert_close(const float *got, const float *ref, size_t n, double tol,
+                                   const char *what) {
+  double scale = max_abs(ref, n);
+  if (scale < 1.0) scale = 1.0;
+  kc_assert_near(got, ref, n, 0.0, tol * scale, what);
+}
+
+#endif
