@@ -35,6 +35,7 @@ struct rv_cocoeval {
   uint8_t *state;   /* A*T*D per pair at dt_off[p]*A*T */
   int64_t *npig;    /* [n_pairs][A] */
   double *precision, *recall, *cat_ap;
+  double *scores; /* [T][R][K][A][M] like precision: the score at each recall threshold */
 };
 
 void rv_linspace(double *out, double start, double stop, int num) {
@@ -597,14 +598,18 @@ static int accumulate_cat(rv_cocoeval *ev, size_t k) {
         for (size_t i = ntp; i-- > 1;) /* running max, right to left */
           if (tp_pr[i] > tp_pr[i - 1]) tp_pr[i - 1] = tp_pr[i];
         for (r = 0; r < R; r++) {
-          double v = 0; /* past the end: the bare except leaves 0 */
-          if (hit[r] >= 0)
+          double v = 0, sc = 0; /* past the end: the bare except leaves 0 */
+          if (hit[r] >= 0) {
             v = tp_pr[hit[r]];
-          else if (hit[r] == -1) { /* position 0, not a TP: max(pr[0], the TPs after it) */
+            size_t i = tp_at[hit[r]];
+            sc = e[all ? i : sel[i]].s;
+          } else if (hit[r] == -1) { /* position 0, not a TP: max(pr[0], the TPs after it) */
             v = pr0;
             if (ntp && tp_pr[0] > v) v = tp_pr[0];
+            sc = e[all ? 0 : sel[0]].s;
           }
           ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = v;
+          ev->scores[((((size_t)t * R + r) * K + k) * A + a) * M + m] = sc;
         }
       }
     }
@@ -626,8 +631,9 @@ static int accumulate_cat_naive(rv_cocoeval *ev, size_t k) {
   uint32_t *pair_of = malloc(sizeof(uint32_t) * (n ? n : 1)), *det_of = malloc(sizeof(uint32_t) * (n ? n : 1));
   size_t *sel = malloc(sizeof(size_t) * (n ? n : 1));
   double *rc = malloc(sizeof(double) * (n ? n : 1)), *pr = malloc(sizeof(double) * (n ? n : 1));
-  if (!e || !pair_of || !det_of || !sel || !rc || !pr) {
-    free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr);
+  double *dss = malloc(sizeof(double) * (n ? n : 1)); /* dtScoresSorted of the cell */
+  if (!e || !pair_of || !det_of || !sel || !rc || !pr || !dss) {
+    free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr); free(dss);
     return 0;
   }
   pool_scores(ev, p0, p1, e, pair_of, det_of);
@@ -638,7 +644,10 @@ static int accumulate_cat_naive(rv_cocoeval *ev, size_t k) {
     for (int m = 0; m < M; m++) {
       size_t maxdet = (size_t)p->max_dets[m], nd = 0;
       for (size_t i = 0; i < n; i++)
-        if (det_of[e[i].pos] < maxdet) sel[nd++] = e[i].pos;
+        if (det_of[e[i].pos] < maxdet) {
+          dss[nd] = e[i].s;
+          sel[nd++] = e[i].pos;
+        }
       for (int t = 0; t < T; t++) {
         double tp = 0, fp = 0;
         for (size_t i = 0; i < nd; i++) {
@@ -660,15 +669,19 @@ static int accumulate_cat_naive(rv_cocoeval *ev, size_t k) {
           double v = 0;
           if (ii < nd) v = pr[ii];
           else { /* the bare except: this and every later threshold stay 0 */
-            for (; r < R; r++) ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = 0;
+            for (; r < R; r++) {
+              ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = 0;
+              ev->scores[((((size_t)t * R + r) * K + k) * A + a) * M + m] = 0;
+            }
             break;
           }
           ev->precision[((((size_t)t * R + r) * K + k) * A + a) * M + m] = v;
+          ev->scores[((((size_t)t * R + r) * K + k) * A + a) * M + m] = dss[ii];
         }
       }
     }
   }
-  free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr);
+  free(e); free(pair_of); free(det_of); free(sel); free(rc); free(pr); free(dss);
   return 1;
 }
 
@@ -679,15 +692,17 @@ rv_status rv_cocoeval_accumulate(rv_cocoeval *ev, rv_ctx *ctx) {
   free(ev->precision);
   free(ev->recall);
   free(ev->cat_ap);
+  free(ev->scores);
+  ev->scores = malloc(sizeof(double) * nz(T * R * K * A * M));
   ev->precision = malloc(sizeof(double) * nz(T * R * K * A * M));
   ev->recall = malloc(sizeof(double) * nz(T * K * A * M));
   ev->cat_ap = malloc(sizeof(double) * (K ? K : 1));
   double *tmp = malloc(sizeof(double) * T * R);
-  if (!ev->precision || !ev->recall || !ev->cat_ap || !tmp) {
+  if (!ev->precision || !ev->recall || !ev->cat_ap || !ev->scores || !tmp) {
     free(tmp);
     return rv_error(ctx, RV_ERR_NOMEM, "cocoeval accumulate: out of memory");
   }
-  for (size_t i = 0; i < T * R * K * A * M; i++) ev->precision[i] = -1;
+  for (size_t i = 0; i < T * R * K * A * M; i++) ev->precision[i] = ev->scores[i] = -1;
   for (size_t i = 0; i < T * K * A * M; i++) ev->recall[i] = -1;
   int failed = 0;
   int nth = p->threads > 0 ? p->threads : omp_get_max_threads();
@@ -804,6 +819,7 @@ int64_t rv_cocoeval_cat_id(const rv_cocoeval *ev, size_t k) { return ev->cats[k]
 double rv_cocoeval_category_ap(const rv_cocoeval *ev, size_t k) { return ev->cat_ap ? ev->cat_ap[k] : -1; }
 const double *rv_cocoeval_precision(const rv_cocoeval *ev) { return ev->precision; }
 const double *rv_cocoeval_recall(const rv_cocoeval *ev) { return ev->recall; }
+const double *rv_cocoeval_scores(const rv_cocoeval *ev) { return ev->scores; }
 const rv_cocoeval_params *rv_cocoeval_get_params(const rv_cocoeval *ev) { return &ev->p; }
 
 void rv_cocoeval_free(rv_cocoeval *ev) {
@@ -818,5 +834,6 @@ void rv_cocoeval_free(rv_cocoeval *ev) {
   free(ev->precision);
   free(ev->recall);
   free(ev->cat_ap);
+  free(ev->scores);
   free(ev);
 }

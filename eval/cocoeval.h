@@ -88,7 +88,7 @@ typedef struct rv_cocoeval rv_cocoeval;
  * stay valid until rv_cocoeval_accumulate returns. */
 rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
                                const rv_cocoeval_input *in, rv_ctx *ctx);
-/* accumulate(): precision [T][R][K][A][M] and recall [T][K][A][M], -1 where undefined. */
+/* accumulate(): precision and scores [T][R][K][A][M], recall [T][K][A][M], -1 where undefined. */
 rv_status rv_cocoeval_accumulate(rv_cocoeval *ev, rv_ctx *ctx);
 /* summarize(): the 12 stats of _summarizeDets. */
 void rv_cocoeval_summarize(const rv_cocoeval *ev, double stats[12]);
@@ -102,6 +102,9 @@ double rv_cocoeval_category_ap(const rv_cocoeval *ev, size_t k);
 /* Accumulated arrays (NULL before accumulate). */
 const double *rv_cocoeval_precision(const rv_cocoeval *ev);
 const double *rv_cocoeval_recall(const rv_cocoeval *ev);
+/* scores [T][R][K][A][M] (pycocotools' eval['scores']): the detection score at the position
+ * each recall threshold reads, 0 past the end, -1 where undefined. */
+const double *rv_cocoeval_scores(const rv_cocoeval *ev);
 const rv_cocoeval_params *rv_cocoeval_get_params(const rv_cocoeval *ev);
 void rv_cocoeval_free(rv_cocoeval *ev);
 

@@ -441,6 +441,7 @@ static void test_accumulate_random(void **state) {
       }
       if (memcmp(rv_cocoeval_precision(ev), ref_p, sizeof(double) * np) != 0) fail_msg("it %d v %d: precision differs", it, v);
       if (memcmp(rv_cocoeval_recall(ev), ref_r, sizeof(double) * nr) != 0) fail_msg("it %d v %d: recall differs", it, v);
+      if (memcmp(rv_cocoeval_scores(ev), rv_cocoeval_scores(ref), sizeof(double) * np) != 0) fail_msg("it %d v %d: scores differ", it, v);
       for (size_t k = 0; k < K; k++) assert_true(rv_cocoeval_category_ap(ev, k) == rv_cocoeval_category_ap(ref, k));
       rv_cocoeval_free(ev);
     }
