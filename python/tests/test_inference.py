@@ -1,0 +1,123 @@
+"""Inference through the package equals the CLI's on the e2e fixtures: segmentation label maps
+identical to `ravlt segment` (its PNG stores class + 1); detections identical in count, labels,
+boxes and scores to `ravlt detect --json` (and masks to its .segm.json RLEs)."""
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import ravlt
+from ravlt.cocotools import mask as M
+
+from conftest import fx, BIN
+
+SEG = ['semantic_fpn', 'upernet']
+DET = ['mask_rcnn', 'retinanet', 'cascade_mask_rcnn']
+
+
+def cli(*args):
+    r = subprocess.run([BIN, '--quiet'] + list(args), capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize('arch', SEG)
+def test_segment_equals_cli(arch, tmp_path):
+    ck, img = fx('e2e', arch, 'checkpoint.pth'), fx('e2e', arch, 'image.jpg')
+    cli('segment', '--weights', ck, '--out-dir', str(tmp_path), '--format', 'png', img)
+    ref = ravlt.imread(str(tmp_path / 'image.png'), gray=True).astype(np.int64) - 1
+    model = ravlt.init_segmentor(ck)
+    assert model.task == 'segment' and model.arch == arch
+    res = ravlt.inference_segmentor(model, img)
+    assert isinstance(res, list) and len(res) == 1
+    seg = res[0]
+    assert seg.dtype == np.int64 and seg.shape == ref.shape
+    assert np.array_equal(seg, ref)
+    # an ndarray input (BGR, as cv2.imread gives) is the same image
+    assert np.array_equal(ravlt.inference_segmentor(model, ravlt.imread(img))[0], ref)
+
+
+def test_segment_slide_and_aug_equal_cli(tmp_path):
+    ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
+    cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 's'), '--format', 'png', '--mode', 'slide',
+        '--crop', '64', '--stride', '48', img)
+    cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 'a'), '--format', 'png', '--aug-test', img)
+    slide = ravlt.imread(str(tmp_path / 's' / 'image.png'), gray=True).astype(np.int64) - 1
+    aug = ravlt.imread(str(tmp_path / 'a' / 'image.png'), gray=True).astype(np.int64) - 1
+    m = ravlt.init_segmentor(ck, mode='slide', crop_size=64, stride=48)
+    assert m.test_mode == 'slide'
+    assert np.array_equal(ravlt.inference_segmentor(m, img)[0], slide)
+    m2 = ravlt.init_segmentor(ck)
+    assert np.array_equal(ravlt.inference_segmentor(m2, img, aug_test=True)[0], aug)
+
+
+@pytest.mark.parametrize('arch', DET)
+def test_detect_equals_cli(arch, tmp_path):
+    ck, img = fx('e2e', arch, 'checkpoint.pth'), fx('e2e', arch, 'image.jpg')
+    out = tmp_path / 'det.json'
+    cli('detect', '--weights', ck, '--out-dir', str(tmp_path / 'vis'), '--json', str(out), img)
+    ref = json.load(open(out))
+    model = ravlt.init_detector(ck)
+    assert model.task == 'detect' and model.arch == arch
+    res = ravlt.inference_detector(model, img)
+    if model.with_mask:
+        bbox_result, segm_result = res
+        segm_ref = json.load(open(str(out)[:-5] + '.segm.json'))
+    else:
+        bbox_result, segm_result = res, None
+        assert arch == 'retinanet'
+    assert len(bbox_result) == model.num_classes
+    got = []
+    for k, b in enumerate(bbox_result):
+        assert b.dtype == np.float32 and b.ndim == 2 and b.shape[1] == 5
+        for row in b:
+            got.append((model.category_ids[k], row))
+    assert len(got) == len(ref) and len(ref) > 0
+    for (cat, row), r in zip(got, ref):  # results2json order: by class, NMS order within it
+        assert cat == r['category_id']
+        assert np.float32(r['score']) == row[4]
+        x1, y1, x2, y2 = (float(v) for v in row[:4])
+        assert [x1, y1, x2 - x1, y2 - y1] == pytest.approx(r['bbox'], abs=1e-4)
+    if segm_result is not None:
+        h, w = ravlt.imread(img).shape[:2]
+        masks = [m for per in segm_result for m in per]
+        assert len(masks) == len(segm_ref)
+        for m, r in zip(masks, segm_ref):
+            assert m.dtype == np.bool_ and m.shape == (h, w)
+            enc = M.encode(np.asfortranarray(m.astype(np.uint8)))
+            assert enc['counts'].decode() == r['segmentation']['counts']
+
+
+def test_inference_threads_release_gil():
+    """Two threads run inference at once (ctypes drops the GIL in foreign calls); results equal."""
+    ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
+    m = ravlt.init_segmentor(ck)
+    ref = ravlt.inference_segmentor(m, img)[0]
+    out = [None, None]
+
+    def run(i):
+        out[i] = ravlt.inference_segmentor(m, img)[0]
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert all(np.array_equal(o, ref) for o in out)
+
+
+def test_model_errors(tmp_path):
+    with pytest.raises(ravlt.Error, match='no_such_model'):
+        ravlt.init_segmentor('no_such_model')
+    bad = tmp_path / 'bad.pth'
+    bad.write_bytes(b'not a checkpoint')
+    with pytest.raises(ravlt.Error, match='bad.pth'):
+        ravlt.init_detector(str(bad))
+    with pytest.raises(ravlt.Error, match='not a segmentor'):
+        ravlt.init_segmentor(fx('e2e', 'retinanet', 'checkpoint.pth'))
+    m = ravlt.init_segmentor(fx('e2e', 'semantic_fpn', 'checkpoint.pth'))
+    with pytest.raises(ravlt.Error, match='HxWx3 uint8'):
+        ravlt.inference_segmentor(m, np.zeros((4, 4), np.uint8))
+    with pytest.raises(ravlt.Error, match='missing.jpg'):
+        ravlt.inference_segmentor(m, str(tmp_path / 'missing.jpg'))
