@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The Python package (python/ravlt) with Debian's python3, numpy and pytest: python/tests
+# (cocotools parity, mask API, mean_iou, inference equal to the CLI, errors) and the README's
+# Python example, run as written.
+#   bash tests/test_python.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+set -euo pipefail
+BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(dirname "$BIN")
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+"$PY" -c 'import numpy, pytest' || { echo "test_python: $PY lacks numpy or pytest (scripts/install-deps.sh installs python3-numpy python3-pytest)" >&2; exit 1; }
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+
+# The shared library: the build's libravlt.so.0 when the build makes one, else a development
+# copy linked here from the static library (all of it, with the static library's link line).
+LIB=""
+for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do [ -e "$c" ] && { LIB=$c; break; }; done
+if [ -z "$LIB" ]; then
+  [ -f "$BUILD/libravlt.a" ] && [ -f "$BUILD/CMakeFiles/ravlt.dir/link.txt" ] || { echo "test_python: no libravlt.so or libravlt.a in $BUILD" >&2; exit 1; }
+  LIBS=$(sed 's/.* libravlt\.a//' "$BUILD/CMakeFiles/ravlt.dir/link.txt")
+  # shellcheck disable=SC2086
+  ${CC:-cc} -shared -o "$W/libravlt_dev.so" -Wl,--whole-archive "$BUILD/libravlt.a" -Wl,--no-whole-archive $LIBS -lstdc++
+  LIB=$W/libravlt_dev.so
+fi
+export RAVLT_LIBRARY=$LIB RAVLT_BIN=$BIN RAVLT_FIXTURES=$FIX PYTHONPATH=$ROOT/python PYTHONDONTWRITEBYTECODE=1
+
+# pytest: exit 5 (nothing collected) or any skip is a failure, never a pass
+set +e
+(cd "$ROOT" && "$PY" -m pytest -q -rs -p no:cacheprovider python/tests) > "$W/pytest.log" 2>&1
+rc=$?
+set -e
+cat "$W/pytest.log"
+[ $rc -eq 5 ] && { echo "test_python: pytest collected no tests" >&2; exit 1; }
+[ $rc -eq 0 ] || { echo "test_python: pytest failed (exit $rc)" >&2; exit 1; }
+grep -Eq '^[0-9]+ passed' "$W/pytest.log" || { echo "test_python: no 'N passed' line" >&2; exit 1; }
+grep -Eq 'skipped|xfail|deselected' "$W/pytest.log" && { echo "test_python: tests were skipped" >&2; exit 1; }
+n=$(grep -Eo '^[0-9]+ passed' "$W/pytest.log" | grep -Eo '^[0-9]+')
+[ "$n" -ge 80 ] || { echo "test_python: only $n tests passed (expected >= 80)" >&2; exit 1; }
+
+# The README's Python example (the fenced block after '<!-- python-example -->'), as written,
+# from the repository root (its paths are the fixtures').
+awk '/<!-- python-example -->/{f=1; next} f && /^```python/{g=1; next} g && /^```/{exit} g{print}' "$ROOT/README.md" > "$W/readme_example.py"
+[ -s "$W/readme_example.py" ] || { echo "test_python: no Python example in README.md" >&2; exit 1; }
+(cd "$ROOT" && "$PY" "$W/readme_example.py") > "$W/readme.out" 2>&1 || { cat "$W/readme.out"; echo "test_python: the README example failed" >&2; exit 1; }
+grep -q 'Average Precision  (AP) @\[ IoU=0.50:0.95 | area=   all | maxDets=100 \] = 0\.' "$W/readme.out" || { cat "$W/readme.out"; echo "test_python: the README example printed no summary" >&2; exit 1; }
+echo "test_python: $n passed; README example ran"
