@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# ravlt.cocotools (python/ravlt over libravlt.so) against pycocotools built from source, in the
+# same Python (Debian's python3 + numpy), on the generated COCO-scale set. Not a test.
+#
+#   bash bench/bench_cocotools_py.sh PYTHONAPI_DIR [WORKDIR=/tmp/ravlt_cocobench] [--images N (5000)]
+#        [--rounds R (1)] [--threads T (2)]
+#
+# PYTHONAPI_DIR: the PythonAPI folder of cocodataset/cocoapi built in place outside this repo
+# (`python3 setup.py build_ext --inplace`; needs Cython and python3-dev, which the project does
+# not install). pycocotools' coco.py imports matplotlib at the top for showAnns only: when it
+# is not installed the runner puts empty stand-in modules in its place (nothing timed uses
+# them); numpy >= 1.24 needs the np.float alias (bench/compare_pycocotools.sh does the same).
+# The library: env RAVLT_LIBRARY, else the build's libravlt.so.0, else a development copy
+# linked from build/libravlt.a. Data: bench/gen_coco_bench.c (seed 1, 40 detections per image
+# per... as bench/bench_cocoeval.sh), generated into WORKDIR/py_N if absent.
+#
+# Timed, per tool and iou type, in one fresh python3 process each: COCO(gt) + loadRes(dt) +
+# COCOeval(...).evaluate() + accumulate() + summarize() (perf_counter around the calls; the
+# imports and interpreter start are reported apart). Then the 12 stats and the precision,
+# recall and scores arrays are compared for exact equality.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYAPI=${1:?usage: bench_cocotools_py.sh PYTHONAPI_DIR [WORKDIR] [--images N] [--rounds R] [--threads T]}
+shift
+W=/tmp/ravlt_cocobench
+[ $# -gt 0 ] && [ "${1#--}" = "$1" ] && { W=$1; shift; }
+N=5000; ROUNDS=1; THREADS=2
+while [ $# -gt 0 ]; do
+  case $1 in
+    --images) N=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    *) echo "bench_cocotools_py.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+PY=/usr/bin/python3
+PYAPI=$(readlink -f "$PYAPI")
+ls "$PYAPI"/pycocotools/_mask*.so >/dev/null 2>&1 || { echo "bench_cocotools_py.sh: $PYAPI/pycocotools is not built (_mask*.so missing)" >&2; exit 2; }
+mkdir -p "$W"
+if [ -z "${RAVLT_LIBRARY:-}" ]; then
+  if [ -e build/libravlt.so.0 ]; then RAVLT_LIBRARY=$PWD/build/libravlt.so.0
+  else
+    LIBS=$(sed 's/.* libravlt\.a//' build/CMakeFiles/ravlt.dir/link.txt)
+    # shellcheck disable=SC2086
+    cc -shared -o "$W/libravlt_dev.so" -Wl,--whole-archive build/libravlt.a -Wl,--no-whole-archive $LIBS -lstdc++
+    RAVLT_LIBRARY=$W/libravlt_dev.so
+  fi
+fi
+export RAVLT_LIBRARY PYTHONPATH=$PWD/python OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=passive
+D=$W/py_$N
+if [ ! -f "$D/dt_segm.json" ]; then
+  gcc -O3 -std=c11 -march=x86-64-v2 -fopenmp -I. -o "$W/gen_coco_bench" bench/gen_coco_bench.c eval/rle.c core/error.c -lm
+  mkdir -p "$D"
+  "$W/gen_coco_bench" "$D" "$N" 40 1
+fi
+ls -l "$D"/*.json
+RUNNER=$W/cocotools_run.py
+cat > "$RUNNER" <<'PY'
+# usage: cocotools_run.py ravlt|pycocotools PYTHONAPI GT DT IOU OUT_PREFIX
+import contextlib, io, json, sys, time, types
+t_start = time.perf_counter()
+tool, pyapi, gt_path, dt_path, iou, out = sys.argv[1:7]
+import numpy as np
+if tool == 'pycocotools':
+    sys.path.insert(0, pyapi)
+    if not hasattr(np, 'float'):
+        np.float = float
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:  # only showAnns uses it
+        for name in ('matplotlib', 'matplotlib.pyplot', 'matplotlib.collections', 'matplotlib.patches'):
+            m = types.ModuleType(name)
+            m.PatchCollection = m.Polygon = None
+            sys.modules[name] = m
+    from pycocotools.coco import COCO
+    from pycocotools.cocoeval import COCOeval
+else:
+    from ravlt.cocotools import COCO, COCOeval
+t_import = time.perf_counter()
+t = [time.perf_counter()]
+with contextlib.redirect_stdout(io.StringIO()):
+    gt = COCO(gt_path); t.append(time.perf_counter())
+    dt = gt.loadRes(dt_path); t.append(time.perf_counter())
+    ev = COCOeval(gt, dt, iou)
+    ev.evaluate(); t.append(time.perf_counter())
+    ev.accumulate(); t.append(time.perf_counter())
+buf = io.StringIO()
+with contextlib.redirect_stdout(buf):
+    ev.summarize()
+t.append(time.perf_counter())
+phases = dict(zip(['load_gt', 'load_res', 'evaluate', 'accumulate', 'summarize'], [t[i + 1] - t[i] for i in range(5)]))
+np.savez(out + '.npz', precision=ev.eval['precision'], recall=ev.eval['recall'], scores=ev.eval['scores'])
+json.dump({'tool': tool, 'iou': iou, 'stats_hex': [float(x).hex() for x in ev.stats], 'summary': buf.getvalue(),
+           'phases_s': phases, 'total_s': t[-1] - t[0], 'import_s': t_import - t_start}, open(out + '.json', 'w'))
+print('%-11s %s: total %.2f s (%s), imports %.2f s' % (tool, iou, t[-1] - t[0],
+      ' '.join('%s %.2f' % kv for kv in phases.items()), t_import - t_start))
+PY
+for r in $(seq 1 "$ROUNDS"); do
+  for iou in bbox segm; do
+    order="pycocotools ravlt"; [ $((r % 2)) -eq 0 ] && order="ravlt pycocotools"
+    for tool in $order; do
+      /usr/bin/time -f "$tool $iou process: %e s wall, %U+%S s CPU, %M KB max RSS" \
+        "$PY" "$RUNNER" "$tool" "$PYAPI" "$D/gt.json" "$D/dt_$iou.json" "$iou" "$W/py_${tool}_${iou}_r$r"
+    done
+    "$PY" - "$W/py_pycocotools_${iou}_r$r" "$W/py_ravlt_${iou}_r$r" <<'PY'
+import json, sys
+import numpy as np
+a, b = (json.load(open(p + '.json')) for p in sys.argv[1:3])
+za, zb = (np.load(p + '.npz') for p in sys.argv[1:3])
+same = a['stats_hex'] == b['stats_hex'] and a['summary'] == b['summary']
+arrays = all(np.array_equal(za[k], zb[k]) for k in ('precision', 'recall', 'scores'))
+print('%s: stats and summary %s, precision/recall/scores arrays %s; speed-up %.1fx (whole Python side %.2f s vs %.2f s)'
+      % (a['iou'], 'IDENTICAL' if same else 'DIFFER', 'IDENTICAL' if arrays else 'DIFFER',
+         a['total_s'] / b['total_s'], a['total_s'], b['total_s']))
+sys.exit(0 if same and arrays else 1)
+PY
+  done
+done
