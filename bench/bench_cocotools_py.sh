@@ -11,8 +11,8 @@
 # is not installed the runner puts empty stand-in modules in its place (nothing timed uses
 # them); numpy >= 1.24 needs the np.float alias (bench/compare_pycocotools.sh does the same).
 # The library: env RAVLT_LIBRARY, else the build's libravlt.so.0, else a development copy
-# linked from build/libravlt.a. Data: bench/gen_coco_bench.c (seed 1, 40 detections per image
-# per... as bench/bench_cocoeval.sh), generated into WORKDIR/py_N if absent.
+# linked from build/libravlt.a. Data: bench/gen_coco_bench.c (`gen_coco_bench DIR N 40 1`, the
+# set bench/bench_cocoeval.sh makes for N = 5000), generated into WORKDIR/py_N if absent.
 #
 # Timed, per tool and iou type, in one fresh python3 process each: COCO(gt) + loadRes(dt) +
 # COCOeval(...).evaluate() + accumulate() + summarize() (perf_counter around the calls; the
