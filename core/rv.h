@@ -17,11 +17,6 @@
 #include <stdint.h>
 #include <stdarg.h>
 
-/* Marks a function of the shared library's public API (exported from libravlt.so). */
-#ifndef RV_API
-#define RV_API __attribute__((visibility("default")))
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif

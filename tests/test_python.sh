@@ -19,9 +19,16 @@ for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do [ -e "$c" ] && { LIB=$c
 if [ -z "$LIB" ]; then
   [ -f "$BUILD/libravlt.a" ] && [ -f "$BUILD/CMakeFiles/ravlt.dir/link.txt" ] || { echo "test_python: no libravlt.so or libravlt.a in $BUILD" >&2; exit 1; }
   LIBS=$(sed 's/.* libravlt\.a//' "$BUILD/CMakeFiles/ravlt.dir/link.txt")
+  SAN=$(grep -o -- '-fsanitize=[^ ]*' "$BUILD/CMakeFiles/ravlt.dir/link.txt" | sort -u | tr '\n' ' ')
   # shellcheck disable=SC2086
-  ${CC:-cc} -shared -o "$W/libravlt_dev.so" -Wl,--whole-archive "$BUILD/libravlt.a" -Wl,--no-whole-archive $LIBS -lstdc++
+  ${CC:-cc} -shared $SAN -o "$W/libravlt_dev.so" -Wl,--whole-archive "$BUILD/libravlt.a" -Wl,--no-whole-archive $LIBS -lstdc++
   LIB=$W/libravlt_dev.so
+fi
+# A sanitizer build's library needs its runtimes loaded before python3 (not instrumented) starts;
+# Python's own allocations at exit are not leaks of ours.
+if ldd "$LIB" 2>/dev/null | grep -q libasan; then
+  export LD_PRELOAD="$(ldd "$LIB" | awk '/libasan|libubsan/{print $3}' | tr '\n' ' ')"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi
 export RAVLT_LIBRARY=$LIB RAVLT_BIN=$BIN RAVLT_FIXTURES=$FIX PYTHONPATH=$ROOT/python PYTHONDONTWRITEBYTECODE=1
 

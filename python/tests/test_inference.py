@@ -42,11 +42,11 @@ def test_segment_equals_cli(arch, tmp_path):
 def test_segment_slide_and_aug_equal_cli(tmp_path):
     ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
     cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 's'), '--format', 'png', '--mode', 'slide',
-        '--crop', '64', '--stride', '48', img)
+        '--crop', '256', '--stride', '171', img)
     cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 'a'), '--format', 'png', '--aug-test', img)
     slide = ravlt.imread(str(tmp_path / 's' / 'image.png'), gray=True).astype(np.int64) - 1
     aug = ravlt.imread(str(tmp_path / 'a' / 'image.png'), gray=True).astype(np.int64) - 1
-    m = ravlt.init_segmentor(ck, mode='slide', crop_size=64, stride=48)
+    m = ravlt.init_segmentor(ck, mode='slide', crop_size=256, stride=171)
     assert m.test_mode == 'slide'
     assert np.array_equal(ravlt.inference_segmentor(m, img)[0], slide)
     m2 = ravlt.init_segmentor(ck)
