@@ -39,18 +39,28 @@ def test_segment_equals_cli(arch, tmp_path):
     assert np.array_equal(ravlt.inference_segmentor(model, ravlt.imread(img))[0], ref)
 
 
-def test_segment_slide_and_aug_equal_cli(tmp_path):
+def test_segment_slide_equals_cli(tmp_path):
     ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
     cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 's'), '--format', 'png', '--mode', 'slide',
         '--crop', '256', '--stride', '171', img)
-    cli('segment', '--weights', ck, '--out-dir', str(tmp_path / 'a'), '--format', 'png', '--aug-test', img)
     slide = ravlt.imread(str(tmp_path / 's' / 'image.png'), gray=True).astype(np.int64) - 1
-    aug = ravlt.imread(str(tmp_path / 'a' / 'image.png'), gray=True).astype(np.int64) - 1
     m = ravlt.init_segmentor(ck, mode='slide', crop_size=256, stride=171)
     assert m.test_mode == 'slide'
     assert np.array_equal(ravlt.inference_segmentor(m, img)[0], slide)
-    m2 = ravlt.init_segmentor(ck)
-    assert np.array_equal(ravlt.inference_segmentor(m2, img, aug_test=True)[0], aug)
+
+
+def test_segment_aug_test_options():
+    """aug_test reaches the library's multi-scale + flip test (`ravlt segment --aug-test`; its
+    six default scales cost minutes here, so this runs one or two scales): one scale of 1.0
+    without flip is the single-scale result, and a two-scale flipped run is a valid label map."""
+    ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
+    m = ravlt.init_segmentor(ck)
+    whole = ravlt.inference_segmentor(m, img)[0]
+    one = ravlt.inference_segmentor(m, img, aug_test=True, ratios=[1.0], flip=False)[0]
+    assert np.array_equal(one, whole)
+    two = ravlt.inference_segmentor(m, img, aug_test=True, ratios=[0.5, 0.75], flip=True)[0]
+    assert two.shape == whole.shape and two.min() >= 0 and two.max() < m.num_classes
+    assert not np.array_equal(two, whole)  # other scales do change some pixels
 
 
 @pytest.mark.parametrize('arch', DET)
