@@ -19,7 +19,7 @@ for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do [ -e "$c" ] && { LIB=$c
 if [ -z "$LIB" ]; then
   [ -f "$BUILD/libravlt.a" ] && [ -f "$BUILD/CMakeFiles/ravlt.dir/link.txt" ] || { echo "test_python: no libravlt.so or libravlt.a in $BUILD" >&2; exit 1; }
   LIBS=$(sed 's/.* libravlt\.a//' "$BUILD/CMakeFiles/ravlt.dir/link.txt")
-  SAN=$(grep -o -- '-fsanitize=[^ ]*' "$BUILD/CMakeFiles/ravlt.dir/link.txt" | sort -u | tr '\n' ' ')
+  SAN=$( (grep -o -- '-fsanitize=[^ ]*' "$BUILD/CMakeFiles/ravlt.dir/link.txt" || true) | sort -u | tr '\n' ' ')
   # shellcheck disable=SC2086
   ${CC:-cc} -shared $SAN -o "$W/libravlt_dev.so" -Wl,--whole-archive "$BUILD/libravlt.a" -Wl,--no-whole-archive $LIBS -lstdc++
   LIB=$W/libravlt_dev.so
