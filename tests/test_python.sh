@@ -15,7 +15,10 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 # The shared library: the build's libravlt.so.0 when the build makes one, else a development
 # copy linked here from the static library (all of it, with the static library's link line).
 LIB=""
-for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do [ -e "$c" ] && { LIB=$c; break; }; done
+# (a shared library without the package's entry points, rv_py_*, is not used)
+for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do
+  [ -e "$c" ] && nm -D --defined-only "$c" 2>/dev/null | grep -q ' rv_py_abi$' && { LIB=$c; break; }
+done
 if [ -z "$LIB" ]; then
   [ -f "$BUILD/libravlt.a" ] && [ -f "$BUILD/CMakeFiles/ravlt.dir/link.txt" ] || { echo "test_python: no libravlt.so or libravlt.a in $BUILD" >&2; exit 1; }
   LIBS=$(sed 's/.* libravlt\.a//' "$BUILD/CMakeFiles/ravlt.dir/link.txt")

@@ -48,9 +48,14 @@ def _load():
     tried = []
     for path in _candidates():
         try:
-            return ctypes.CDLL(path), path
+            lib = ctypes.CDLL(path)
         except OSError as e:
             tried.append('%s (%s)' % (path, e))
+            continue
+        if not hasattr(lib, 'rv_py_abi'):
+            tried.append('%s (no rv_py_abi: not a libravlt with the Python entry points)' % path)
+            continue
+        return lib, path
     raise ImportError('ravlt: libravlt.so not found; set RAVLT_LIBRARY to its path' +
                       ('; tried: ' + ', '.join(tried) if tried else ''))
 
