@@ -13,23 +13,23 @@ rv_status rv_bbox_head_load(rv_bbox_head *h, rv_params *p, const char *prefix,
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.shared_convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(p, key)) break;
+    if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.shared_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
     h->num_convs = i + 1;
   }
   for (int i = 0; i < 4; i++) {
     snprintf(key, sizeof key, "%s.shared_fcs.%d.weight", prefix, i);
-    if (!rv_det_has(p, key)) break;
+    if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.shared_fcs.%d", prefix, i);
-    if ((st = rv_det_layer_load(&h->fcs[i], p, key, 0, ctx)) != RV_OK) goto fail;
+    if ((st = rv_layer_load(&h->fcs[i], p, key, 0, ctx)) != RV_OK) goto fail;
     h->num_fcs = i + 1;
   }
   snprintf(key, sizeof key, "%s.fc_cls", prefix);
-  if ((st = rv_det_layer_load(&h->fc_cls, p, key, 0, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->fc_cls, p, key, 0, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.fc_reg", prefix);
-  if ((st = rv_det_layer_load(&h->fc_reg, p, key, 0, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->fc_reg, p, key, 0, ctx)) != RV_OK) goto fail;
   if (h->num_fcs == 0) {
     st = rv_error(ctx, RV_ERR_UNSUPPORTED, "weights: %s has no shared_fcs (unsupported head)",
                   prefix);
@@ -76,10 +76,10 @@ fail:
 }
 
 void rv_bbox_head_free(rv_bbox_head *h) {
-  for (int i = 0; i < 8; i++) rv_det_layer_free(&h->convs[i]);
-  for (int i = 0; i < 4; i++) rv_det_layer_free(&h->fcs[i]);
-  rv_det_layer_free(&h->fc_cls);
-  rv_det_layer_free(&h->fc_reg);
+  for (int i = 0; i < 8; i++) rv_layer_free(&h->convs[i]);
+  for (int i = 0; i < 4; i++) rv_layer_free(&h->fcs[i]);
+  rv_layer_free(&h->fc_cls);
+  rv_layer_free(&h->fc_reg);
 }
 
 rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
@@ -110,11 +110,11 @@ rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
   /* flatten(1) of [n, C, 7, 7] is the contiguous layout; every fc is one GEMM over all rois */
   for (int i = 0; i < h->num_fcs; i++) {
     float *y = (i & 1) ? fb : fa;
-    rv_det_layer_linear(y, &h->fcs[i], x, n, RV_ACT_RELU);
+    rv_layer_linear(y, &h->fcs[i], x, n, RV_ACT_RELU);
     x = y;
   }
-  rv_det_layer_linear(cls, &h->fc_cls, x, n, RV_ACT_NONE);
-  rv_det_layer_linear(reg, &h->fc_reg, x, n, RV_ACT_NONE);
+  rv_layer_linear(cls, &h->fc_cls, x, n, RV_ACT_NONE);
+  rv_layer_linear(reg, &h->fc_reg, x, n, RV_ACT_NONE);
   rv_arena_release(scratch, mk);
   return RV_OK;
 }

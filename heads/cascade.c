@@ -49,7 +49,7 @@ rv_status rv_roi_head_load(rv_roi_head *h, rv_params *p, const char *prefix,
     else
       snprintf(key, sizeof key, "%s.mask_head.%d", prefix, i);
     snprintf(probe, sizeof probe, "%s.conv_logits.weight", key);
-    if (!rv_det_has(p, probe)) break;
+    if (!rv_param_find(p, probe)) break;
     if ((st = rv_mask_head_load(&h->mask[i], p, key, ctx)) != RV_OK) goto fail;
     h->num_mask_heads = i + 1;
     if (h->mask[i].num_classes != h->num_classes ||

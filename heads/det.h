@@ -18,45 +18,23 @@
 
 #include "core/ops.h"
 #include "heads/det_ops.h"
+#include "nn/layer.h"
 #include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- layers shared by heads (heads/det_layers.c) ---------------------------------------- */
-typedef struct {
-  float *w;           /* [cout, cin, k, k] (BN folded) or linear [cout, cin] */
-  float *b;           /* [cout], never NULL */
-  int cin, cout, k;
-  rv_conv_algo algo;  /* rv_det_layer_conv's algorithm: RV_CONV_AUTO from loading; the box and
-                         mask heads set RV_CONV_AUTO_FAST on their RoI convs */
-} rv_det_layer;
-/* Load `<name>.weight` / `<name>.bias` (bias optional -> zeros). k = kernel size expected
- * (0 = linear, -k = ConvTranspose2d with weight [cin, cout, k, k]). For a ConvModule prefix with BN, call rv_det_layer_load_convmodule. */
-rv_status rv_det_layer_load(rv_det_layer *l, rv_params *p, const char *name, int k,
-                            rv_ctx *ctx);
-/* ConvModule `<prefix>.conv.{weight,bias}` with optional `<prefix>.bn.*` (eps 1e-5) folded. */
-rv_status rv_det_layer_load_convmodule(rv_det_layer *l, rv_params *p, const char *prefix,
-                                       int k, rv_ctx *ctx);
-void rv_det_layer_free(rv_det_layer *l);
-/* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3), with l->algo. */
-rv_status rv_det_layer_conv(float *y, const rv_det_layer *l, const float *x, int n, int h,
-                            int w, rv_act act, rv_arena *scratch);
+/* ---- RoI conv stacks (heads/det_layers.c) ---------------------------------------------- */
 /* Stack of nl 3x3 pad-1 conv + ReLU layers over n rois of s x s: x [n, cin, s, s] ->
- * y [n, cout, s, s] (y must not alias x). Each layer is one rv_det_layer_conv over all rois
+ * y [n, cout, s, s] (y must not alias x). Each layer is one rv_layer_conv over all rois
  * (with the layer's algo). RV_ERR_NOMEM if the scratch arena is short. */
-rv_status rv_det_conv_stack_rois(float *y, const rv_det_layer *layers, int nl, const float *x,
+rv_status rv_det_conv_stack_rois(float *y, const rv_layer *layers, int nl, const float *x,
                                  int n, int s, rv_arena *scratch);
-/* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */
-void rv_det_layer_linear(float *y, const rv_det_layer *l, const float *x, int n, rv_act act);
-/* 1 if `name` exists in w. */
-int rv_det_has(const rv_params *p, const char *name);
-
 /* ---- RPN (heads/rpn.c) ----------------------------------------------------------------- */
 typedef struct {
-  rv_det_layer conv;            /* rpn_conv 3x3 (+ReLU) */
-  rv_det_layer clsreg;          /* rpn_cls 1x1 (A rows) and rpn_reg 1x1 (4A rows) stacked: one
+  rv_layer conv;            /* rpn_conv 3x3 (+ReLU) */
+  rv_layer clsreg;          /* rpn_cls 1x1 (A rows) and rpn_reg 1x1 (4A rows) stacked: one
                                  * GEMM per level */
   int num_anchors;              /* nr * ns */
   float ratios[3], scales[1];   /* 0.5, 1, 2 and 8: base anchors per level (size = stride) */
@@ -84,10 +62,10 @@ rv_status rv_rpn_get_proposals(float **props, float **scores, int *n, const rv_r
 /* ---- RoI box heads (heads/bbox_heads.c) ------------------------------------------------ */
 typedef struct {
   int num_convs, num_fcs;
-  rv_det_layer convs[8];  /* shared_convs.i (ConvModule 3x3, BN folded, ReLU) */
-  rv_det_layer fcs[4];    /* shared_fcs.i (Linear + ReLU) */
-  rv_det_layer fc_cls;    /* K+1 (background last) */
-  rv_det_layer fc_reg;    /* 4K (class-specific) or 4 (class agnostic) */
+  rv_layer convs[8];  /* shared_convs.i (ConvModule 3x3, BN folded, ReLU) */
+  rv_layer fcs[4];    /* shared_fcs.i (Linear + ReLU) */
+  rv_layer fc_cls;    /* K+1 (background last) */
+  rv_layer fc_reg;    /* 4K (class-specific) or 4 (class agnostic) */
   int in_channels, roi_size, num_classes, class_agnostic;
   rv_bbox_coder coder;
 } rv_bbox_head;
@@ -102,9 +80,9 @@ rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
 /* ---- FCN mask head (heads/mask_head.c) ------------------------------------------------- */
 typedef struct {
   int num_convs;
-  rv_det_layer convs[8];   /* 3x3 + bias + ReLU */
-  rv_det_layer upsample;   /* ConvTranspose2d 2x2 s2 weight [cin, cout, 2, 2] + ReLU */
-  rv_det_layer logits;     /* 1x1 -> K */
+  rv_layer convs[8];   /* 3x3 + bias + ReLU */
+  rv_layer upsample;   /* ConvTranspose2d 2x2 s2 weight [cin, cout, 2, 2] + ReLU */
+  rv_layer logits;     /* 1x1 -> K */
   int in_channels, roi_size, num_classes;
 } rv_mask_head;
 rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
@@ -180,8 +158,8 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
 /* ---- RetinaNet (heads/retina.c) -------------------------------------------------------- */
 typedef struct {
   int stacked_convs;
-  rv_det_layer cls_convs[8], reg_convs[8]; /* 3x3 + ReLU (no norm) */
-  rv_det_layer cls, reg;                   /* retina_cls (A*K), retina_reg (A*4) */
+  rv_layer cls_convs[8], reg_convs[8]; /* 3x3 + ReLU (no norm) */
+  rv_layer cls, reg;                   /* retina_cls (A*K), retina_reg (A*4) */
   int num_anchors, num_classes;
   float ratios[3], scales[3];
 } rv_retina_head;

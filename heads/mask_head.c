@@ -13,16 +13,16 @@ rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(p, key)) break;
+    if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
     h->num_convs = i + 1;
   }
   snprintf(key, sizeof key, "%s.upsample", prefix);
-  if ((st = rv_det_layer_load(&h->upsample, p, key, -2, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->upsample, p, key, -2, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.conv_logits", prefix);
-  if ((st = rv_det_layer_load(&h->logits, p, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->logits, p, key, 1, ctx)) != RV_OK) goto fail;
   h->in_channels = h->num_convs ? h->convs[0].cin : h->upsample.cin;
   int c = h->in_channels;
   for (int i = 0; i < h->num_convs; i++) {
@@ -45,9 +45,9 @@ fail:
 }
 
 void rv_mask_head_free(rv_mask_head *h) {
-  for (int i = 0; i < 8; i++) rv_det_layer_free(&h->convs[i]);
-  rv_det_layer_free(&h->upsample);
-  rv_det_layer_free(&h->logits);
+  for (int i = 0; i < 8; i++) rv_layer_free(&h->convs[i]);
+  rv_layer_free(&h->upsample);
+  rv_layer_free(&h->logits);
 }
 
 /* rois per deconv + logits pass: its 2x upsampled maps take cu (2s)^2 floats per roi
@@ -88,7 +88,7 @@ rv_status rv_mask_head_forward(float *logits, const rv_mask_head *h, const float
     rv_deconv2x2_f32(up, x, h->upsample.w, h->upsample.b, m, h->upsample.cin, s, s, cu,
                      RV_ACT_RELU);
     if (!labels) {
-      rv_status st = rv_det_layer_conv(logits + (size_t)r0 * K * oo, &h->logits, up, m, s2, s2,
+      rv_status st = rv_layer_conv(logits + (size_t)r0 * K * oo, &h->logits, up, m, s2, s2,
                                        RV_ACT_NONE, scratch);
       if (st != RV_OK) {
         rv_arena_release(scratch, mk0);

@@ -19,17 +19,17 @@ rv_status rv_retina_head_load(rv_retina_head *h, rv_params *p, const char *prefi
   rv_status st = RV_OK;
   for (int i = 0; i < 8; i++) {
     snprintf(key, sizeof key, "%s.cls_convs.%d.conv.weight", prefix, i);
-    if (!rv_det_has(p, key)) break;
+    if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.cls_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->cls_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_layer_load_convmodule(&h->cls_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     snprintf(key, sizeof key, "%s.reg_convs.%d", prefix, i);
-    if ((st = rv_det_layer_load_convmodule(&h->reg_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
+    if ((st = rv_layer_load_convmodule(&h->reg_convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
     h->stacked_convs = i + 1;
   }
   snprintf(key, sizeof key, "%s.retina_cls", prefix);
-  if ((st = rv_det_layer_load(&h->cls, p, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->cls, p, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.retina_reg", prefix);
-  if ((st = rv_det_layer_load(&h->reg, p, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->reg, p, key, 3, ctx)) != RV_OK) goto fail;
   /* F(4x4) where the size rule allows (core/conv.c): the scores come straight from these
    * convs, no RoI in between to amplify their rounding, and the fixture errors stay well
    * within tolerance (bench/RESULTS.md, "Measurements behind the code's rules") */
@@ -66,14 +66,14 @@ fail:
 
 void rv_retina_head_free(rv_retina_head *h) {
   for (int i = 0; i < 8; i++) {
-    rv_det_layer_free(&h->cls_convs[i]);
-    rv_det_layer_free(&h->reg_convs[i]);
+    rv_layer_free(&h->cls_convs[i]);
+    rv_layer_free(&h->reg_convs[i]);
   }
-  rv_det_layer_free(&h->cls);
-  rv_det_layer_free(&h->reg);
+  rv_layer_free(&h->cls);
+  rv_layer_free(&h->reg);
 }
 
-static rv_status tower(float *out, const rv_det_layer *convs, int nconv, const rv_det_layer *last,
+static rv_status tower(float *out, const rv_layer *convs, int nconv, const rv_layer *last,
                        const float *x, int h, int w, rv_arena *arena) {
   int c = last->cin;
   rv_arena_mark mk = rv_arena_get_mark(arena);
@@ -83,10 +83,10 @@ static rv_status tower(float *out, const rv_det_layer *convs, int nconv, const r
   rv_status st = RV_OK;
   for (int i = 0; i < nconv && st == RV_OK; i++) {
     float *y = (i & 1) ? b : a;
-    st = rv_det_layer_conv(y, &convs[i], x, 1, h, w, RV_ACT_RELU, arena);
+    st = rv_layer_conv(y, &convs[i], x, 1, h, w, RV_ACT_RELU, arena);
     x = y;
   }
-  if (st == RV_OK) st = rv_det_layer_conv(out, last, x, 1, h, w, RV_ACT_NONE, arena);
+  if (st == RV_OK) st = rv_layer_conv(out, last, x, 1, h, w, RV_ACT_NONE, arena);
   rv_arena_release(arena, mk);
   return st;
 }

@@ -14,15 +14,15 @@ rv_rpn_cfg rv_rpn_cfg_default(void) {
 rv_status rv_rpn_head_load(rv_rpn_head *h, rv_params *p, const char *prefix,
                            rv_ctx *ctx) {
   memset(h, 0, sizeof *h);
-  rv_det_layer cls = {0}, reg = {0}; /* stacked into h->clsreg below, then freed */
+  rv_layer cls = {0}, reg = {0}; /* stacked into h->clsreg below, then freed */
   char key[256];
   rv_status st;
   snprintf(key, sizeof key, "%s.rpn_conv", prefix);
-  if ((st = rv_det_layer_load(&h->conv, p, key, 3, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&h->conv, p, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_cls", prefix);
-  if ((st = rv_det_layer_load(&cls, p, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&cls, p, key, 1, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.rpn_reg", prefix);
-  if ((st = rv_det_layer_load(&reg, p, key, 1, ctx)) != RV_OK) goto fail;
+  if ((st = rv_layer_load(&reg, p, key, 1, ctx)) != RV_OK) goto fail;
   h->ratios[0] = 0.5f;
   h->ratios[1] = 1.0f;
   h->ratios[2] = 2.0f;
@@ -58,19 +58,19 @@ rv_status rv_rpn_head_load(rv_rpn_head *h, rv_params *p, const char *prefix,
   memcpy(h->clsreg.w + ncls, reg.w, sizeof(float) * (size_t)reg.cout * reg.cin);
   memcpy(h->clsreg.b, cls.b, sizeof(float) * (size_t)cls.cout);
   memcpy(h->clsreg.b + cls.cout, reg.b, sizeof(float) * (size_t)reg.cout);
-  rv_det_layer_free(&cls);
-  rv_det_layer_free(&reg);
+  rv_layer_free(&cls);
+  rv_layer_free(&reg);
   return RV_OK;
 fail:
-  rv_det_layer_free(&cls);
-  rv_det_layer_free(&reg);
+  rv_layer_free(&cls);
+  rv_layer_free(&reg);
   rv_rpn_head_free(h);
   return st;
 }
 
 void rv_rpn_head_free(rv_rpn_head *h) {
-  rv_det_layer_free(&h->conv);
-  rv_det_layer_free(&h->clsreg);
+  rv_layer_free(&h->conv);
+  rv_layer_free(&h->clsreg);
 }
 
 rv_status rv_rpn_forward_level(rv_tensor *cls, rv_tensor *reg, const rv_rpn_head *h,
@@ -88,9 +88,9 @@ rv_status rv_rpn_forward_level(rv_tensor *cls, rv_tensor *reg, const rv_rpn_head
   rv_arena_mark mk = rv_arena_get_mark(arena);
   float *t = rv_arena_floats(arena, (size_t)h->conv.cout * hw);
   if (!t) return rv_error(ctx, RV_ERR_NOMEM, "rpn: out of memory");
-  rv_status st = rv_det_layer_conv(t, &h->conv, feat.data, 1, feat.h, feat.w, RV_ACT_RELU, arena);
+  rv_status st = rv_layer_conv(t, &h->conv, feat.data, 1, feat.h, feat.w, RV_ACT_RELU, arena);
   if (st == RV_OK)
-    st = rv_det_layer_conv(both, &h->clsreg, t, 1, feat.h, feat.w, RV_ACT_NONE, arena);
+    st = rv_layer_conv(both, &h->clsreg, t, 1, feat.h, feat.w, RV_ACT_NONE, arena);
   rv_arena_release(arena, mk);
   if (st != RV_OK) return rv_error(ctx, st, "rpn: convolution failed (out of scratch memory)");
   return RV_OK;

@@ -342,8 +342,8 @@ static void test_argsort_topk(void **state) {
   rv_arena_free(a);
 }
 
-static rv_det_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
-  rv_det_layer l = {0};
+static rv_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
+  rv_layer l = {0};
   size_t n = (size_t)cout * cin * (k ? k * k : 1);
   l.w = rv_malloc(n * sizeof(float));
   l.b = rv_malloc((size_t)cout * sizeof(float));
@@ -362,7 +362,7 @@ static rv_det_layer rand_layer(int cin, int cout, int k, uint64_t seed) {
 static void test_conv_stack_rois(void **state) {
   (void)state;
   const int n = 50, s = 14, c0 = 64;
-  rv_det_layer L[3] = {rand_layer(c0, 80, 3, 1), rand_layer(80, 48, 3, 2), rand_layer(48, 48, 3, 3)};
+  rv_layer L[3] = {rand_layer(c0, 80, 3, 1), rand_layer(80, 48, 3, 2), rand_layer(48, 48, 3, 3)};
   for (int i = 0; i < 3; i++) L[i].algo = RV_CONV_AUTO_FAST; /* as the box and mask heads load them */
   float *x = malloc(sizeof(float) * n * c0 * s * s), *y = malloc(sizeof(float) * n * 80 * s * s);
   float *r0 = malloc(sizeof(float) * n * 80 * s * s), *r1 = malloc(sizeof(float) * n * 80 * s * s);
@@ -382,18 +382,18 @@ static void test_conv_stack_rois(void **state) {
   assert_true(sc > 0.1);
   assert_true(e <= 1e-5 * sc);
   /* linear layer over rows == naive dot products */
-  rv_det_layer fc = rand_layer(37, 11, 0, 5);
+  rv_layer fc = rand_layer(37, 11, 0, 5);
   float out[7 * 11], xin[7 * 37];
   fill_rand(xin, 7 * 37, 6);
-  rv_det_layer_linear(out, &fc, xin, 7, RV_ACT_RELU);
+  rv_layer_linear(out, &fc, xin, 7, RV_ACT_RELU);
   for (int r = 0; r < 7; r++)
     for (int o = 0; o < 11; o++) {
       double acc = fc.b[o];
       for (int i = 0; i < 37; i++) acc += (double)xin[r * 37 + i] * fc.w[o * 37 + i];
       assert_float_equal(out[r * 11 + o], acc > 0 ? acc : 0, 1e-5);
     }
-  rv_det_layer_free(&fc);
-  for (int i = 0; i < 3; i++) rv_det_layer_free(&L[i]);
+  rv_layer_free(&fc);
+  for (int i = 0; i < 3; i++) rv_layer_free(&L[i]);
   free(x);
   free(y);
   free(r0);
@@ -405,7 +405,7 @@ static void test_conv_stack_rois(void **state) {
  * runs channels-last (rv_conv2d_winograd_rois_f32), NCHW only at its ends. Stacks of 1-4
  * layers (the ping-pong between the scratch buffer and y) on 7x7 and 14x14 rois equal
  * per-roi naive convs + ReLU within 1e-5 of the scale, and equal the layer-by-layer NCHW
- * convs (rv_det_layer_conv) bit for bit where the channels-last path runs. */
+ * convs (rv_layer_conv) bit for bit where the channels-last path runs. */
 static void test_conv_stack_rois_one_width(void **state) {
   (void)state;
   const int c = 40;
@@ -414,7 +414,7 @@ static void test_conv_stack_rois_one_width(void **state) {
     for (int nl = 1; nl <= 4; nl++) {
       const int n = s == 7 ? 61 : 13; /* n s s >= 2048: F(4x4) under AUTO_FAST */
       const size_t sz = (size_t)n * c * s * s;
-      rv_det_layer L[4];
+      rv_layer L[4];
       for (int i = 0; i < nl; i++) {
         L[i] = rand_layer(c, c, 3, 20 + i);
         L[i].algo = RV_CONV_AUTO_FAST;
@@ -430,7 +430,7 @@ static void test_conv_stack_rois_one_width(void **state) {
         rv_conv_params p = rv_conv_default_params(3, 1, 1);
         p.act = RV_ACT_RELU;
         rv_conv2d_naive_f32(r[i & 1], in, L[i].w, L[i].b, n, c, s, s, c, p);
-        assert_int_equal(rv_det_layer_conv(q[i & 1], &L[i], inq, n, s, s, RV_ACT_RELU, a), RV_OK);
+        assert_int_equal(rv_layer_conv(q[i & 1], &L[i], inq, n, s, s, RV_ACT_RELU, a), RV_OK);
         in = r[i & 1], inq = q[i & 1];
       }
       double e = max_abs_diff(y, in, sz), sc = max_abs(in, sz);
@@ -438,7 +438,7 @@ static void test_conv_stack_rois_one_width(void **state) {
       if (!(e <= 1e-5 * sc)) fail_msg("stack of %d on %dx%d: err %g scale %g", nl, s, s, e, sc);
       if (rv_winograd_rois_supported() && memcmp(y, inq, sizeof(float) * sz) != 0)
         fail_msg("stack of %d on %dx%d differs from the layer-by-layer convs", nl, s, s);
-      for (int i = 0; i < nl; i++) rv_det_layer_free(&L[i]);
+      for (int i = 0; i < nl; i++) rv_layer_free(&L[i]);
       free(x), free(y), free(r[0]), free(r[1]), free(q[0]), free(q[1]);
     }
   rv_arena_free(a);

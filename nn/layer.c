@@ -1,0 +1,71 @@
+/* Linear / conv / transposed-conv layers read through the parameter loader. See layer.h. */
+#include "nn/layer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_ctx *ctx) {
+  memset(l, 0, sizeof *l);
+  l->algo = RV_CONV_AUTO;
+  char key[512];
+  snprintf(key, sizeof key, "%s.weight", name);
+  const int kk = k < 0 ? -k : k;
+  /* linear [cout, cin]; conv [cout, cin, k, k]; transposed conv (k < 0) [cin, cout, k, k] */
+  const int64_t shape[4] = {-1, -1, kk, kk};
+  RV_TRY(rv_param_alloc(p, &l->w, NULL, key, k == 0 ? 2 : 4, shape, ctx));
+  const rv_wtensor *tw = rv_param_find(p, key);
+  l->cout = (int)tw->shape[k < 0 ? 1 : 0];
+  l->cin = (int)tw->shape[k < 0 ? 0 : 1];
+  l->k = kk;
+  snprintf(key, sizeof key, "%s.bias", name);
+  l->b = rv_calloc((size_t)l->cout, sizeof(float));
+  if (!l->b) {
+    rv_layer_free(l);
+    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory for key '%s'", rv_params_path(p), key);
+  }
+  if (rv_param_find(p, key)) {
+    const int64_t vec[1] = {l->cout};
+    rv_status st = rv_param_read(p, l->b, key, 1, vec, ctx);
+    if (st != RV_OK) {
+      rv_layer_free(l);
+      return st;
+    }
+  }
+  return RV_OK;
+}
+
+rv_status rv_layer_load_convmodule(rv_layer *l, rv_params *p, const char *prefix, int k,
+                                   rv_ctx *ctx) {
+  char key[512];
+  snprintf(key, sizeof key, "%s.conv", prefix);
+  RV_TRY(rv_layer_load(l, p, key, k, ctx));
+  snprintf(key, sizeof key, "%s.bn.running_mean", prefix);
+  if (!rv_param_find(p, key)) return RV_OK;
+  snprintf(key, sizeof key, "%s.bn", prefix);
+  rv_status st = rv_param_bn_fold(p, l->w, l->b, l->cout, (size_t)l->cin * l->k * l->k, key,
+                                  1e-5f, ctx);
+  if (st != RV_OK) rv_layer_free(l);
+  return st;
+}
+
+void rv_layer_free(rv_layer *l) {
+  rv_free(l->w);
+  rv_free(l->b);
+  l->w = l->b = NULL;
+}
+
+rv_status rv_layer_conv(float *y, const rv_layer *l, const float *x, int n, int h, int w,
+                        rv_act act, rv_arena *scratch) {
+  rv_conv_params p = rv_conv_default_params(l->k, 1, l->k / 2);
+  p.act = act;
+  p.algo = l->algo;
+  return rv_conv2d_f32(y, x, l->w, l->b, n, l->cin, h, w, l->cout, p, scratch);
+}
+
+void rv_layer_linear(float *y, const rv_layer *l, const float *x, int n, rv_act act) {
+  /* y[n, cout] = x[n, cin] * W[cout, cin]^T + b */
+  for (int r = 0; r < n; r++) memcpy(y + (size_t)r * l->cout, l->b, (size_t)l->cout * sizeof(float));
+  rv_gemm_f32(0, 1, n, l->cout, l->cin, 1.0f, x, l->cin, l->w, l->cin, 1.0f, y, l->cout);
+  if (act != RV_ACT_NONE) rv_act_f32(y, (size_t)n * l->cout, act);
+}
+
