@@ -259,14 +259,7 @@ void rv_gelu_serial_f32(float *x, size_t n);
 void rv_silu_serial_f32(float *x, size_t n);
 void rv_sigmoid_serial_f32(float *x, size_t n);
 
-/* Process start-up (call once from main, before any kernel and before other threads):
- * OpenBLAS DYNAMIC_ARCH builds fall back to generic SSE3 ("Prescott") kernels on CPUs newer
- * than their CPU table (e.g. OpenBLAS 0.3.21 on Emerald Rapids: sgemm 5-7x slower). If so,
- * and OPENBLAS_CORETYPE is unset, this sets it to the best kernel family the CPU supports
- * (SkylakeX for AVX-512, Haswell for AVX2+FMA, Sandybridge for AVX) and re-runs OpenBLAS's
- * kernel selection. Changes process-wide state (environment, OpenBLAS dispatch); a no-op
- * elsewhere. Returns the OpenBLAS core name in use afterwards. */
-const char *rv_blas_init(void);
+/* rv_blas_init (OpenBLAS kernel selection at process start-up): <ravlt/core.h>. */
 
 #ifdef __cplusplus
 }

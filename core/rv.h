@@ -17,42 +17,19 @@
 #include <stdint.h>
 #include <stdarg.h>
 
+/* The public types and functions (rv_status, rv_log_fn, rv_ctx, rv_arena, ...) are defined
+ * once, in the installed header; this file adds the library's internal helpers. */
+#include <ravlt/core.h>
+
+/* Marks a function of the public API (declared in the headers under include/ravlt/): exported from
+ * libravlt.so, which is built with hidden visibility. */
+#ifndef RV_API
+#define RV_API __attribute__((visibility("default")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef enum {
-  RV_OK = 0,
-  RV_ERR_IO,          /* file missing, unreadable, short read, write failure */
-  RV_ERR_FORMAT,      /* malformed or corrupt file contents */
-  RV_ERR_UNSUPPORTED, /* valid input this build does not handle (legacy .pth, dtype...) */
-  RV_ERR_ARG,         /* invalid argument or option value */
-  RV_ERR_SHAPE,       /* tensor shape mismatch / impossible size */
-  RV_ERR_NOMEM,       /* allocation failed */
-  RV_ERR_NOTFOUND,    /* missing tensor / key / entry */
-  RV_ERR_MODEL,       /* checkpoint does not match the requested architecture */
-  RV_ERR_INTERRUPTED, /* stopped by the caller (signal, cancel) */
-  RV_ERR_INTERNAL
-} rv_status;
-
-const char *rv_status_str(rv_status st);
-
-typedef enum { RV_LOG_DEBUG = 0, RV_LOG_INFO, RV_LOG_WARN, RV_LOG_ERROR } rv_log_level;
-typedef void (*rv_log_fn)(void *user, rv_log_level level, const char *msg);
-
-/* A context carries the last error message and the log hook. One context per thread of
- * control; it is not shared between threads concurrently. */
-typedef struct rv_ctx rv_ctx;
-
-rv_ctx *rv_ctx_create(void);
-void rv_ctx_free(rv_ctx *ctx);
-void rv_ctx_set_log(rv_ctx *ctx, rv_log_fn fn, void *user);
-void rv_ctx_set_log_level(rv_ctx *ctx, rv_log_level min_level);
-/* Number of threads kernels may use (OpenMP and OpenBLAS); 0 = all cores. */
-void rv_ctx_set_threads(rv_ctx *ctx, int n);
-int rv_ctx_threads(const rv_ctx *ctx);
-const char *rv_ctx_errmsg(const rv_ctx *ctx);
-void rv_ctx_clear_error(rv_ctx *ctx);
 
 /* Record an error (printf-style, one line) and return st. ctx may be NULL. */
 rv_status rv_error(rv_ctx *ctx, rv_status st, const char *fmt, ...)

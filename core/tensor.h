@@ -36,20 +36,13 @@ static inline float *rv_tensor_at(rv_tensor t, int n, int c, int y, int x) {
 /* Bump allocator for activations. Blocks grow geometrically; rv_arena_reset keeps them,
  * so after the first image a forward pass allocates nothing from the system. Every
  * allocation is 64-byte aligned. Not thread-safe: one arena per stream/state. */
-typedef struct rv_arena rv_arena;
-
-rv_arena *rv_arena_create(size_t initial_bytes);
-void rv_arena_free(rv_arena *a);
+/* rv_arena, rv_arena_create/free/reset/used/peak/capacity: <ravlt/core.h>. */
 void *rv_arena_alloc(rv_arena *a, size_t bytes);           /* NULL on failure */
 float *rv_arena_floats(rv_arena *a, size_t count);          /* NULL on failure/overflow */
-void rv_arena_reset(rv_arena *a);
 /* Marks let a function free its scratch on return: m = mark(); ... release(m). */
 typedef struct { size_t block; size_t used; } rv_arena_mark;
 rv_arena_mark rv_arena_get_mark(const rv_arena *a);
 void rv_arena_release(rv_arena *a, rv_arena_mark m);
-size_t rv_arena_used(const rv_arena *a);       /* bytes in use now */
-size_t rv_arena_peak(const rv_arena *a);       /* high-water mark since creation */
-size_t rv_arena_capacity(const rv_arena *a);   /* bytes reserved from the system */
 
 /* Tensor from the arena; data == NULL on failure or impossible size. */
 rv_tensor rv_tensor_new(rv_arena *a, int n, int c, int h, int w);

@@ -36,19 +36,9 @@ void rv_name_list_free(rv_name_list *l);
 /* <root>/images/validation and <root>/annotations/validation (both must exist). */
 rv_status rv_ade20k_layout(const char *root, char *img_dir, char *ann_dir, size_t cap, rv_ctx *ctx);
 
-typedef enum {
-  RV_ADE_PRED_ANNOTATION = 0, /* v = class v-1, 0 = no class (values 0..C) */
-  RV_ADE_PRED_ZERO_BASED = 1  /* v = class v (0..C-1); any larger value = no class (mmseg) */
-} rv_ade_pred_format;
-
-/* Add one image: both PNGs 8-bit grey of the same size. Labels outside 0..C and 255, and
- * annotation-convention predictions above C, are an error naming the file, value and pixel. */
-rv_status rv_ade20k_add_pair(rv_seg_areas *acc, const char *pred_png, const char *gt_png,
-                             rv_ade_pred_format fmt, rv_ctx *ctx);
-/* Every <name>.png of gt_dir against pred_dir/<name>.png (a missing prediction is an error),
- * images in parallel (threads: 0 = default); *n_images = count. */
-rv_status rv_ade20k_eval_dirs(rv_seg_areas *acc, const char *pred_dir, const char *gt_dir,
-                              rv_ade_pred_format fmt, int threads, size_t *n_images, rv_ctx *ctx);
+/* rv_ade_pred_format, rv_ade20k_add_pair (one prediction / annotation PNG pair; labels
+ * outside 0..C and 255, and annotation-convention predictions above C, are an error naming
+ * the file, value and pixel) and rv_ade20k_eval_dirs are public: <ravlt/eval.h>. */
 
 #ifdef __cplusplus
 }

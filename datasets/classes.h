@@ -13,13 +13,14 @@
 #ifndef RV_DATASETS_CLASSES_H
 #define RV_DATASETS_CLASSES_H
 
+#include <ravlt/classes.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define RV_COCO_NUM_CLASSES 80
-#define RV_ADE20K_NUM_CLASSES 150
-#define RV_IMAGENET_NUM_CLASSES 1000
+/* RV_*_NUM_CLASSES, rv_class_set, rv_class_set_find, rv_coco_label_of_category and
+ * rv_palette_color are public: <ravlt/classes.h>. The tables themselves are internal. */
 
 extern const char *const rv_coco_classes[RV_COCO_NUM_CLASSES];
 extern const int rv_coco_category_ids[RV_COCO_NUM_CLASSES];
@@ -28,22 +29,6 @@ extern const char *const rv_ade20k_classes[RV_ADE20K_NUM_CLASSES];
 extern const unsigned char rv_ade20k_palette[RV_ADE20K_NUM_CLASSES][3]; /* RGB */
 /* ILSVRC-2012 synset descriptions in class-index order ("tench, Tinca tinca", ...). */
 extern const char *const rv_imagenet_classes[RV_IMAGENET_NUM_CLASSES];
-
-/* label (0..79) of a COCO category id, or -1. */
-int rv_coco_label_of_category(int category_id);
-
-typedef struct {
-  const char *name;                    /* "coco", "ade20k", "imagenet" */
-  int n;
-  const char *const *classes;
-  const unsigned char (*palette)[3];   /* RGB, n entries */
-} rv_class_set;
-/* "coco" | "ade20k" | "imagenet" (case-insensitive); NULL if unknown. */
-const rv_class_set *rv_class_set_find(const char *name);
-
-/* A deterministic distinct colour for any index (for class sets without a palette):
- * golden-ratio hue steps at high saturation/value. */
-void rv_palette_color(int index, unsigned char rgb[3]);
 
 #ifdef __cplusplus
 }

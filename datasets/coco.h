@@ -38,73 +38,14 @@
 extern "C" {
 #endif
 
-typedef struct {
-  int64_t id;
-  int32_t width, height;
-  char *file_name; /* may be NULL */
-} rv_coco_image;
+/* rv_coco_image, rv_coco_category, rv_coco, rv_coco_area_mode, rv_coco_results and
+ * rv_coco_load / load_mem / free / find_image / find_category / load_results /
+ * load_results_mem / results_prepare / results_free / results_write / evaluate are public:
+ * <ravlt/eval.h>. */
 
-typedef struct {
-  int64_t id;
-  char *name; /* may be NULL */
-} rv_coco_category;
-
-typedef struct {
-  char *path;
-  rv_coco_image *images; size_t n_images;     /* file order */
-  rv_coco_category *cats; size_t n_cats;      /* file order */
-  rv_coco_obj *anns; size_t n_anns;           /* file order; segm filled when loaded with segm */
-  int has_segm;
-  int64_t *img_ids_sorted; size_t *img_idx_sorted; /* lookup by id */
-  int64_t *cat_ids_sorted; size_t *cat_idx_sorted;
-} rv_coco;
-
-/* Load a COCO instances file. load_segm: convert every annotation's segmentation to an RLE
- * (needed for segm evaluation). threads: 0 = default. Errors name the file and the entry
- * (e.g. "gt.json: annotations[12]: 'bbox' must be 4 numbers"). */
-rv_status rv_coco_load(rv_coco **out, const char *path, int load_segm, int threads, rv_ctx *ctx);
-/* Same from a JSON text in memory (name is used in messages). */
-rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const char *name, int load_segm,
-                           int threads, rv_ctx *ctx);
-void rv_coco_free(rv_coco *c);
-const rv_coco_image *rv_coco_find_image(const rv_coco *c, int64_t id);
-const rv_coco_category *rv_coco_find_category(const rv_coco *c, int64_t id);
-
-typedef enum { RV_COCO_AREA_BOX = 0, RV_COCO_AREA_MASK = 1 } rv_coco_area_mode;
-
-typedef struct {
-  rv_coco_obj *dets;
-  size_t n;
-  size_t n_unknown_category;
-  void *pool; /* run lengths of the masks read from a file (their segm.borrowed is set) */
-} rv_coco_results;
-
-/* Load a results file (a JSON list of {image_id, category_id, score, bbox?, segmentation?})
- * and apply rv_coco_results_prepare. */
-rv_status rv_coco_load_results(rv_coco_results *r, const rv_coco *gt, const char *path, rv_iou_type t,
-                               rv_coco_area_mode mode, int threads, rv_ctx *ctx);
-rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
-                                   const char *name, rv_iou_type t, rv_coco_area_mode mode, int threads,
-                                   rv_ctx *ctx);
-/* loadRes rules on detections filled in memory (image_id, category_id, score, has_bbox/bbox,
- * has_segm/segm): ids, areas, missing boxes or masks, image and mask size checks. The
- * segmentations must be in the gt image's size. `what` names the source in messages. */
-rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t,
-                                  rv_coco_area_mode mode, const char *what, rv_ctx *ctx);
-void rv_coco_results_free(rv_coco_results *r);
 /* dst takes over src's mask memory: call it when detections read into src are moved into dst
  * (src's masks may borrow from it). */
 void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src);
-
-/* Write detections as a COCO results JSON (the format mmdet's results2json writes; bbox and
- * score with 17 significant digits, segmentation as compressed RLE when with_segm), to a
- * temporary file renamed into place. */
-rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_t n, int with_segm,
-                                rv_ctx *ctx);
-
-/* Evaluate results against the gt with the gt's images and categories (evaluate + accumulate). */
-rv_status rv_coco_evaluate(rv_cocoeval **ev, const rv_coco *gt, const rv_coco_results *res,
-                           const rv_cocoeval_params *p, rv_ctx *ctx);
 
 #ifdef __cplusplus
 }

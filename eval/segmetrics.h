@@ -21,30 +21,16 @@
 #define RV_EVAL_SEGMETRICS_H
 
 #include "core/rv.h"
+#include <ravlt/eval.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct {
-  int num_classes;
-  int64_t *intersect, *union_, *pred, *label; /* num_classes each */
-} rv_seg_areas;
+/* rv_seg_areas, rv_seg_metrics and rv_seg_areas_init / free / reset / merge / add_u8 /
+ * add_i32, rv_seg_metrics_compute / free are public: <ravlt/eval.h>. */
 
-rv_status rv_seg_areas_init(rv_seg_areas *a, int num_classes, rv_ctx *ctx);
-void rv_seg_areas_free(rv_seg_areas *a);
-void rv_seg_areas_reset(rv_seg_areas *a);
-/* dst += src (same class count). */
-void rv_seg_areas_merge(rv_seg_areas *dst, const rv_seg_areas *src);
-
-/* One image (n pixels, any layout as long as pred and label match): pred holds class indices
- * (0..C-1; other values count as "no class"), label the raw label map. ignore_index: 255 in
- * mmseg. reduce_zero_label: the ADE20K convention described above. */
-void rv_seg_areas_add_u8(rv_seg_areas *a, const uint8_t *pred, const uint8_t *label, size_t n,
-                         int reduce_zero_label, int ignore_index);
-void rv_seg_areas_add_i32(rv_seg_areas *a, const int32_t *pred, const uint8_t *label, size_t n,
-                          int reduce_zero_label, int ignore_index);
 /* The label after reduce_zero_label (uint8 wrap included). */
 static inline uint8_t rv_seg_reduce_label(uint8_t v) {
   uint8_t x = v == 0 ? 255 : v;
@@ -52,14 +38,6 @@ static inline uint8_t rv_seg_reduce_label(uint8_t v) {
   return x == 254 ? 255 : x;
 }
 
-typedef struct {
-  int num_classes;
-  double aAcc, mIoU, mAcc;
-  double *iou, *acc; /* num_classes each, NaN where undefined (0/0) */
-} rv_seg_metrics;
-
-rv_status rv_seg_metrics_compute(rv_seg_metrics *m, const rv_seg_areas *a, rv_ctx *ctx);
-void rv_seg_metrics_free(rv_seg_metrics *m);
 /* np.nanmean: NaNs count as 0 in the pairwise sum over all n, divided by the non-NaN count
  * (NaN when every entry is NaN). */
 double rv_nanmean(const double *v, size_t n);

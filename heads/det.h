@@ -19,6 +19,7 @@
 #include "core/ops.h"
 #include "heads/det_ops.h"
 #include "nn/layer.h"
+#include <ravlt/model.h>
 #include "nn/param.h"
 
 #ifdef __cplusplus
@@ -121,15 +122,7 @@ typedef struct {
                    * classes' channels only, as without a hook) */
 } rv_det_trace;
 
-/* Final detections of one image (arrays from the arena). */
-typedef struct {
-  int n;
-  float *bboxes;          /* [n, 4] original-image coordinates */
-  float *scores;          /* [n] */
-  int *labels;            /* [n] class index 0..K-1 */
-  unsigned char *masks;   /* [n, mask_h, mask_w] 0/1 or NULL */
-  int mask_h, mask_w;
-} rv_detections;
+/* Final detections of one image: rv_detections, defined in <ravlt/model.h>. */
 
 /* BBoxHead.get_bboxes: softmax of the (stage-averaged) logits [n, K+1] (double), decode of
  * reg [n, 4K] on rois [n, 5] (clipped to img), division by the scale factor, multiclass NMS

@@ -77,9 +77,7 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
                               const rv_img_meta *meta, const rv_det_trace *trace,
                               rv_arena *arena, rv_ctx *ctx);
 
-/* order[0..n) = detection indices sorted by label, NMS order within a label (mmdet
- * bbox2result / results2json order). */
-void rv_detections_class_order(int *order, const rv_detections *det);
+/* rv_detections_class_order (mmdet bbox2result order): <ravlt/model.h>. */
 
 #ifdef __cplusplus
 }

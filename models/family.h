@@ -13,12 +13,13 @@
 #define RV_MODELS_FAMILY_H
 
 #include "core/weights.h"
+#include <ravlt/model.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum { RV_TASK_SEGMENT = 0, RV_TASK_DETECT } rv_task;
+/* rv_task (RV_TASK_SEGMENT, RV_TASK_DETECT): <ravlt/model.h>. */
 
 /* X(ID, arch, alias, name prefix, mmcv model.type, mmcv decode_head.type, sniff key, task).
  * Sniffing tries the rows in this order. */
