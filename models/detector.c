@@ -71,7 +71,7 @@ rv_status rv_detector_load_params(rv_detector **out, const rv_detector_config *c
                                   rv_params *p, rv_ctx *ctx) {
   *out = NULL;
   const rv_weights *w = p->w;
-  rv_det_arch found;
+  rv_det_arch found = cfg->arch;
   if (rv_detector_guess_arch(&found, w, NULL) == RV_OK && found != cfg->arch)
     return rv_error(ctx, RV_ERR_MODEL, "%s: the checkpoint is a %s, not a %s", rv_weights_path(w),
                     rv_det_arch_name(found), rv_det_arch_name(cfg->arch));
