@@ -5,6 +5,8 @@
 #include "core/image.h"
 #include "core/ops.h"
 
+#include <ravlt/version.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +34,7 @@ int main(int argc, char **argv) {
   int i = 1;
   while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--")) { /* the globals' extent */
     if (rv_cli_is_help(argv[i])) { usage(stdout); return 0; }
-    if (strcmp(argv[i], "--version") == 0) { printf("ravlt 0.1.0%s\n", rv_mpi_built() ? " (MPI)" : ""); return 0; }
+    if (strcmp(argv[i], "--version") == 0) { printf("ravlt %s%s\n", rv_version(), rv_mpi_built() ? " (MPI)" : ""); return 0; }
     i += !strcmp(argv[i], "--threads") && i + 1 < argc ? 2 : 1;
   }
   rv_opts_result r;
