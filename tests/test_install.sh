@@ -8,6 +8,7 @@
 #    to the prefix's libravlt.so.0 (found through LD_LIBRARY_PATH: the .pc sets no rpath),
 #    run on a fixture checkpoint: its classes and pixel counts equal the label PNG that the
 #    installed `ravlt segment` writes (value k+1 = class k);
+#  - the README's C example builds with pkg-config and runs;
 #  - the same example built by a tiny CMake project with find_package(ravlt) and
 #    ravlt::ravlt (CMake's build rpath), and statically with `pkg-config --static`;
 #  - the exported dynamic symbols are exactly the RV_API declarations of include/ravlt/;
@@ -95,6 +96,14 @@ LD_LIBRARY_PATH=$libdir "$tmp/histo" "$tmp/seg/image.png" > "$tmp/png_counts.txt
 diff "$tmp/classes_counts.txt" "$tmp/png_counts.txt" ||
   fail "the example's classes/pixel counts ('<') differ from ravlt segment's label PNG ('>')"
 ok "example: $(wc -l < "$tmp/classes.txt") classes, the same pixel counts as 'ravlt segment'"
+
+# the README's C example, compiled the way the README says
+awk '/^```c$/ {on = 1; next} on && /^```$/ {exit} on' "$src/README.md" > "$tmp/readme.c"
+[ -s "$tmp/readme.c" ] || fail "no \`\`\`c block in README.md"
+cc "$tmp/readme.c" -o "$tmp/readme" $(pkg-config --cflags --libs ravlt) || fail "the README's C example does not build"
+readme_out=$(LD_LIBRARY_PATH=$libdir "$tmp/readme" "$ckpt" "$img") || fail "the README's C example failed"
+grep -q '^[^/]* / [^/]*$' <<< "$readme_out" || fail "the README's C example printed '$readme_out'"
+ok "README example: $readme_out"
 
 # static: pkg-config --static (Libs.private, Requires.private) with libravlt.a
 cc "$src/examples/segment_classes.c" -o "$tmp/sc_static" $(pkg-config --cflags ravlt) \
