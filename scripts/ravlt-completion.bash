@@ -1,7 +1,7 @@
 # bash completion for ravlt (installed as share/bash-completion/completions/ravlt).
 # Everything is read from the help text at completion time, so it follows the binary that
 # is installed: command names from `ravlt --help` (the lines under "commands:"), global
-# options from its usage line, a command's options from `ravlt CMD --help` (lines that
+# options from its usage line and option lines, a command's options from `ravlt CMD --help` (lines that
 # start with spaces then --option); a command whose help lists "ravlt CMD SUB ..." lines
 # (ravlt eval coco / ade20k) completes SUB, then SUB's options from `ravlt CMD SUB --help`.
 # Other words complete as file names.
@@ -18,10 +18,11 @@ _ravlt_words() {  # _ravlt_words BIN [CMD [SUB]]: the candidate words, cached pe
   if [ "$key" = . ]; then
     words=$("$bin" --help 2>/dev/null | awk '
       /^usage:/ { for (i = 1; i <= NF; i++) if (match($i, /--[A-Za-z0-9][A-Za-z0-9-]*/)) opts = opts " " substr($i, RSTART, RLENGTH) }
+      /^ +(-[A-Za-z0-9], )?--[A-Za-z0-9]/ { if (match($0, /--[A-Za-z0-9][A-Za-z0-9-]*/)) opts = opts " " substr($0, RSTART, RLENGTH) }
       /^commands:/ { on = 1; next }
       on && /^  [a-z]/ { cmds = cmds " " $1 }
       on && /^$/ { on = 0 }
-      END { print cmds " --help --version" opts }')
+      END { print cmds " --help --version" opts }' | tr ' ' '\n' | awk 'NF && !seen[$0]++' | tr '\n' ' ')
   else
     local help
     help=$("$bin" $key --help 2>/dev/null)
