@@ -1,4 +1,4 @@
-"""Loading libravlt.so and the ctypes signatures of its flat entry points (models/pyapi.h)."""
+"""Loading libravlt.so and the ctypes signatures of its flat entry points (<ravlt/pyapi.h>)."""
 import ctypes
 import ctypes.util
 import os
@@ -7,7 +7,7 @@ import sysconfig
 
 import numpy as np
 
-ABI = 1  # RV_PY_ABI of models/pyapi.h
+ABI = 1  # RV_PY_ABI of include/ravlt/pyapi.h
 
 
 class Error(RuntimeError):

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# `cmake --install` puts the Python package into <prefix>/lib/python3/dist-packages/ravlt, and
+# `PYTHONPATH=<prefix>/lib/python3/dist-packages python3 -c "import ravlt"` works with nothing
+# else set (env -i): the package finds the installed libravlt.so.0 by itself, at <prefix>/lib
+# (GNUInstallDirs' libdir for a staging prefix) and at <prefix>/lib/<multiarch> (its libdir for
+# prefix /usr on Debian), and evaluates a fixture with pycocotools' numbers from there.
+#   bash tests/test_python_install.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+set -euo pipefail
+BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
+BUILD=$(dirname "$BIN")
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+cmake --install "$BUILD" --prefix "$W/p" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
+SITE=lib/python3/dist-packages
+for f in __init__.py _lib.py cocotools/__init__.py cocotools/coco.py cocotools/cocoeval.py cocotools/mask.py; do
+  [ -f "$W/p/$SITE/ravlt/$f" ] || { echo "test_python_install: $SITE/ravlt/$f not installed" >&2; exit 1; }
+done
+if find "$W/p/$SITE" -name __pycache__ | grep -q .; then echo "test_python_install: __pycache__ installed" >&2; exit 1; fi
+LIBSO=$(find "$W/p" -name 'libravlt.so.0' | head -1)
+[ -n "$LIBSO" ] || { echo "test_python_install: no libravlt.so.0 installed" >&2; exit 1; }
+MULTI=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH") or "")')
+# a second prefix laid out as GNUInstallDirs does for /usr: the library in lib/<multiarch>
+mkdir -p "$W/q/lib/$MULTI"
+cp -a "$(dirname "$LIBSO")"/libravlt.so* "$W/q/lib/$MULTI/"
+cp -a "$W/p/lib/python3" "$W/q/lib/"
+CHECK='
+import os, sys, io, json, contextlib
+import ravlt
+prefix, fix = sys.argv[1], sys.argv[2]
+lib = os.path.realpath(ravlt._lib.path)
+assert lib.startswith(os.path.realpath(prefix) + os.sep), "library from " + lib + ", not from " + prefix
+from ravlt.cocotools import COCO, COCOeval
+d = os.path.join(fix, "coco_eval", "03_crowd")
+with contextlib.redirect_stdout(io.StringIO()):
+    gt = COCO(os.path.join(d, "gt.json"))
+    ev = COCOeval(gt, gt.loadRes(os.path.join(d, "dt_segm.json")), "segm")
+    ev.evaluate(); ev.accumulate(); ev.summarize()
+assert list(ev.stats) == json.load(open(os.path.join(d, "expected.json")))["segm"]["stats"]
+print("ok", lib)
+'
+for prefix in "$W/p" "$W/q"; do
+  out=$(cd / && env -i PYTHONPATH="$prefix/$SITE" "$PY" -c "$CHECK" "$prefix" "$FIX") || { echo "test_python_install: import from $prefix failed" >&2; exit 1; }
+  echo "$out"
+done
+# nothing found: a clear ImportError naming RAVLT_LIBRARY, not a crash
+rm -f "$W/q/lib/$MULTI"/libravlt.so*
+if out=$(cd / && env -i PYTHONPATH="$W/q/$SITE" "$PY" -c 'import ravlt' 2>&1); then
+  echo "test_python_install: import without a library succeeded" >&2; exit 1
+fi
+echo "$out" | grep -q 'ImportError: ravlt: libravlt.so not found; set RAVLT_LIBRARY' || { echo "$out"; echo "test_python_install: unexpected error without a library" >&2; exit 1; }
+echo "test_python_install: installed package imports and evaluates from both layouts"
