@@ -24,6 +24,7 @@ rv_ctx *rv_cli_ctx(void) {
   rv_ctx_set_log(ctx, log_stderr, NULL);
   rv_ctx_set_log_level(ctx, rv_cli.quiet ? RV_LOG_WARN : rv_cli.verbose ? RV_LOG_DEBUG : RV_LOG_INFO);
   rv_ctx_set_threads(ctx, rv_cli.threads);
+  if (rv_cli.max_pixels > 0) rv_ctx_set_max_pixels(ctx, rv_cli.max_pixels);
   return ctx;
 }
 

@@ -1,10 +1,12 @@
 /* `ravlt detect [--weights W] IMAGE...`: object detection / instance segmentation with an
  * mmdet checkpoint (Cascade Mask R-CNN, Mask R-CNN, RetinaNet); without --weights the
  * built-in demo detector (synthetic shapes). */
+#define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "apps/outputs.h"
 #include "core/fs.h"
 #include "apps/shard.h"
 #include "datasets/coco.h"
@@ -59,7 +61,14 @@ const rv_cmd_spec rv_spec_detect = {
     "COCO image ids of the --json results: with --ann, the id of the image of the same file\n"
     "name in GT.json (an input missing there is an error); without --ann, when every input's\n"
     "file stem is all digits (COCO's 000000397133.jpg), that number; else the position of the\n"
-    "image in the sorted input list + 1.\n",
+    "image in the sorted input list + 1.\n"
+    "\n"
+    "Every output is checked before the first image (folders writable, no output over an\n"
+    "input, no two inputs drawing to the same file name: clashes are listed and nothing is\n"
+    "written). Files are written to a temporary beside them and renamed (a symlink is written\n"
+    "through, a device in place). Exit status: 0 done; 1 some images failed (each is named;\n"
+    "the JSON holds the others' results); 2 usage; 128+N stopped by signal N (SIGINT, SIGTERM,\n"
+    "SIGHUP: the JSON holds the images done; a second signal exits at once).\n",
     "  ravlt detect --weights cascade_ravlt_s.pth --out-dir out photo.jpg\n"
     "  ravlt detect --weights cascade_ravlt_s.pth --ann instances_val2017.json --json dets.json --no-draw val2017/\n"
     "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
@@ -142,13 +151,48 @@ int rv_cmd_detect(int argc, char **argv) {
   rv_part_image *part = NULL;
   size_t n_part = 0;
   int64_t *ids = NULL;
+  char **outs = NULL, segm[4096] = "", side[4096] = "";
+  const char **from = NULL;
+  int nouts = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  if (json) {
+    size_t n = strlen(json);
+    int ext = n > 5 && !strcmp(json + n - 5, ".json");
+    snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(ext ? n - 5 : n), json);
+    snprintf(side, sizeof side, "%.*s.shard.json", (int)(ext ? n - 5 : n), json);
+  }
+  /* every output checked before the model loads: folders, no output over an input, no clash */
+  if (st == RV_OK && draw) st = rv_out_check_dir(out_dir, ctx);
+  if (st == RV_OK && (!(outs = calloc((size_t)list.n + 4, sizeof *outs)) || !(from = calloc((size_t)list.n + 4, sizeof *from))))
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int i = 0; st == RV_OK && draw && i < list.n; i++) {
+    if (!rv_shard_has(&shard, (size_t)i)) continue;
+    char out[4096];
+    rv_cli_out_name(out, sizeof out, out_dir, list.paths[i], "_det.jpg");
+    from[nouts] = list.paths[i];
+    if (!(outs[nouts++] = strdup(out))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  if (st == RV_OK && json) {
+    const char *extra[3] = {json, rv_cli_json_stdout(json) ? NULL : segm, shard_spec ? side : NULL};
+    for (int k = 0; k < 3 && st == RV_OK; k++) {
+      if (!extra[k]) continue;
+      from[nouts] = "--json";
+      if (!(outs[nouts++] = strdup(extra[k]))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    }
+  }
+  if (st == RV_OK) {
+    const char **ins = calloc((size_t)list.n + 2, sizeof *ins);
+    if (!ins) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    for (int i = 0; ins && i < list.n; i++) ins[i] = list.paths[i];
+    if (ins) ins[list.n] = o.ann;
+    if (ins) st = rv_cli_outputs_check((const char *const *)outs, from, nouts, ins, list.n + 1, ctx);
+    free(ins);
+  }
   if (st == RV_OK && !(ids = malloc(sizeof *ids * (size_t)(list.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK) st = image_ids(ids, &list, o.ann, ctx);
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model(&m, weights, name, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, weights, "segment", ctx);
-  if (st == RV_OK && draw) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_json_stdout(json) && rv_detector_has_masks(rv_model_detector(m)))
@@ -165,9 +209,12 @@ int rv_cmd_detect(int argc, char **argv) {
 
   rv_progress prog;
   rv_progress_start(&prog, "detect", (long)rv_shard_size(&shard, (size_t)list.n));
-  int failed = 0;
+  int failed = 0, done = 0;
   long total = 0;
-  for (int i = 0; i < list.n; i++) {
+  const char **failed_names = calloc((size_t)list.n + 1, sizeof *failed_names);
+  if (!failed_names) { rc = rv_cli_fail(ctx, "detect", rv_error(ctx, RV_ERR_NOMEM, "out of memory")); goto out; }
+  rv_cli_signals_install(1);
+  for (int i = 0; i < list.n && !rv_cli_stop_signal(); i++) {
     if (!rv_shard_has(&shard, (size_t)i)) continue;
     const char *path = list.paths[i];
     rv_image img = {0};
@@ -203,12 +250,13 @@ int rv_cmd_detect(int argc, char **argv) {
       if (st == RV_OK) st = rv_image_write(out, &img, ctx);
     }
     if (st != RV_OK) {
-      fprintf(stderr, "%sravlt detect: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
-      failed++;
+      fprintf(stderr, "%sravlt detect: %s: %s\n", rv_progress_break(&prog), path, rv_ctx_errmsg(ctx));
+      failed_names[failed++] = path;
     } else {
       int shown = 0;
       for (int k = 0; k < det.n; k++) shown += det.scores[k] >= thr;
       total += det.n;
+      done++;
       rv_log(ctx, RV_LOG_DEBUG, "%s: %d detections (%d >= %.2f) in %.3f s", path, det.n, shown, thr, rv_now() - t0);
     }
     free(dd);
@@ -218,27 +266,36 @@ int rv_cmd_detect(int argc, char **argv) {
     rv_progress_step(&prog, 1);
   }
   rv_progress_end(&prog);
-  if (res && !failed) {
-    char segm[4096];
-    size_t n = strlen(json);
-    if (n > 5 && !strcmp(json + n - 5, ".json")) snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(n - 5), json);
-    else snprintf(segm, sizeof segm, "%s.segm.json", json);
+  int sig = rv_cli_stop_signal();
+  if (res) { /* the results of every image that succeeded (and ran, after a signal) */
     int masks = rv_detector_has_masks(rv_model_detector(m));
-    st = rv_cli_json_stdout(json) ? rv_det_json_fwrite(res, stdout, 0, ctx) : rv_det_json_write(res, json, segm, ctx);
+    st = rv_cli_json_stdout(json) ? rv_det_json_fwrite(res, stdout, 0, ctx) : rv_det_json_write(res, json, masks ? segm : NULL, ctx);
     if (st == RV_OK && part) {
-      char side[4096];
-      snprintf(side, sizeof side, "%.*s.shard.json", (int)(n > 5 && !strcmp(json + n - 5, ".json") ? n - 5 : n), json);
-      st = rv_part_write_coco(side, &shard, (size_t)list.n, NULL, json, masks ? segm : NULL, part, n_part, ctx);
+      rv_part_run run = {"", (long long)rv_det_json_count(res), -1};
+      rv_digest items;
+      rv_digest_init(&items);
+      for (int i = 0; i < list.n; i++) rv_digest_str(&items, list.paths[i]);
+      rv_part_run_id(&run, weights, name ? name : "", o.ann, &items);
+      st = rv_part_write_coco(side, &shard, (size_t)list.n, NULL, json, masks ? segm : NULL, part, n_part, &run, ctx);
     }
-    if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
-  } else if (res) {
-    fprintf(stderr, "ravlt detect: %d image(s) failed; %s not written\n", failed, json);
+    if (st != RV_OK) { rv_cli_signals_restore(); free(failed_names); rc = rv_cli_fail(ctx, "detect", st); goto out; }
   }
-  if (!rv_cli.quiet)
-    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s\n", (int)rv_shard_size(&shard, (size_t)list.n) - failed, total,
-            draw ? ", drawings in " : "", draw ? out_dir : "");
-  rc = failed ? 1 : 0;
+  rv_cli_signals_restore();
+  if (sig) fprintf(stderr, "ravlt detect: stopped by signal %d; the outputs hold the images done before it\n", sig);
+  if (!rv_cli.quiet || failed)
+    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s%s%s\n", done, total, draw ? ", drawings in " : "", draw ? out_dir : "",
+            res && !rv_cli_json_stdout(json) ? ", results in " : "", res && !rv_cli_json_stdout(json) ? json : "");
+  if (failed) {
+    fprintf(stderr, "ravlt detect: %d image(s) failed (not in the results):", failed);
+    for (int k = 0; k < failed; k++) fprintf(stderr, " %s", failed_names[k]);
+    fputc('\n', stderr);
+  }
+  free(failed_names);
+  rc = rv_cli_signal_exit_code(failed ? 1 : 0);
 out:
+  for (int k = 0; outs && k < nouts; k++) free(outs[k]);
+  free(outs);
+  free(from);
   free(ids);
   free(part);
   free(cat_ids);

@@ -21,6 +21,7 @@
 #include "apps/model_run.h"
 #include "core/fs.h"
 #include "apps/mpi_run.h"
+#include "apps/outputs.h"
 #include "apps/shard.h"
 #include "datasets/ade20k.h"
 #include "datasets/classes.h"
@@ -49,7 +50,7 @@ typedef struct {
   const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec, *iou_type, *area_mode_s;
   rv_iou_type iou;
   rv_coco_area_mode area_mode;
-  int mmdet_maxdets;
+  int mmdet_maxdets, resume;
   rv_shard shard;
 } coco_opts;
 
@@ -83,6 +84,10 @@ static const rv_opt COCO_OPTS[] = {
      "model mode: run only images k with k mod N == i (0 <= i < N) and write a\n"
      "part for `ravlt merge` (needs --output: R.json, R.segm.json,\n"
      "R.shard.json) instead of evaluating", 0},
+    {"--resume", NULL, RV_OPT_FLAG, offsetof(coco_opts, resume), 0, 0, NULL, NULL,
+     "model mode, with --output: the images R.shard.json lists as done (an\n"
+     "earlier run that failed on some images or was stopped by a signal) are\n"
+     "not run again; their results are read from R.json", 0},
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_coco = {
@@ -94,7 +99,13 @@ const rv_cmd_spec rv_spec_eval_coco = {
     "evaluate bbox and, when the model has masks, segm.\n",
     COCO_OPTS, 0,
     "mpirun -np N ravlt eval coco ... (a -DRAVLT_MPI=ON build): rank r runs images k with\n"
-    "k mod N == r, rank 0 gathers the detections and prints the one-run stats.\n",
+    "k mod N == r, rank 0 gathers the detections and prints the one-run stats.\n"
+    "\n"
+    "An image that fails (unreadable, wrong size) is named and the others run (with --shard the\n"
+    "part is all or nothing: the run stops); no stats are printed then (they would be computed\n"
+    "without it): with --output, R.json keeps the results of the images done and R.shard.json\n"
+    "lists them, so that --resume runs only the missing ones. SIGINT, SIGTERM, SIGHUP: the\n"
+    "same with the images done so far, exit 128+N.\n",
     "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
     "  ravlt eval coco --ann instances_val2017.json --results dets.segm.json --iou-type segm --json -\n"
     "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n",
@@ -151,9 +162,27 @@ static rv_status append_dets(rv_coco_results *box, size_t *box_cap, rv_coco_resu
 /* Model mode: run the detector over the gt's images (sorted by id; only the shard's), fill
  * box (and seg when the model has masks), the results JSON writer dj (may be NULL) and the
  * image list of the part. */
+static int id_done(const int64_t *done, size_t n, int64_t id) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (done[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < n && done[lo] == id;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, const rv_model *m,
                                          rv_coco_results *box, rv_coco_results *seg, rv_det_json *dj,
-                                         rv_part_image *imgs, size_t *n_imgs, rv_ctx *ctx) {
+                                         rv_part_image *imgs, size_t *n_imgs, const int64_t *skip, size_t n_skip,
+                                         size_t *failed, rv_ctx *ctx) {
+  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
+  const int keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
   rv_arena *arena = rv_arena_create(0);
   if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   int K = rv_model_num_classes(m);
@@ -169,9 +198,14 @@ static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, 
   rv_progress_start(&prog, "eval coco", (long)mine);
   rv_status st = RV_OK;
   double t_model = 0, t0 = rv_now();
-  for (size_t k = 0; k < gt->n_images && st == RV_OK; k++) {
+  *failed = 0;
+  for (size_t k = 0; k < gt->n_images && st == RV_OK && !rv_cli_stop_signal(); k++) {
     if (!rv_shard_has(&o->shard, k)) continue;
     const rv_coco_image *im = &gt->images[gt->img_idx_sorted[k]];
+    if (n_skip && id_done(skip, n_skip, im->id)) {
+      rv_progress_step(&prog, 1);
+      continue;
+    }
     if (!im->file_name || !im->file_name[0]) {
       st = rv_error(ctx, RV_ERR_FORMAT, "%s: image %lld has no file_name", o->ann, (long long)im->id);
       break;
@@ -196,6 +230,7 @@ static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, 
     }
     if (st == RV_OK && dj) st = rv_det_json_add(dj, im->id, &det, order, cat_ids, ctx);
     if (st == RV_OK) {
+      rv_log(ctx, RV_LOG_DEBUG, "image %lld (%s): %d detections", (long long)im->id, im->file_name, det.n);
       imgs[*n_imgs].id = im->id;
       imgs[*n_imgs].width = im->width;
       imgs[*n_imgs].height = im->height;
@@ -205,6 +240,11 @@ static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, 
       char msg[1024];
       snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx));
       st = rv_error(ctx, st, "image %lld (%s): %s", (long long)im->id, im->file_name, msg);
+      if (keep_going) {
+        fprintf(stderr, "%sravlt eval coco: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
+        (*failed)++;
+        st = RV_OK;
+      }
     }
     free(order);
     rv_image_free(&img);
@@ -214,7 +254,7 @@ static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, 
   }
   rv_progress_end(&prog);
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", done,
+    rv_log(ctx, RV_LOG_INFO, "%zu images run, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", done,
            box->n, rv_now() - t0, t_model, t_model > 0 ? (double)done / t_model : 0.0);
   free(cat_ids);
   rv_arena_free(arena);
@@ -230,11 +270,26 @@ static int cmd_coco_model(const coco_opts *o) {
   rv_coco_results box = {0}, seg = {0};
   rv_det_json *dj = NULL;
   rv_part_image *imgs = NULL;
-  size_t n_imgs = 0;
-  int rc = 0, threads = rv_cli.threads, masks = 0;
+  size_t n_imgs = 0, n_failed = 0, n_skip = 0;
+  int64_t *skip = NULL;
+  rv_coco_results prev_box = {0}, prev_seg = {0};
+  int rc = 0, threads = rv_cli.threads, masks = 0, sig = 0, prepared = 0;
   /* under mpirun (apps/mpi_run.h) every rank reaches the gather, failed or not */
   const int mpi = rv_mpi_size() > 1;
-  rv_status st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  rv_status st = RV_OK;
+  if (!mpi) rv_cli_signals_install(1); /* a signal while loading: stops before the first image */
+  { /* every output checked before the model loads: writable, not an input */
+    char sp[4096] = "", side[4096] = "", js[4096] = "";
+    if (o->out) rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
+    if (o->out) rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
+    if (o->json) rv_cli_sibling_path(js, sizeof js, o->json, ".segm.json");
+    const char *outs[5] = {o->out, o->out ? sp : NULL, o->out ? side : NULL, o->json, o->json ? js : NULL};
+    const char *ins[2] = {o->ann, rv_cli_is_demo(o->weights) ? NULL : o->weights};
+    st = rv_cli_outputs_check(outs, NULL, 5, ins, 2, ctx);
+  }
+  rv_part_run run = {"", -1, -1};
+  rv_part_run_id(&run, o->weights, o->model ? o->model : "", o->ann, NULL);
+  if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
@@ -258,7 +313,110 @@ static int cmd_coco_model(const coco_opts *o) {
     st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
     goto ran;
   }
-  st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, dj, imgs, &n_imgs, ctx);
+  if (o->resume && !mpi) { /* the images an earlier run finished: their results are read back */
+    char side[4096];
+    rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
+    rv_part prev;
+    if ((st = rv_part_read(&prev, side, ctx)) != RV_OK) goto ran;
+    if (strcmp(prev.run, run.id) != 0) {
+      st = rv_error(ctx, RV_ERR_ARG, "--resume: %s comes from another run (weights, --model or %s differ): rerun without --resume",
+                    side, o->ann);
+      rv_part_free(&prev);
+      goto ran;
+    }
+    if (prev.total != gt->n_images) {
+      st = rv_error(ctx, RV_ERR_ARG, "--resume: %s lists a run over %zu images, %s has %zu", side, prev.total, o->ann, gt->n_images);
+      rv_part_free(&prev);
+      goto ran;
+    }
+    skip = malloc(sizeof *skip * (prev.n + 1));
+    for (size_t i = 0; skip && i < prev.n; i++) {
+      skip[i] = prev.ids[i];
+      imgs[n_imgs].id = prev.ids[i];
+      imgs[n_imgs].width = prev.widths[i];
+      imgs[n_imgs].height = prev.heights[i];
+      const rv_coco_image *im = rv_coco_find_image(gt, prev.ids[i]);
+      if (!im) {
+        st = rv_error(ctx, RV_ERR_ARG, "--resume: %s lists image %lld, not one of %s", side, (long long)prev.ids[i], o->ann);
+        break;
+      }
+      imgs[n_imgs].file_name = im->file_name;
+      n_imgs++;
+    }
+    n_skip = skip ? n_imgs : 0;
+    rv_part_free(&prev);
+    if (st != RV_OK) goto ran;
+    if (!skip) { st = rv_error(ctx, RV_ERR_NOMEM, "out of memory"); goto ran; }
+    qsort(skip, n_skip, sizeof *skip, cmp_i64);
+    if ((st = rv_coco_load_results(&prev_box, gt, o->out, RV_IOU_BBOX, o->area_mode, threads, ctx)) != RV_OK) goto ran;
+    if (masks) {
+      char sp[4096];
+      rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
+      if ((st = rv_coco_load_results(&prev_seg, gt, sp, RV_IOU_SEGM, o->area_mode, threads, ctx)) != RV_OK) goto ran;
+    }
+    if (!rv_cli.quiet)
+      fprintf(stderr, "ravlt eval coco: resuming: %zu image(s) done (%zu detections in %s), %zu to run\n", n_skip, prev_box.n,
+              o->out, gt->n_images - n_skip);
+  }
+  {
+    size_t n_run = 0;
+    st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, n_skip ? NULL : dj, imgs + n_imgs, &n_run, skip, n_skip,
+                                 &n_failed, ctx);
+    n_imgs += n_run;
+    sig = rv_cli_stop_signal();
+    rv_cli_signals_restore();
+  }
+  if (st == RV_OK && n_skip) { /* one results file: the earlier run's detections, then this run's */
+    rv_coco_results all = {0}, all_seg = {0};
+    size_t cap = 0, cap2 = 0;
+    for (size_t i = 0; st == RV_OK && i < prev_box.n; i++) st = push_obj(&all, &cap, &prev_box.dets[i], ctx);
+    for (size_t i = 0; st == RV_OK && i < box.n; i++) st = push_obj(&all, &cap, &box.dets[i], ctx);
+    if (st == RV_OK) st = rv_coco_results_write(o->out, all.dets, all.n, 0, ctx);
+    if (masks) {
+      char sp[4096];
+      rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
+      for (size_t i = 0; st == RV_OK && i < prev_seg.n; i++) st = push_obj(&all_seg, &cap2, &prev_seg.dets[i], ctx);
+      for (size_t i = 0; st == RV_OK && i < seg.n; i++) st = push_obj(&all_seg, &cap2, &seg.dets[i], ctx);
+      if (st == RV_OK) st = rv_coco_results_write(sp, all_seg.dets, all_seg.n, 1, ctx);
+    }
+    free(all.dets); /* the objects (and their masks) belong to prev_*, box and seg */
+    free(all_seg.dets);
+    /* evaluated as --results reads them, the path that gives the one-run numbers */
+    rv_coco_results_free(&box);
+    rv_coco_results_free(&seg);
+    if (st == RV_OK) st = rv_coco_load_results(&box, gt, o->out, RV_IOU_BBOX, o->area_mode, threads, ctx);
+    if (st == RV_OK && masks) {
+      char sp[4096];
+      rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
+      st = rv_coco_load_results(&seg, gt, sp, RV_IOU_SEGM, o->area_mode, threads, ctx);
+    }
+    prepared = 1;
+  }
+  if (st == RV_OK && !mpi && (n_failed || sig)) { /* keep what succeeded, no stats */
+    if (o->out) {
+      char side[4096], sp[4096], abs_ann[4096];
+      rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
+      rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
+      const char *ann = realpath(o->ann, abs_ann) ? abs_ann : o->ann;
+      rv_shard whole = {0, 1};
+      if (!n_skip) st = rv_det_json_write(dj, o->out, masks ? sp : NULL, ctx);
+      run.detections = (long long)box.n;
+      run.segm_detections = masks ? (long long)seg.n : -1;
+      if (st == RV_OK) st = rv_part_write_coco(side, &whole, gt->n_images, ann, o->out, masks ? sp : NULL, imgs, n_imgs, &run, ctx);
+    }
+    if (st == RV_OK) {
+      if (sig) fprintf(stderr, "ravlt eval coco: stopped by signal %d after %zu of %zu images\n", sig, n_imgs, gt->n_images);
+      if (n_failed) fprintf(stderr, "ravlt eval coco: %zu image(s) failed (named above)\n", n_failed);
+      if (o->out)
+        fprintf(stderr, "ravlt eval coco: no stats (they would miss %zu image(s)); %s holds the results of the %zu done; rerun with "
+                "--resume to run only the missing ones\n", gt->n_images - n_imgs, o->out, n_imgs);
+      else
+        fprintf(stderr, "ravlt eval coco: no stats (they would miss %zu image(s)); with --output R.json the results of the images done "
+                "are kept and --resume runs only the missing ones\n", gt->n_images - n_imgs);
+      rc = sig ? 128 + sig : 1;
+      goto done;
+    }
+  }
 ran:
   if (mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
     double tw = rv_now();
@@ -278,14 +436,21 @@ ran:
     if (masks && (st = rv_coco_results_write(segm_out, seg.dets, seg.n, 1, ctx)) != RV_OK) goto fail;
   } else if (o->out) {
     rv_cli_sibling_path(segm_out, sizeof segm_out, o->out, ".segm.json");
-    if ((st = rv_det_json_write(dj, o->out, masks ? segm_out : NULL, ctx)) != RV_OK) goto fail;
+    if (!n_skip && (st = rv_det_json_write(dj, o->out, masks ? segm_out : NULL, ctx)) != RV_OK) goto fail;
+    if (!o->shard_spec) { /* a complete run: an earlier run's list of done images is stale */
+      char side[4096];
+      rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
+      if (n_skip) unlink(side);
+    }
   }
   if (o->shard_spec) { /* a part: the sidecar last, so that a part that exists is complete */
     char side[4096], abs_ann[4096];
     rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
     const char *ann = realpath(o->ann, abs_ann) ? abs_ann : o->ann;
+    run.detections = (long long)box.n;
+    run.segm_detections = masks ? (long long)seg.n : -1;
     if ((st = rv_part_write_coco(side, &o->shard, gt->n_images, ann, o->out, masks ? segm_out : NULL, imgs, n_imgs,
-                                 ctx)) != RV_OK)
+                                 &run, ctx)) != RV_OK)
       goto fail;
     if (!rv_cli.quiet) fprintf(stderr, "ravlt eval coco: shard %d/%d: %zu of %zu images, %zu detections -> %s (merge the parts with "
                     "'ravlt merge')\n",
@@ -293,12 +458,12 @@ ran:
     goto done;
   }
   rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, threads, masks};
-  if ((st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+  if (!prepared && (st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
   if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, o->json, NULL, ctx)) != RV_OK) goto fail;
   if (masks) {
     char segm_json[4096];
     if (o->json) rv_cli_sibling_path(segm_json, sizeof segm_json, o->json, ".segm.json");
-    if ((st = rv_coco_results_prepare(&seg, gt, RV_IOU_SEGM, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+    if (!prepared && (st = rv_coco_results_prepare(&seg, gt, RV_IOU_SEGM, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
     printf("\n");
     if ((st = rv_cli_coco_report(gt, &seg, RV_IOU_SEGM, &ro, o->json ? segm_json : NULL, NULL, ctx)) != RV_OK)
       goto fail;
@@ -307,6 +472,10 @@ ran:
 fail:
   rc = rv_cli_fail_once(ctx, cmd, st);
 done:
+  rv_cli_signals_restore();
+  free(skip);
+  rv_coco_results_free(&prev_box);
+  rv_coco_results_free(&prev_seg);
   free(imgs);
   rv_det_json_free(dj);
   rv_coco_results_free(&box);
@@ -328,6 +497,8 @@ static int cmd_coco(int argc, char **argv) {
   o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
   o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
   if (!o.ann) return rv_cli_usage_error(cmd, "--ann GT.json is required");
+  if (o.resume && (!o.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
+    return rv_cli_usage_error(cmd, "--resume needs --weights and --output R.json (one process, no --shard)");
   if (!o.results && !o.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
   if (o.results && o.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
   if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
@@ -382,7 +553,7 @@ static int missing_dir(const char *opt, const char *dir) {
 /* ---- ade20k ---- */
 typedef struct {
   const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
-  int zero_based, aug_test, crop, stride;
+  int zero_based, aug_test, crop, stride, resume;
   rv_shard shard;
 } ade_opts;
 
@@ -414,6 +585,9 @@ static const rv_opt ADE_OPTS[] = {
     {"--shard", NULL, RV_OPT_STR, offsetof(ade_opts, shard_spec), 0, 0, NULL, "i/N",
      "model mode: run only images k with k mod N == i (0 <= i < N); needs\n"
      "--output, and prints no table (merge the parts)", 0},
+    {"--resume", NULL, RV_OPT_FLAG, offsetof(ade_opts, resume), 0, 0, NULL, NULL,
+     "model mode, with --output: the images PART.json lists as done (an earlier\n"
+     "run that failed on some images or was stopped by a signal) are not run again", 0},
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_ade20k = {
@@ -426,7 +600,11 @@ const rv_cmd_spec rv_spec_eval_ade20k = {
     "<name>.jpg is ROOT/annotations/validation/<name>.png.\n",
     ADE_OPTS, 0,
     "mpirun -np N ravlt eval ade20k ... (a -DRAVLT_MPI=ON build): rank r runs images k with\n"
-    "k mod N == r, rank 0 sums the int64 areas and prints the one-run table.\n",
+    "k mod N == r, rank 0 sums the int64 areas and prints the one-run table.\n"
+    "\n"
+    "An image that fails is named and the others run (with --shard the run stops); no metrics\n"
+    "are printed then: --output keeps the areas of the images done for --resume. SIGINT,\n"
+    "SIGTERM, SIGHUP: the same with the images done so far, exit 128+N.\n",
     "  ravlt eval ade20k --pred-dir out --gt-dir ADEChallengeData2016/annotations/validation\n"
     "  ravlt eval ade20k --root ADEChallengeData2016 --weights upernet_ravlt_s.pth --json miou.json\n"
     "  ravlt eval ade20k --root synth_seg --weights demo --json -\n",
@@ -434,10 +612,15 @@ const rv_cmd_spec rv_spec_eval_ade20k = {
 
 /* Model mode: segment every ROOT/images/validation/<name>.jpg of the shard and add it to
  * acc against annotations/validation/<name>.png; names of the images done in *done. */
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const char *img_dir, const char *ann_dir,
                                          rv_seg_areas *acc, rv_name_list *list, char **done, size_t *n_done,
-                                         rv_ctx *ctx) {
+                                         const char *const *skip, size_t n_skip, size_t *failed, rv_ctx *ctx) {
   const int C = acc->num_classes;
+  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
+  const int keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
+  *failed = 0;
   rv_arena *arena = rv_arena_create(0);
   if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   rv_seg_run_opts ro = {0};
@@ -447,10 +630,13 @@ static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const c
   rv_progress_start(&prog, "eval ade20k", (long)rv_shard_size(&o->shard, list->n));
   rv_status st = RV_OK;
   double t_model = 0, t0 = rv_now();
-  *n_done = 0;
-  for (size_t k = 0; k < list->n && st == RV_OK; k++) {
+  for (size_t k = 0; k < list->n && st == RV_OK && !rv_cli_stop_signal(); k++) {
     if (!rv_shard_has(&o->shard, k)) continue;
     const char *name = list->names[k];
+    if (n_skip && bsearch(&name, skip, n_skip, sizeof *skip, cmp_name)) {
+      rv_progress_step(&prog, 1);
+      continue;
+    }
     size_t stem = strlen(name) - 4; /* ".jpg" */
     char ip[4096], ap[4096];
     rv_image img = {0}, g = {0}, lab = {0};
@@ -481,6 +667,11 @@ static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const c
       if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
     }
     if (st == RV_OK) done[(*n_done)++] = list->names[k];
+    else if (keep_going && st != RV_ERR_NOMEM) {
+      fprintf(stderr, "%sravlt eval ade20k: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
+      (*failed)++;
+      st = RV_OK;
+    }
     free(labels);
     rv_image_free(&img);
     rv_image_free(&g);
@@ -490,8 +681,8 @@ static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const c
   }
   rv_progress_end(&prog);
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", *n_done, rv_now() - t0,
-           t_model, t_model > 0 ? (double)*n_done / t_model : 0.0);
+    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", *n_done - n_skip, rv_now() - t0,
+           t_model, t_model > 0 ? (double)(*n_done - n_skip) / t_model : 0.0);
   rv_arena_free(arena);
   return st;
 }
@@ -535,7 +726,61 @@ static int cmd_ade20k_model(const ade_opts *o) {
       t->stride_h = t->stride_w = 341;
     }
   }
-  if (st == RV_OK) st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, ctx);
+  rv_part_run run = {"", -1, -1};
+  {
+    char opts[512];
+    snprintf(opts, sizeof opts, "model=%s aug=%d mode=%s crop=%d stride=%d gt=%s", o->model ? o->model : "", o->aug_test,
+             o->mode ? o->mode : "", o->crop, o->stride, o->gt_dir ? o->gt_dir : "");
+    rv_digest items;
+    rv_digest_init(&items);
+    for (size_t k = 0; k < list.n; k++) rv_digest_str(&items, list.names[k]);
+    rv_part_run_id(&run, o->weights, opts, NULL, &items);
+  }
+  size_t n_failed = 0, n_skip = 0;
+  int sig = 0;
+  if (st == RV_OK && o->resume) { /* the images an earlier run finished: their areas are read back */
+    rv_part prev;
+    if ((st = rv_part_read(&prev, o->out, ctx)) == RV_OK) {
+      if (prev.kind != RV_PART_ADE20K || strcmp(prev.run, run.id) != 0 || prev.total != list.n ||
+          prev.areas.num_classes != acc.num_classes)
+        st = rv_error(ctx, RV_ERR_ARG, "--resume: %s comes from another run (weights, options or images differ): rerun without --resume", o->out);
+      for (size_t i = 0; st == RV_OK && i < prev.n; i++) {
+        const char *nm = prev.names[i];
+        char **hit = bsearch(&nm, list.names, list.n, sizeof *list.names, cmp_name);
+        if (!hit) st = rv_error(ctx, RV_ERR_ARG, "--resume: %s lists %s, not one of the images", o->out, nm);
+        else done[n_done++] = *hit;
+      }
+      if (st == RV_OK) {
+        int64_t *dst[4] = {acc.intersect, acc.union_, acc.pred, acc.label};
+        const int64_t *src[4] = {prev.areas.intersect, prev.areas.union_, prev.areas.pred, prev.areas.label};
+        for (int a = 0; a < 4; a++) memcpy(dst[a], src[a], sizeof *dst[a] * (size_t)acc.num_classes);
+        n_skip = n_done;
+        qsort(done, n_done, sizeof *done, cmp_name);
+        if (!rv_cli.quiet)
+          fprintf(stderr, "ravlt eval ade20k: resuming: %zu image(s) done, %zu to run\n", n_skip, list.n - n_skip);
+      }
+      rv_part_free(&prev);
+    }
+  }
+  if (!(rv_mpi_size() > 1)) rv_cli_signals_install(1);
+  if (st == RV_OK)
+    st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, (const char *const *)done, n_skip,
+                                 &n_failed, ctx); /* appends to done[n_skip...] */
+  sig = rv_cli_stop_signal();
+  rv_cli_signals_restore();
+  if (st == RV_OK && rv_mpi_size() <= 1 && (n_failed || sig)) { /* keep what succeeded, no metrics */
+    rv_shard whole = {0, 1};
+    if (o->out && !o->shard_spec) st = rv_part_write_ade(o->out, &whole, list.n, done, n_done, &acc, &run, ctx);
+    if (st == RV_OK) {
+      if (sig) fprintf(stderr, "ravlt eval ade20k: stopped by signal %d after %zu of %zu images\n", sig, n_done, list.n);
+      if (n_failed) fprintf(stderr, "ravlt eval ade20k: %zu image(s) failed (named above)\n", n_failed);
+      fprintf(stderr, "ravlt eval ade20k: no metrics (they would miss %zu image(s)); %s\n", list.n - n_done,
+              o->out && !o->shard_spec ? "--output holds the areas of the images done: rerun with --resume to run only the missing ones"
+                                       : "with --output PART.json the images done are kept and --resume runs only the missing ones");
+      rc = sig ? 128 + sig : 1;
+      goto done;
+    }
+  }
   if (rv_mpi_size() > 1) { /* every rank gets here: rank 0 sums the int64 areas */
     double tw = rv_now();
     st = rv_mpi_agree(st, ctx);
@@ -552,7 +797,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st != RV_OK) goto fail;
   if (o->out) {
     rv_shard whole = {0, 1};
-    if ((st = rv_part_write_ade(o->out, o->shard_spec ? &o->shard : &whole, list.n, done, n_done, &acc, ctx)) != RV_OK)
+    if ((st = rv_part_write_ade(o->out, o->shard_spec ? &o->shard : &whole, list.n, done, n_done, &acc, &run, ctx)) != RV_OK)
       goto fail;
   }
   if (o->shard_spec) {
@@ -589,6 +834,8 @@ static int cmd_ade20k(int argc, char **argv) {
   int npos;
   int prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
+  if (o.resume && (!o.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
+    return rv_cli_usage_error(cmd, "--resume needs --weights and --output PART.json (one process, no --shard)");
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
   if (!o.pred_dir && !o.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
   if (o.pred_dir && o.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");

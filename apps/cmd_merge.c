@@ -81,6 +81,12 @@ static rv_status merge_coco_results(rv_coco_results *out, const rv_part *parts, 
       break;
     }
     if ((st = rv_coco_load_results(&res[p], gt, file, t, mode, threads, ctx)) != RV_OK) break;
+    long long want = t == RV_IOU_SEGM ? pt->segm_detections : pt->detections;
+    if (want >= 0 && (long long)res[p].n != want) {
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: %zu detections, its part description %s says %lld (changed or cut short)", file,
+                    res[p].n, pt->path, want);
+      break;
+    }
     id_pos *map = malloc(sizeof *map * (pt->n + 1));
     start[p] = calloc(pt->n + 2, sizeof **start);
     perm[p] = malloc(sizeof **perm * (res[p].n + 1));
@@ -260,7 +266,9 @@ static rv_status merge_ade(rv_part *parts, size_t np, const char *out, const cha
     if (!names) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
     for (size_t k = 0; names && k < T; k++) names[k] = parts[k % np].names[k / np];
     rv_shard whole = {0, 1};
-    if (st == RV_OK) st = rv_part_write_ade(out, &whole, T, names, T, &acc, ctx);
+    rv_part_run run = {"", -1, -1}; /* the merged part keeps its run */
+    memcpy(run.id, parts[0].run, sizeof run.id);
+    if (st == RV_OK) st = rv_part_write_ade(out, &whole, T, names, T, &acc, run.id[0] ? &run : NULL, ctx);
     free(names);
   }
   if (st == RV_OK) st = rv_cli_ade_report(&acc, parts[0].total, NULL, json, ctx);

@@ -1,8 +1,10 @@
 /* `ravlt segment --weights W IMAGE...`: semantic segmentation with an mmseg checkpoint. */
+#define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/draw.h"
 #include "apps/inputs.h"
 #include "apps/model_run.h"
+#include "apps/outputs.h"
 #include "core/fs.h"
 #include "apps/shard.h"
 #include "apps/commands.h"
@@ -51,7 +53,15 @@ const rv_cmd_spec rv_spec_segment = {
     "Label PNGs follow the ADE20K annotation convention: pixel value k+1 for class k (0..149),\n"
     "0 reserved for 'other/ignore' (never written by the model). Overlays: <name>_overlay.png\n"
     "with a legend of the classes present. Label maps: <name>.png (8-bit; 16-bit is not used,\n"
-    "so at most 254 classes).\n",
+    "so at most 254 classes).\n"
+    "\n"
+    "Outputs: every output path is checked before the first image (folder writable, no output\n"
+    "over an input); two inputs with the same file name in different folders would write the\n"
+    "same output and are refused, listing the clashes (nothing is written). Each file is written\n"
+    "to a temporary beside it and renamed (a symlink is written through, a device in place).\n"
+    "Exit status: 0 done; 1 some images failed (the others' outputs are kept; each failed\n"
+    "image is named); 2 usage; 128+N stopped by signal N (SIGINT, SIGTERM, SIGHUP: the images\n"
+    "done are kept, the current one is finished or discarded; a second signal exits at once).\n",
     "  ravlt segment --weights upernet_ravlt_s.pth --out-dir out photos/\n"
     "  ravlt segment --weights upernet_ravlt_s.pth --aug-test --format png img.jpg\n"
     "  ravlt segment --mode slide --crop 256 --stride 170 synth_seg/images/validation/\n",
@@ -79,7 +89,25 @@ int rv_cmd_segment(int argc, char **argv) {
   const char **names = NULL;
   unsigned char (*palette)[3] = NULL;
   int rc = 0;
+  char **outs = NULL;
+  const char **from = NULL;
+  int nouts = 0;
   rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
+  /* every output checked before the model loads: folder, no output over an input, no clash */
+  if (st == RV_OK) st = rv_out_check_dir(out_dir, ctx);
+  if (st == RV_OK && (!(outs = calloc((size_t)list.n * 2 + 1, sizeof *outs)) || !(from = calloc((size_t)list.n * 2 + 1, sizeof *from))))
+    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int i = 0; st == RV_OK && i < list.n; i++) {
+    if (!rv_shard_has(&shard, (size_t)i)) continue;
+    for (int k = 0; k < 2 && st == RV_OK; k++) {
+      if (!(k == 0 ? want_png : want_overlay)) continue;
+      char out[4096];
+      rv_cli_out_name(out, sizeof out, out_dir, list.paths[i], k == 0 ? ".png" : "_overlay.png");
+      from[nouts] = list.paths[i];
+      if (!(outs[nouts++] = strdup(out))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    }
+  }
+  if (st == RV_OK) st = rv_cli_outputs_check((const char *const *)outs, from, nouts, (const char *const *)list.paths, list.n, ctx);
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO;
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model(&m, weights, name, ctx);
@@ -87,7 +115,6 @@ int rv_cmd_segment(int argc, char **argv) {
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, weights, "detect", ctx);
   if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)
     st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit an 8-bit label PNG", weights, rv_model_num_classes(m));
-  if (st == RV_OK) st = rv_mkdirs(out_dir, ctx);
   if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st != RV_OK) { rc = rv_cli_fail(ctx, "segment", st); goto out; }
@@ -102,8 +129,11 @@ int rv_cmd_segment(int argc, char **argv) {
   opts.flip = 1;
   rv_progress prog;
   rv_progress_start(&prog, "segment", (long)rv_shard_size(&shard, (size_t)list.n));
-  int failed = 0;
-  for (int i = 0; i < list.n; i++) {
+  int failed = 0, done = 0;
+  const char **failed_names = calloc((size_t)list.n + 1, sizeof *failed_names);
+  if (!failed_names) { rc = rv_cli_fail(ctx, "segment", rv_error(ctx, RV_ERR_NOMEM, "out of memory")); goto out; }
+  rv_cli_signals_install(1);
+  for (int i = 0; i < list.n && !rv_cli_stop_signal(); i++) {
     if (!rv_shard_has(&shard, (size_t)i)) continue;
     const char *path = list.paths[i];
     rv_image img = {0}, lab = {0};
@@ -125,9 +155,10 @@ int rv_cmd_segment(int argc, char **argv) {
       if (st == RV_OK) st = rv_image_write(out, &img, ctx);
     }
     if (st != RV_OK) {
-      fprintf(stderr, "%sravlt segment: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
-      failed++;
+      fprintf(stderr, "%sravlt segment: %s: %s\n", rv_progress_break(&prog), path, rv_ctx_errmsg(ctx));
+      failed_names[failed++] = path;
     } else {
+      done++;
       rv_log(ctx, RV_LOG_DEBUG, "%s: %dx%d in %.3f s", path, img.w, img.h, rv_now() - t0);
     }
     free(labels);
@@ -137,10 +168,21 @@ int rv_cmd_segment(int argc, char **argv) {
     rv_progress_step(&prog, 1);
   }
   rv_progress_end(&prog);
-  if (!rv_cli.quiet) fprintf(stderr, "ravlt segment: %d image(s) written to %s/%s\n", (int)rv_shard_size(&shard, (size_t)list.n) - failed, out_dir,
-                             failed ? "; some failed" : "");
-  rc = failed ? 1 : 0;
+  int sig = rv_cli_stop_signal();
+  rv_cli_signals_restore();
+  if (sig) fprintf(stderr, "ravlt segment: stopped by signal %d after %d image(s); their outputs are complete\n", sig, done + failed);
+  if (!rv_cli.quiet || failed) fprintf(stderr, "ravlt segment: %d image(s) written to %s/\n", done, out_dir);
+  if (failed) {
+    fprintf(stderr, "ravlt segment: %d image(s) failed:", failed);
+    for (int k = 0; k < failed; k++) fprintf(stderr, " %s", failed_names[k]);
+    fputc('\n', stderr);
+  }
+  free(failed_names);
+  rc = rv_cli_signal_exit_code(failed ? 1 : 0);
 out:
+  for (int k = 0; outs && k < nouts; k++) free(outs[k]);
+  free(outs);
+  free(from);
   free(names);
   free(palette);
   rv_arena_free(arena);

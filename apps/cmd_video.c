@@ -10,6 +10,7 @@
 #include "apps/model_args.h"
 #include "apps/model_run.h"
 #include "apps/mpi_run.h"
+#include "apps/outputs.h"
 #include "apps/video_run.h"
 #include "core/fs.h"
 #include "eval/rle.h"
@@ -38,8 +39,11 @@ static const char VIDEO_EPILOG[] =
     "inference stage was not busy (--verbose: time per stage).\n"
     "\n"
     "Exit status: 0 done; 1 error (bad input, model, output); 2 usage; 3 the stream ended\n"
-    "early or stalled (reported; outputs are finalised with the frames read); 130 stopped by\n"
-    "Ctrl-C (outputs finalised); with several INPUTs the worst of them (the others run). An\n"
+    "early or stalled (reported; outputs are finalised with the frames read); 128+N stopped by\n"
+    "signal N: SIGINT (Ctrl-C, 130), SIGTERM (143), SIGHUP (129) stop reading, the frames in\n"
+    "flight are finished and the outputs finalised (a playable video, complete JSON lines); a\n"
+    "second signal changes nothing, a third exits at once (a temporary beside the output may\n"
+    "stay: the next run removes it); with several INPUTs the worst of them (the others run). An\n"
     "input that fails before its first frame is written leaves no output; one that fails\n"
     "later keeps its outputs finalised with the frames written (complete files, never a\n"
     "half-written one). Frames of the wrong size are skipped and counted.\n"
@@ -106,16 +110,11 @@ const rv_cmd_spec rv_spec_video = {
     "  ravlt video --weights upernet_ravlt_s.pth a.mp4 b.mp4 --out-dir seg --threads 4\n",
     sizeof(video_cli_opts)};
 
-static volatile sig_atomic_t g_interrupted;
-
-static void on_sigint(int sig) {
-  (void)sig;
-  g_interrupted = 1;
-}
+static volatile sig_atomic_t g_interrupted; /* q or Esc in the --show window */
 
 static int cancelled(void *user) {
   (void)user;
-  return g_interrupted != 0;
+  return g_interrupted != 0 || rv_cli_stop_signal() != 0;
 }
 
 static void log_stderr(void *user, rv_log_level level, const char *msg) {
@@ -403,7 +402,7 @@ static void on_progress(void *user, const rv_vp_stats *s) {
   }
 }
 
-int rv_video_interrupted(void) { return g_interrupted != 0; }
+int rv_video_interrupted(void) { return g_interrupted != 0 || rv_cli_stop_signal() != 0; }
 
 uint64_t rv_video_frame_hash(const rv_image *f) {
   uint64_t h = 1469598103934665603ULL;
@@ -612,7 +611,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   if (st == RV_OK && j->count > 0 && s->read == j->count) hash_next(A, j, ctx);
   j->frames_out = A->frames_out;
   j->json_lines = A->json_lines;
-  if (st == RV_OK) j->rc = s->interrupted ? 130 : (s->ended_early || s->stalled) ? 3 : 0;
+  if (st == RV_OK) j->rc = s->interrupted ? (rv_cli_stop_signal() ? 128 + rv_cli_stop_signal() : 130) : (s->ended_early || s->stalled) ? 3 : 0;
   if (!j->quiet && (s->ended_early || s->stalled)) /* a quiet job's caller reports them */
     fprintf(stderr, "ravlt video: input %s: %s\n", s->stalled ? "stalled" : "ended early", s->fault);
   if (!j->quiet && s->corrupt) fprintf(stderr, "ravlt video: %ld corrupt frame(s) skipped\n", s->corrupt);
@@ -667,7 +666,7 @@ static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *
  * already open, or NULL (closed here if it is not run). */
 static int run_inputs(app *A, char **inputs, int n, rv_video_reader *first, rv_ctx *ctx) {
   int worst = 0;
-  for (int i = 0; i < n && !g_interrupted; i++) {
+  for (int i = 0; i < n && !rv_video_interrupted(); i++) {
     char video[4096], json[4096];
     rv_video_job j;
     rv_video_dir_job(&j, &A->o, inputs[i], video, json, sizeof video);
@@ -675,7 +674,7 @@ static int run_inputs(app *A, char **inputs, int n, rv_video_reader *first, rv_c
     first = NULL;
     rv_status st = rv_video_run(A, &j, ctx);
     int rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
-    if (rc == 130 || (rc > worst && worst != 130)) worst = rc;
+    if (rc >= 128 || (rc > worst && worst < 128)) worst = rc;
   }
   rv_video_close(first);
   return worst;
@@ -730,15 +729,34 @@ int rv_cmd_video(int argc, char **argv) {
 
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  /* From here on Ctrl-C only sets the flag: the outputs opened by a job are always
-   * finalised (or removed) by rv_video_run. */
-  struct sigaction sa, old_sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
+  /* Every output checked before any work: writable, not an input, no clash */
+  {
+    int nout = 0;
+    char (*names)[4096] = calloc((size_t)n_in * 2 + 2, sizeof *names);
+    const char **outs = calloc((size_t)n_in * 2 + 2, sizeof *outs), **from = calloc((size_t)n_in * 2 + 2, sizeof *from);
+    rv_status cst = names && outs && from ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    if (cst == RV_OK && o.out_dir) cst = rv_out_check_dir(o.out_dir, ctx);
+    for (int i = 0; cst == RV_OK && o.out_dir && i < n_in; i++) {
+      rv_video_out_names(&o, inputs[i], names[2 * i], names[2 * i + 1], sizeof names[0]);
+      if (names[2 * i][0]) from[nout] = inputs[i], outs[nout++] = names[2 * i];
+      from[nout] = inputs[i], outs[nout++] = names[2 * i + 1];
+    }
+    if (output) from[nout] = "--output", outs[nout++] = output;
+    if (json) from[nout] = "--json", outs[nout++] = json;
+    if (cst == RV_OK) cst = rv_cli_outputs_check(outs, from, nout, (const char *const *)inputs, n_in, ctx);
+    free(names);
+    free(outs);
+    free(from);
+    if (cst != RV_OK) {
+      int rc = rv_cli_fail_once(ctx, "video", cst);
+      rv_ctx_free(ctx);
+      return rc;
+    }
+  }
+  /* From here on SIGINT, SIGTERM and SIGHUP only set a flag (a third signal exits at once):
+   * the outputs opened by a job are always finalised (or removed) by rv_video_run. */
   g_interrupted = 0;
-  sigaction(SIGINT, &sa, &old_sa);
+  rv_cli_signals_install(2);
   app *A = NULL;
   int rc = 0;
   rv_status st = RV_OK;
@@ -767,7 +785,7 @@ int rv_cmd_video(int argc, char **argv) {
       rc = st == RV_OK ? j.rc : rv_cli_fail(ctx, "video", st);
     }
   }
-  sigaction(SIGINT, &old_sa, NULL);
+  rv_cli_signals_restore();
   rv_video_app_free(A);
   rv_ctx_free(ctx);
   return rc;

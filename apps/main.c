@@ -1,4 +1,5 @@
 /* `ravlt`: the command-line front end. Global options, then a subcommand (apps/commands.c). */
+#define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/mpi_run.h"
@@ -7,8 +8,31 @@
 
 #include <ravlt/version.h>
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* libgomp spins its idle threads (OMP_WAIT_POLICY unset): on a shared or oversubscribed
+ * machine the spinning steals the cores the other threads and processes need. libgomp reads
+ * the variable when the program starts, before main, so it is set here and the program
+ * re-executed once; OMP_WAIT_POLICY set by the user, or RAVLT_OMP_SPIN=1, keeps the default. */
+static void omp_passive(char **argv) {
+  if (getenv("OMP_WAIT_POLICY") || getenv("RAVLT_OMP_SPIN")) return;
+  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+  execv("/proc/self/exe", argv); /* returns only on failure: run on with the default */
+}
+
+/* Standard output is checked at exit: a full disk or a closed descriptor is an error. */
+static int stdout_done(int rc) {
+  int bad = fflush(stdout) != 0 || ferror(stdout);
+  int err = errno;
+  if (!bad && fclose(stdout) != 0 && errno != EBADF) bad = 1, err = errno;
+  if (!bad) return rc;
+  fprintf(stderr, "ravlt: standard output: write failed (%s)\n", strerror(err));
+  return rc ? rc : 1;
+}
 
 static void usage(FILE *f) {
   int n;
@@ -20,14 +44,23 @@ static void usage(FILE *f) {
   fprintf(f, "\ncommon options (before or after the command):\n");
   rv_opts_help_globals(f);
   fprintf(f, "  --version             print the version\n");
-  fprintf(f, "\n'ravlt COMMAND --help' describes a command. Exit status: 0 done, 1 error, 2 usage error\n"
-             "(`video` adds 3 and 130, see its --help); under mpirun every rank exits with the same status.\n");
+  fprintf(f, "\n'ravlt COMMAND --help' describes a command. Exit status: 0 done, 1 error (a failed write to\n"
+             "standard output included), 2 usage error, 3 (`video`) the stream ended early or stalled,\n"
+             "128+N stopped by signal N (SIGINT 130, SIGTERM 143, SIGHUP 129) after finalising the\n"
+             "outputs; under mpirun every rank exits with the same status.\n");
 }
 
 /* The global options before the command: the same table and rules as after it. */
 static const rv_cmd_spec MAIN_SPEC = {"", "", NULL, (const rv_opt[]){RV_OPT_END}, 0, NULL, NULL, 0};
 
+static int run(int argc, char **argv);
+
 int main(int argc, char **argv) {
+  omp_passive(argv);
+  return stdout_done(run(argc, argv));
+}
+
+static int run(int argc, char **argv) {
   /* OpenBLAS 0.3.21 falls back to generic kernels on CPUs newer than its table (5-6x slower
    * SGEMM); pick the kernels the CPU supports unless OPENBLAS_CORETYPE is set (core/ops.h) */
   rv_blas_init();
@@ -35,7 +68,7 @@ int main(int argc, char **argv) {
   while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--")) { /* the globals' extent */
     if (rv_cli_is_help(argv[i])) { usage(stdout); return 0; }
     if (strcmp(argv[i], "--version") == 0) { printf("ravlt %s%s\n", rv_version(), rv_mpi_built() ? " (MPI)" : ""); return 0; }
-    i += !strcmp(argv[i], "--threads") && i + 1 < argc ? 2 : 1;
+    i += (!strcmp(argv[i], "--threads") || !strcmp(argv[i], "--max-pixels")) && i + 1 < argc ? 2 : 1;
   }
   rv_opts_result r;
   char **g = malloc(sizeof *g * (size_t)(i + 1));

@@ -15,6 +15,9 @@ static const rv_opt GLOBALS[] = {
      "debug messages: timings, the model's architecture source, OpenCV's warnings", 0},
     {"--threads", NULL, RV_OPT_INT, offsetof(rv_opts_globals, threads), 0, 4096, NULL, "N",
      "threads (default 0: all cores)", 0},
+    {"--max-pixels", NULL, RV_OPT_LONG, offsetof(rv_opts_globals, max_pixels), 1, 1e15, NULL, "N",
+     "refuse input images of more than N pixels, read from the file's header before decoding\n"
+     "(default 134217728 = 2^27)", 0},
     RV_OPT_END};
 
 int rv_opts_parse_long(const char *s, long lo, long hi, long *out) {

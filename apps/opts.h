@@ -18,7 +18,7 @@
  *     follows is positional even when it starts with '-'); a lone "-" is positional;
  *   - numbers are parsed strictly: the whole string, within the table's range; garbage or
  *     out-of-range values are usage errors naming the option and the value;
- *   - the global options (-q/--quiet, -v/--verbose, --threads N) are accepted anywhere;
+ *   - the global options (-q/--quiet, -v/--verbose, --threads N, --max-pixels N) are accepted anywhere;
  *   - an entry's `alias` (an old spelling) is accepted with a one-line deprecation notice.
  */
 #ifndef RV_APPS_OPTS_H
@@ -70,6 +70,7 @@ typedef struct {
   int quiet;
   int verbose;
   int threads; /* 0 = all cores */
+  long max_pixels; /* --max-pixels (0: the library's default, 2^27) */
 } rv_opts_globals;
 
 #define RV_OPTS_MAX_DEPRECATED 8

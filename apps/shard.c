@@ -31,6 +31,46 @@ size_t rv_shard_size(const rv_shard *s, size_t total) {
   return total > i ? (total - i + N - 1) / N : 0;
 }
 
+void rv_digest_init(rv_digest *d) { d->h = 1469598103934665603ULL; }
+void rv_digest_bytes(rv_digest *d, const void *p, size_t n) {
+  const unsigned char *b = p;
+  uint64_t h = d->h;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ULL;
+  d->h = h;
+}
+void rv_digest_str(rv_digest *d, const char *s) { rv_digest_bytes(d, s ? s : "", s ? strlen(s) + 1 : 1); }
+int rv_digest_file(rv_digest *d, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  unsigned char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) rv_digest_bytes(d, buf, n);
+  fclose(f);
+  return 0;
+}
+void rv_digest_hex(const rv_digest *d, char out[17]) { snprintf(out, 17, "%016llx", (unsigned long long)d->h); }
+
+void rv_part_run_id(rv_part_run *run, const char *weights, const char *options, const char *ann, const rv_digest *items) {
+  rv_digest d;
+  rv_digest_init(&d);
+  struct stat sb;
+  rv_digest_str(&d, "weights");
+  if (!(weights && stat(weights, &sb) == 0 && S_ISREG(sb.st_mode) && rv_digest_file(&d, weights) == 0)) rv_digest_str(&d, weights);
+  rv_digest_str(&d, "options");
+  rv_digest_str(&d, options);
+  rv_digest_str(&d, "ann");
+  if (ann) rv_digest_file(&d, ann);
+  rv_digest_str(&d, "items");
+  if (items) rv_digest_bytes(&d, &items->h, sizeof items->h);
+  rv_digest_hex(&d, run->id);
+}
+
+static void write_run(FILE *f, const rv_part_run *run, int coco) {
+  if (!run) return;
+  fprintf(f, ", \"run\": \"%s\"", run->id);
+  if (coco) fprintf(f, ", \"detections\": %lld, \"segm_detections\": %lld", run->detections, run->segm_detections);
+}
+
 static const char *base_name(const char *p) {
   const char *s = strrchr(p, '/');
   return s ? s + 1 : p;
@@ -38,7 +78,7 @@ static const char *base_name(const char *p) {
 
 rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t total, const char *ann,
                              const char *results, const char *segm_results,
-                             const rv_part_image *imgs, size_t n, rv_ctx *ctx) {
+                             const rv_part_image *imgs, size_t n, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
   RV_TRY(rv_out_open(&of, sidecar, ctx));
   FILE *f = of.f;
@@ -49,6 +89,7 @@ rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t tota
   rv_json_str(f, base_name(results));
   fputs(", \"segm_results\": ", f);
   if (segm_results) rv_json_str(f, base_name(segm_results)); else fputs("null", f);
+  write_run(f, run, 1);
   fputs(",\n \"images\": [", f);
   for (size_t i = 0; i < n; i++) {
     fprintf(f, "%s\n  {\"id\": %lld, \"width\": %d, \"height\": %d, \"file_name\": ", i ? "," : "",
@@ -61,12 +102,13 @@ rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t tota
 }
 
 rv_status rv_part_write_ade(const char *path, const rv_shard *s, size_t total, char *const *names, size_t n,
-                            const rv_seg_areas *a, rv_ctx *ctx) {
+                            const rv_seg_areas *a, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
   RV_TRY(rv_out_open(&of, path, ctx));
   FILE *f = of.f;
   fprintf(f, "{\"ravlt_part\": \"ade20k\", \"shard\": %d, \"num_shards\": %d, \"total\": %zu, \"num_classes\": %d",
           s->index, s->count > 0 ? s->count : 1, total, a->num_classes);
+  write_run(f, run, 0);
   const int64_t *arr[4] = {a->intersect, a->union_, a->pred, a->label};
   const char *nm[4] = {"intersect", "union", "pred", "label"};
   for (int j = 0; j < 4; j++) {
@@ -162,7 +204,25 @@ rv_status rv_part_read(rv_part *p, const char *path, rv_ctx *ctx) {
     if (stat(side, &sb) != 0)
       return rv_error(ctx, RV_ERR_NOTFOUND, "%s: a results list without its part description %s (not written by "
                       "--shard, or that shard did not finish)", path, side);
-    return rv_part_read(p, side, ctx);
+    RV_TRY(rv_part_read(p, side, ctx));
+    /* exactly the file given: the sidecar must name it */
+    if (p->kind != RV_PART_COCO || !p->results || strcmp(base_name(p->results), base_name(path)) != 0) {
+      rv_status e = rv_error(ctx, RV_ERR_FORMAT, "%s: its part description %s names another results file (%s)", path, side,
+                             p->results ? base_name(p->results) : "none");
+      rv_part_free(p);
+      return e;
+    }
+    char *given = strdup(path);
+    if (!given) { rv_part_free(p); return rv_error(ctx, RV_ERR_NOMEM, "out of memory"); }
+    free(p->results);
+    p->results = given;
+    if (p->segm_results) {
+      char sp[4096];
+      rv_cli_sibling_path(sp, sizeof sp, path, ".segm.json");
+      free(p->segm_results);
+      if (!(p->segm_results = strdup(sp))) { rv_part_free(p); return rv_error(ctx, RV_ERR_NOMEM, "out of memory"); }
+    }
+    return RV_OK;
   }
   p->path = strdup(path);
   if (!p->path) { free(text); return rv_error(ctx, RV_ERR_NOMEM, "out of memory"); }
@@ -180,6 +240,14 @@ rv_status rv_part_read(rv_part *p, const char *path, rv_ctx *ctx) {
   p->shard = (int)v;
   if (get_int(j, "total", 0, 1e15, &v)) BAD("%s: 'total' must be a non-negative integer", path);
   p->total = (size_t)v;
+  const cJSON *run = cJSON_GetObjectItemCaseSensitive(j, "run");
+  if (run && !(cJSON_IsString(run) && strlen(run->valuestring) == 16)) BAD("%s: 'run' must be 16 hex digits", path);
+  if (run) memcpy(p->run, run->valuestring, 17);
+  p->detections = p->segm_detections = -1;
+  if (cJSON_GetObjectItemCaseSensitive(j, "detections") && get_int(j, "detections", -1, 1e15, &p->detections))
+    BAD("%s: 'detections' must be a count", path);
+  if (cJSON_GetObjectItemCaseSensitive(j, "segm_detections") && get_int(j, "segm_detections", -1, 1e15, &p->segm_detections))
+    BAD("%s: 'segm_detections' must be a count", path);
   const cJSON *imgs = cJSON_GetObjectItemCaseSensitive(j, "images");
   if (!cJSON_IsArray(imgs)) BAD("%s: 'images' must be a list", path);
   size_t n = (size_t)cJSON_GetArraySize(imgs);
@@ -269,6 +337,10 @@ rv_status rv_parts_check(rv_part *parts, size_t n, rv_ctx *ctx) {
     const rv_part *b = &parts[i];
     if (b->kind != a->kind)
       return rv_error(ctx, RV_ERR_FORMAT, "%s and %s: parts of different kinds (coco / ade20k)", a->path, b->path);
+    if (strcmp(a->run, b->run) != 0)
+      return rv_error(ctx, RV_ERR_FORMAT, "%s (run %s) and %s (run %s) come from different runs (weights, options that change "
+                      "results, annotations or image list differ)", a->path, a->run[0] ? a->run : "not recorded", b->path,
+                      b->run[0] ? b->run : "not recorded");
     if (b->num_shards != a->num_shards || b->total != a->total)
       return rv_error(ctx, RV_ERR_FORMAT, "%s (shard of %d, %zu items) and %s (shard of %d, %zu items) come from different runs",
                       a->path, a->num_shards, a->total, b->path, b->num_shards, b->total);

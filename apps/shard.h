@@ -18,7 +18,11 @@
  *    {"ravlt_part": "coco", "shard", "num_shards", "total", "ann": GT path or null,
  *    "results": "X.json", "segm_results": "X.segm.json" or null (names relative to the
  *    sidecar's folder), "images": [{"id", "file_name", "width", "height"}]}; the sidecar is
- *    written last.
+ *    written last. Given X.json, merge reads X.json itself (and X.segm.json), never another
+ *    file the sidecar names, and refuses a sidecar naming another file.
+ *  - both: "run" (rv_part_run: what produced the part; merge refuses parts of different
+ *    runs) and, COCO, "detections" / "segm_detections" (merge refuses a results file whose
+ *    count differs).
  */
 #ifndef RV_APPS_SHARD_H
 #define RV_APPS_SHARD_H
@@ -51,6 +55,8 @@ typedef struct {
 typedef struct {
   char *path;
   rv_part_kind kind;
+  char run[17];               /* "" when the part does not record it */
+  long long detections, segm_detections; /* -1: not recorded */
   int shard, num_shards;
   size_t total;
   /* coco */
@@ -63,11 +69,32 @@ typedef struct {
   size_t n;
 } rv_part;
 
+/* What produced a part ("run": 16 hex digits, a digest of the weights file (or the model
+ * name), the options that change results, the annotation file and the image list: parts of
+ * one run carry the same) and, for COCO, how many detections its results files hold. */
+typedef struct {
+  char id[17];
+  long long detections, segm_detections; /* -1: not recorded */
+} rv_part_run;
+/* 64-bit FNV-1a digest, fed piece by piece */
+typedef struct {
+  uint64_t h;
+} rv_digest;
+void rv_digest_init(rv_digest *d);
+void rv_digest_bytes(rv_digest *d, const void *p, size_t n);
+void rv_digest_str(rv_digest *d, const char *s); /* with its NUL, so "a","b" != "ab" */
+/* the file's bytes; -1 (nothing fed) if it cannot be read */
+int rv_digest_file(rv_digest *d, const char *path);
+void rv_digest_hex(const rv_digest *d, char out[17]);
+/* run->id from the weights (a file's bytes, else the name), the options string, the
+ * annotation file (may be NULL) and d_items (the image list, fed by the caller). */
+void rv_part_run_id(rv_part_run *run, const char *weights, const char *options, const char *ann, const rv_digest *items);
+
 rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t total, const char *ann,
                              const char *results, const char *segm_results,
-                             const rv_part_image *imgs, size_t n, rv_ctx *ctx);
+                             const rv_part_image *imgs, size_t n, const rv_part_run *run, rv_ctx *ctx);
 rv_status rv_part_write_ade(const char *path, const rv_shard *s, size_t total,
-                            char *const *names, size_t n, const rv_seg_areas *a, rv_ctx *ctx);
+                            char *const *names, size_t n, const rv_seg_areas *a, const rv_part_run *run, rv_ctx *ctx);
 /* Reads an ADE20K part or a COCO sidecar (given X.json, reads X.shard.json when X.json is a
  * results list). Errors name the file and the field. */
 rv_status rv_part_read(rv_part *p, const char *path, rv_ctx *ctx);

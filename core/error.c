@@ -12,6 +12,7 @@ struct rv_ctx {
   void *log_user;
   rv_log_level log_min;
   int threads;
+  long long max_pixels; /* 0: RV_DEFAULT_MAX_PIXELS */
 };
 
 const char *rv_status_str(rv_status st) {
@@ -47,6 +48,8 @@ void rv_ctx_set_log(rv_ctx *ctx, rv_log_fn fn, void *user) {
 void rv_ctx_set_log_level(rv_ctx *ctx, rv_log_level min_level) { ctx->log_min = min_level; }
 void rv_ctx_set_threads(rv_ctx *ctx, int n) { ctx->threads = n < 0 ? 0 : n; }
 int rv_ctx_threads(const rv_ctx *ctx) { return ctx ? ctx->threads : 0; }
+void rv_ctx_set_max_pixels(rv_ctx *ctx, long long n) { ctx->max_pixels = n < 1 ? 0 : n; }
+long long rv_ctx_max_pixels(const rv_ctx *ctx) { return ctx && ctx->max_pixels > 0 ? ctx->max_pixels : RV_DEFAULT_MAX_PIXELS; }
 const char *rv_ctx_errmsg(const rv_ctx *ctx) { return ctx ? ctx->errmsg : ""; }
 void rv_ctx_clear_error(rv_ctx *ctx) { if (ctx) ctx->errmsg[0] = 0; }
 

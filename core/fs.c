@@ -10,7 +10,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
+#include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx) {
@@ -33,39 +34,92 @@ rv_status rv_mkdirs(const char *dir, rv_ctx *ctx) {
 }
 
 int rv_create_unique(char *name, size_t n, const char *stem, const char *suffix) {
-  enum { MAX_TRIES = 1000 };
-#ifdef SYS_gettid
-  const long tid = (long)syscall(SYS_gettid);
-#else
-  const long tid = 0; /* the O_EXCL retry below still keeps threads apart */
-#endif
+  enum { MAX_TRIES = 10000 };
   int fd = -1;
   for (int k = 0; fd < 0 && k < MAX_TRIES; k++) {
-    int len = snprintf(name, n, "%s.%ld.%ld.%d%s", stem, (long)getpid(), tid, k, suffix);
+    int len = snprintf(name, n, "%s.%ld.%d%s", stem, (long)getpid(), k, suffix);
     RV_ASSERT(len > 0 && (size_t)len < n);
-    fd = open(name, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST) break;
   }
   return fd;
 }
 
-/* Writes PATH.tmp.<pid>.<tid>.<k> (rv_create_unique): O_EXCL never truncates an existing
- * file (another process's or thread's temporary, or this thread's other rv_out_open of the
- * same path). Mode 0666 & umask, as fopen "w" creates it, so the renamed file keeps the
- * permissions it always had. */
-rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
-  o->path = path;
+int rv_out_tmp_stem(char *stem, size_t n, const char *target) {
+  const char *slash = strrchr(target, '/');
+  int dlen = slash ? (int)(slash - target + 1) : 0;
+  const char *base = slash ? slash + 1 : target;
+  int len = snprintf(stem, n, "%.*s.%s.ravlt-tmp", dlen, target, base);
+  return len < 0 || (size_t)len >= n ? -1 : 0;
+}
+
+int rv_out_target(char *out, size_t n, const char *path) {
+  char cur[4096], link[4096];
+  if (snprintf(cur, sizeof cur, "%s", path) >= (int)sizeof cur) return -1;
+  for (int hops = 0; hops < 40; hops++) {
+    struct stat sb;
+    if (lstat(cur, &sb) != 0 || !S_ISLNK(sb.st_mode)) {
+      if (snprintf(out, n, "%s", cur) >= (int)n) return -1;
+      return 0;
+    }
+    ssize_t len = readlink(cur, link, sizeof link - 1);
+    if (len < 0 || (size_t)len >= sizeof link - 1) return -1;
+    link[len] = 0;
+    if (link[0] == '/') {
+      memcpy(cur, link, (size_t)len + 1);
+    } else { /* relative to the link's folder */
+      char *slash = strrchr(cur, '/');
+      int dlen = slash ? (int)(slash - cur + 1) : 0;
+      char tmp[4096];
+      if (snprintf(tmp, sizeof tmp, "%.*s%s", dlen, cur, link) >= (int)sizeof tmp) return -1;
+      memcpy(cur, tmp, strlen(tmp) + 1);
+    }
+  }
+  return -1; /* a loop */
+}
+
+static void out_free(rv_out_file *o) {
+  free(o->tmp);
+  free(o->target);
+  o->tmp = o->target = NULL;
   o->f = NULL;
-  const size_t n = strlen(path) + RV_UNIQUE_EXTRA + sizeof ".tmp";
+}
+
+rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
+  memset(o, 0, sizeof *o);
+  o->path = path;
+  if (strcmp(path, "-") == 0) {
+    o->kind = RV_OUT_STDOUT;
+    o->f = stdout;
+    return RV_OK;
+  }
+  char target[4096];
+  if (rv_out_target(target, sizeof target, path) != 0)
+    return rv_error(ctx, RV_ERR_IO, "%s: cannot resolve the path (too long or a loop of links)", path);
+  struct stat sb;
+  if (stat(target, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "%s: is a folder, not a file", path);
+    if (!S_ISREG(sb.st_mode)) { /* a device, FIFO or socket: written in place, never replaced */
+      int fd = open(target, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+      if (fd < 0 || !(o->f = fdopen(fd, "w"))) {
+        int err = errno;
+        if (fd >= 0) close(fd);
+        return rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", path, strerror(err));
+      }
+      o->kind = RV_OUT_STREAM;
+      return RV_OK;
+    }
+  }
+  const size_t n = strlen(target) + RV_UNIQUE_EXTRA + sizeof RV_TMP_TAG + 2;
   char *stem = malloc(n);
   o->tmp = malloc(n);
-  if (!stem || !o->tmp) {
+  o->target = strdup(target);
+  if (!stem || !o->tmp || !o->target) {
     free(stem);
-    free(o->tmp);
-    o->tmp = NULL;
+    out_free(o);
     return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   }
-  snprintf(stem, n, "%s.tmp", path);
+  rv_out_tmp_stem(stem, n, target);
   int fd = rv_create_unique(o->tmp, n, stem, ""), err = errno;
   free(stem);
   if (fd >= 0 && !(o->f = fdopen(fd, "w"))) {
@@ -74,35 +128,113 @@ rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx) {
     remove(o->tmp);
   }
   if (!o->f) {
-    rv_status st = rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", o->tmp, strerror(err));
-    free(o->tmp);
-    o->tmp = NULL;
-    return st;
+    out_free(o);
+    return rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", path, strerror(err));
   }
   return RV_OK;
 }
 
 rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx) {
-  int bad = ferror(o->f) != 0;
-  bad |= fclose(o->f) != 0;
-  o->f = NULL;
-  if (bad || rename(o->tmp, o->path) != 0) {
-    remove(o->tmp);
-    free(o->tmp);
-    o->tmp = NULL;
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed", o->path);
+  if (o->kind == RV_OUT_STDOUT) {
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    o->f = NULL;
+    if (bad) return rv_error(ctx, RV_ERR_IO, "standard output: write failed (%s)", strerror(err));
+    return RV_OK;
   }
-  free(o->tmp);
-  o->tmp = NULL;
+  int bad = ferror(o->f) != 0;
+  int err = bad ? EIO : 0;
+  if (fflush(o->f) != 0 && !bad) bad = 1, err = errno;
+  if (fclose(o->f) != 0 && !bad) bad = 1, err = errno;
+  o->f = NULL;
+  if (o->kind == RV_OUT_STREAM) {
+    if (bad) return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", o->path, strerror(err));
+    return RV_OK;
+  }
+  if (!bad && rename(o->tmp, o->target) != 0) bad = 1, err = errno;
+  if (bad) {
+    remove(o->tmp);
+    out_free(o);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", o->path, strerror(err));
+  }
+  out_free(o);
   return RV_OK;
 }
 
 void rv_out_abort(rv_out_file *o) {
+  if (o->kind == RV_OUT_STDOUT) {
+    if (o->f) fflush(stdout);
+    o->f = NULL;
+    return;
+  }
   if (o->f) fclose(o->f);
   if (o->tmp) remove(o->tmp);
-  free(o->tmp);
-  o->f = NULL;
-  o->tmp = NULL;
+  out_free(o);
+}
+
+/* the folder part of path ("." when there is none) */
+static void dir_of(char *dir, size_t n, const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) snprintf(dir, n, ".");
+  else if (slash == path) snprintf(dir, n, "/");
+  else snprintf(dir, n, "%.*s", (int)(slash - path), path);
+}
+
+rv_status rv_out_check(const char *path, rv_ctx *ctx) {
+  if (strcmp(path, "-") == 0) return RV_OK;
+  if (!*path) return rv_error(ctx, RV_ERR_ARG, "an output path is empty");
+  char target[4096], dir[4096];
+  if (rv_out_target(target, sizeof target, path) != 0)
+    return rv_error(ctx, RV_ERR_IO, "%s: cannot resolve the path (too long or a loop of links)", path);
+  struct stat sb;
+  if (stat(target, &sb) == 0) {
+    if (S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "%s: is a folder, not a file", path);
+    if (!S_ISREG(sb.st_mode)) {
+      if (access(target, W_OK) != 0) return rv_error(ctx, RV_ERR_IO, "%s: cannot write (%s)", path, strerror(errno));
+      return RV_OK;
+    }
+  }
+  dir_of(dir, sizeof dir, target);
+  if (stat(dir, &sb) != 0)
+    return rv_error(ctx, RV_ERR_IO, "%s: cannot write: folder %s: %s", path, dir, strerror(errno));
+  if (!S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "%s: cannot write: %s is not a folder", path, dir);
+  if (access(dir, W_OK | X_OK) != 0)
+    return rv_error(ctx, RV_ERR_IO, "%s: cannot write in folder %s (%s)", path, dir, strerror(errno));
+  return RV_OK;
+}
+
+rv_status rv_out_check_dir(const char *dir, rv_ctx *ctx) {
+  RV_TRY(rv_mkdirs(dir, ctx));
+  if (access(dir, W_OK | X_OK) != 0) return rv_error(ctx, RV_ERR_IO, "%s: cannot write in this folder (%s)", dir, strerror(errno));
+  return RV_OK;
+}
+
+int rv_out_sweep(const char *dir) {
+  DIR *d = opendir(dir && *dir ? dir : ".");
+  if (!d) return 0;
+  int removed = 0;
+  const long me = (long)getpid();
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] != '.') continue;
+    const char *t = strstr(e->d_name, RV_TMP_TAG);
+    if (!t) continue;
+    char *end;
+    long pid = strtol(t + strlen(RV_TMP_TAG), &end, 10);
+    if (end == t + strlen(RV_TMP_TAG) || *end != '.' || pid <= 0 || pid == me) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* that process still runs */
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s/%s", dir && *dir ? dir : ".", e->d_name) >= (int)sizeof p) continue;
+    if (unlink(p) == 0) removed++;
+  }
+  closedir(d);
+  return removed;
+}
+
+int rv_same_file(const char *a, const char *b) {
+  struct stat sa, sb;
+  if (stat(a, &sa) != 0 || stat(b, &sb) != 0) return 0;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 /* not a regular file (a pipe, /dev/stdin): read to the end */

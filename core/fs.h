@@ -3,8 +3,8 @@
  *   if (rv_mkdirs("out/masks", ctx) != RV_OK) ...rv_ctx_errmsg(ctx)...;   // mkdir -p
  *
  *   rv_out_file o;                                   // never a half-written file:
- *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes stats.json.tmp.<pid>...
- *   fprintf(o.f, ...);
+ *   RV_TRY(rv_out_open(&o, "stats.json", ctx));     // writes .stats.json.ravlt-tmp.<pid>.<k>
+ *   fprintf(o.f, ...);                               // ("-": stdout; a device: in place)
  *   return rv_out_close(&o, ctx);                    // checks errors, renames into place
  *
  *   rv_mapped_file f;                                // a whole input file, mapped once
@@ -25,26 +25,61 @@ extern "C" {
  * long, RV_ERR_IO naming the folder if one cannot be created or dir is not a folder. */
 rv_status rv_mkdirs(const char *dir, rv_ctx *ctx);
 
-/* Creates a new file STEM.<pid>.<tid>.<k>SUFFIX, k the first number whose file does not
- * exist (O_CREAT | O_EXCL, write-only, mode 0666 & umask as fopen gives: threads and
- * processes never share one, an existing file is never truncated); its name goes to
- * name[n], n >= strlen(stem) + strlen(suffix) + RV_UNIQUE_EXTRA. Returns the descriptor,
- * or -1 with errno set. */
-#define RV_UNIQUE_EXTRA 56 /* 3 dots, 2 longs and an int, NUL */
+/* Creates a new file STEM.<pid>.<k>SUFFIX, k the first number whose file does not exist
+ * (O_CREAT | O_EXCL, write-only, mode 0666 & umask as fopen gives: threads and processes
+ * never share one, an existing file is never truncated); its name goes to name[n],
+ * n >= strlen(stem) + strlen(suffix) + RV_UNIQUE_EXTRA. Returns the descriptor, or -1 with
+ * errno set. */
+#define RV_UNIQUE_EXTRA 40 /* 2 dots, a long and an int, NUL */
 int rv_create_unique(char *name, size_t n, const char *stem, const char *suffix);
 
-/* Output file written to PATH.tmp.<pid>.<tid>.<k> (created with O_EXCL, k the first free
- * number: threads and several rv_out_open of one path never share a temporary; mode
- * 0666 & umask), renamed into place by rv_out_close (removed on a write error, and by
- * rv_out_abort). The last rv_out_close of a path wins. */
+/* The temporary-file stem of an output: "DIR/.NAME.ravlt-tmp" for target "DIR/NAME" (a
+ * hidden file in the target's own folder, so that the final rename stays on one file
+ * system). Temporaries are "DIR/.NAME.ravlt-tmp.<pid>.<k>[.ext]". -1 if it does not fit. */
+#define RV_TMP_TAG ".ravlt-tmp."
+int rv_out_tmp_stem(char *stem, size_t n, const char *target);
+
+/* The file an output path really names: PATH itself, or the target of a symbolic link
+ * (followed through chains; a dangling link's target, relative to the link's folder).
+ * Writing goes to the target, so a link stays a link. -1 if it does not fit or loops. */
+int rv_out_target(char *out, size_t n, const char *path);
+
+/* One output file, whatever the path names:
+ *  - "-": standard output (not closed; rv_out_close flushes it and checks for errors);
+ *  - an existing character device, FIFO or socket: opened and written as a stream, never
+ *    replaced;
+ *  - a folder: an error;
+ *  - a regular file, nothing, or a symbolic link to either: a temporary file beside the
+ *    target (rv_out_tmp_stem, O_EXCL: threads and processes never share one), flushed and
+ *    renamed over the target by rv_out_close (the link stays a link). A write error or
+ *    rv_out_abort removes it; a process killed in between leaves it, recognisable by its
+ *    name, and rv_out_sweep removes it later.
+ * Every error names PATH as the caller gave it, never a temporary name. The last
+ * rv_out_close of a path wins. */
+typedef enum { RV_OUT_FILE = 0, RV_OUT_STREAM = 1, RV_OUT_STDOUT = 2 } rv_out_kind;
 typedef struct {
   FILE *f;
-  char *tmp;
+  char *tmp;    /* RV_OUT_FILE: the temporary's name */
+  char *target; /* RV_OUT_FILE: the file renamed over (PATH or a link's target) */
   const char *path;
+  rv_out_kind kind;
 } rv_out_file;
 rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
 rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
 void rv_out_abort(rv_out_file *o);
+
+/* Checks, before any work, that rv_out_open(path) can succeed: "-" is fine; a folder is an
+ * error; an existing device/FIFO must be writable; otherwise the target's folder must exist
+ * and be writable (the temporary is created there). Errors name PATH. Creates nothing. */
+rv_status rv_out_check(const char *path, rv_ctx *ctx);
+/* rv_mkdirs(dir) and a check that files can be created in it. */
+rv_status rv_out_check_dir(const char *dir, rv_ctx *ctx);
+/* Removes the temporaries (".*.ravlt-tmp.<pid>.*") in dir left by processes that no longer
+ * run (killed: SIGKILL, a power cut); another running process's are kept. Returns how many
+ * were removed. */
+int rv_out_sweep(const char *dir);
+/* 1 if a and b name the same existing file (device and inode, links followed). */
+int rv_same_file(const char *a, const char *b);
 
 /* A whole file in memory, read-only: mapped (MAP_POPULATE) when it is a regular file,
  * otherwise read. data[len] is not guaranteed to be NUL. */

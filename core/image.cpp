@@ -60,12 +60,16 @@ rv_status slurp(const char *path, std::vector<unsigned char> &buf, rv_ctx *ctx) 
     return rv_error(ctx, RV_ERR_IO, "image %s: %s", path,
                     errno == ENOENT ? "no such file" : std::strerror(errno));
   if (S_ISDIR(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "image %s: is a directory", path);
+  if (!S_ISREG(sb.st_mode)) return rv_error(ctx, RV_ERR_IO, "image %s: not a regular file (a device, FIFO or socket)", path);
+  if (sb.st_size > (off_t)INT32_MAX) return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: file over 2 GiB", path);
   FILE *f = std::fopen(path, "rb");
   if (!f) return rv_error(ctx, RV_ERR_IO, "image %s: cannot open: %s", path, std::strerror(errno));
   buf.clear();
+  buf.reserve((size_t)sb.st_size);
   unsigned char chunk[1 << 16];
   size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf.insert(buf.end(), chunk, chunk + n);
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0 && buf.size() <= (size_t)INT32_MAX)
+    buf.insert(buf.end(), chunk, chunk + n);
   int err = std::ferror(f);
   std::fclose(f);
   if (err) return rv_error(ctx, RV_ERR_IO, "image %s: read error", path);
@@ -101,9 +105,93 @@ bool is_dicom(const unsigned char *p, size_t n) {
   return !(is_jpeg(p, n) || is_png(p, n) || bmp || tiff || webp);
 }
 
+uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+uint32_t le32(const unsigned char *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
+
+// PNM header integer (whitespace and # comments skipped); -1 when absent.
+long long pnm_int(const unsigned char *p, size_t n, size_t &i) {
+  for (;;) {
+    while (i < n && std::isspace(p[i])) i++;
+    if (i < n && p[i] == '#') {
+      while (i < n && p[i] != '\n') i++;
+      continue;
+    }
+    break;
+  }
+  if (i >= n || !std::isdigit(p[i])) return -1;
+  long long v = 0;
+  while (i < n && std::isdigit(p[i]) && v < (1LL << 40)) v = v * 10 + (p[i++] - '0');
+  return v;
+}
+
+// Width and height from the header of a PNG, JPEG, BMP, WebP or PNM file, without decoding;
+// false when the format is not one of these or the header is cut short.
+bool header_dims(const unsigned char *p, size_t n, long long &w, long long &h) {
+  if (is_png(p, n) && n >= 24) {
+    w = be32(p + 16);
+    h = be32(p + 20);
+    return true;
+  }
+  if (is_jpeg(p, n)) {
+    size_t i = 2;
+    while (i + 9 < n) {
+      if (p[i] != 0xFF) return false;
+      unsigned char m = p[i + 1];
+      if (m == 0xFF) { i++; continue; }
+      if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
+      size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
+      if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+        h = (long long)p[i + 5] << 8 | p[i + 6];
+        w = (long long)p[i + 7] << 8 | p[i + 8];
+        return true;
+      }
+      if (m == 0xDA || len < 2) return false;
+      i += 2 + len;
+    }
+    return false;
+  }
+  if (n >= 26 && p[0] == 'B' && p[1] == 'M') {
+    w = (int32_t)le32(p + 18);
+    h = (int32_t)le32(p + 22);
+    if (w < 0) w = -w;
+    if (h < 0) h = -h;
+    return true;
+  }
+  if (n >= 30 && !std::memcmp(p, "RIFF", 4) && !std::memcmp(p + 8, "WEBP", 4)) {
+    if (!std::memcmp(p + 12, "VP8 ", 4)) {
+      w = (p[26] | p[27] << 8) & 0x3FFF;
+      h = (p[28] | p[29] << 8) & 0x3FFF;
+      return true;
+    }
+    if (!std::memcmp(p + 12, "VP8L", 4)) {
+      uint32_t b = le32(p + 21);
+      w = (b & 0x3FFF) + 1;
+      h = ((b >> 14) & 0x3FFF) + 1;
+      return true;
+    }
+    if (!std::memcmp(p + 12, "VP8X", 4)) {
+      w = (long long)(p[24] | p[25] << 8 | p[26] << 16) + 1;
+      h = (long long)(p[27] | p[28] << 8 | p[29] << 16) + 1;
+      return true;
+    }
+    return false;
+  }
+  if (n >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') {
+    size_t i = 2;
+    w = pnm_int(p, n, i);
+    h = pnm_int(p, n, i);
+    return w >= 0 && h >= 0;
+  }
+  return false;
+}
+
 rv_status decode(const unsigned char *p, size_t n, const char *name, int flags, cv::Mat &out,
                  rv_ctx *ctx) {
   if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty data", name);
+  long long w = 0, h = 0, cap = rv_ctx_max_pixels(ctx);
+  if (header_dims(p, n, w, h) && (w > cap || h > cap || w * h > cap))
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: %lldx%lld = %lld pixels, over the limit of %lld (ravlt --max-pixels)",
+                    name, w, h, w * h, cap);
   if (is_dicom(p, n))
     return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: DICOM files are not supported (convert to PNG)", name);
   cv::Mat raw(1, (int)n, CV_8UC1, const_cast<unsigned char *>(p));
@@ -144,18 +232,19 @@ std::string lower_ext(const char *path) {
   return e;
 }
 
-// "dir/name.ext" -> "dir/.name.tmp.<pid>.<tid>.<k>.ext" created by rv_create_unique (O_EXCL,
-// mode 0666 & umask as fopen would; fd returned) for the video writer, whose file name must
-// keep the extension (cv::VideoWriter picks the container by it); the caller writes and
-// renames. No umask() call: it is process-wide.
+// "dir/name.ext" -> "dir/.name.ext.ravlt-tmp.<pid>.<k>.ext" (rv_out_tmp_stem) created by
+// rv_create_unique (O_EXCL, mode 0666 & umask as fopen would; fd returned) for the video
+// writer, whose file name must keep the extension (cv::VideoWriter picks the container by
+// it); the caller writes and renames. path is the resolved target (rv_out_target). No
+// umask() call: it is process-wide.
 int make_temp(const char *path, std::string &tmp, const std::string &suffix) {
-  std::string p(path);
-  size_t slash = p.rfind('/');
-  std::string dir = slash == std::string::npos ? "" : p.substr(0, slash + 1);
-  std::string base = slash == std::string::npos ? p : p.substr(slash + 1);
-  std::string stem = dir + "." + base + ".tmp";
-  std::vector<char> name(stem.size() + suffix.size() + RV_UNIQUE_EXTRA);
-  int fd = rv_create_unique(name.data(), name.size(), stem.c_str(), suffix.c_str());
+  std::vector<char> stem(std::strlen(path) + sizeof RV_TMP_TAG + 4);
+  if (rv_out_tmp_stem(stem.data(), stem.size(), path) != 0) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  std::vector<char> name(std::strlen(stem.data()) + suffix.size() + RV_UNIQUE_EXTRA);
+  int fd = rv_create_unique(name.data(), name.size(), stem.data(), suffix.c_str());
   tmp = name.data();
   return fd;
 }
@@ -307,7 +396,7 @@ rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
       std::string msg = rv_ctx_errmsg(ctx);
       return rv_error(ctx, st, "image %s: %s", path, msg.c_str());
     }
-    rv_out_file o; // PATH.tmp.<pid>.<tid>.<k>, renamed into place (removed on a write error)
+    rv_out_file o; // core/fs.h: a temporary renamed into place, or a device written in place
     st = rv_out_open(&o, path, ctx);
     if (st == RV_OK) {
       std::fwrite(buf, 1, len, o.f);
@@ -574,7 +663,7 @@ void rv_video_close(rv_video_reader *r) {
 
 struct rv_video_writer {
   cv::VideoWriter vw;
-  std::string path, tmp;
+  std::string path, tmp, target; // tmp empty: written in place (a device or FIFO)
   int w, h;
   char fourcc[5];
   long frames;
@@ -605,17 +694,32 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
     v->w = w;
     v->h = h;
     v->frames = 0;
-    int fd = make_temp(path, v->tmp, ext);
-    if (fd < 0) {
-      int err = errno;
+    char target[4096];
+    if (rv_out_target(target, sizeof target, path) != 0) {
       delete v;
-      return rv_error(ctx, RV_ERR_IO, "video %s: cannot create a file there: %s", path, std::strerror(err));
+      return rv_error(ctx, RV_ERR_IO, "video %s: cannot resolve the path (too long or a loop of links)", path);
     }
-    ::close(fd);
+    v->target = target;
+    struct stat tsb;
+    bool in_place = stat(target, &tsb) == 0 && !S_ISREG(tsb.st_mode);
+    if (in_place && S_ISDIR(tsb.st_mode)) {
+      delete v;
+      return rv_error(ctx, RV_ERR_IO, "video %s: is a folder, not a file", path);
+    }
+    if (!in_place) { // a link stays a link: the temporary goes beside its target
+      int fd = make_temp(target, v->tmp, ext);
+      if (fd < 0) {
+        int err = errno;
+        delete v;
+        return rv_error(ctx, RV_ERR_IO, "video %s: cannot create a file there: %s", path, std::strerror(err));
+      }
+      ::close(fd);
+    }
+    const std::string &dest = in_place ? v->target : v->tmp;
     bool ok = false;
     for (const auto &c : cands) {
       int cc = cv::VideoWriter::fourcc(c[0], c[1], c[2], c[3]);
-      if (v->vw.open(v->tmp, cv::CAP_FFMPEG, cc, fps, cv::Size(w, h), true) && v->vw.isOpened()) {
+      if (v->vw.open(dest, cv::CAP_FFMPEG, cc, fps, cv::Size(w, h), true) && v->vw.isOpened()) {
         std::memcpy(v->fourcc, c.data(), 4);
         v->fourcc[4] = 0;
         ok = true;
@@ -623,7 +727,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       }
     }
     if (!ok) {
-      ::unlink(v->tmp.c_str());
+      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
       delete v;
       return rv_error(ctx, RV_ERR_UNSUPPORTED, "video %s: no usable encoder (tried %s%s)", path,
                       cands[0].c_str(), cands.size() > 1 ? " and others" : "");
@@ -632,7 +736,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
     return RV_OK;
   } catch (const cv::Exception &e) {
     if (v) {
-      ::unlink(v->tmp.c_str());
+      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
       delete v;
     }
     return rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", path, e.err.c_str());
@@ -674,9 +778,11 @@ rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
   try {
     v->vw.release();
     struct stat sb;
-    if (stat(v->tmp.c_str(), &sb) != 0 || (v->frames > 0 && sb.st_size == 0)) {
+    if (v->tmp.empty()) {
+      // written in place (a device or FIFO): nothing to rename
+    } else if (stat(v->tmp.c_str(), &sb) != 0 || (v->frames > 0 && sb.st_size == 0)) {
       st = rv_error(ctx, RV_ERR_IO, "video %s: encoder produced no data", v->path.c_str());
-    } else if (std::rename(v->tmp.c_str(), v->path.c_str()) != 0) {
+    } else if (std::rename(v->tmp.c_str(), v->target.c_str()) != 0) {
       st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(),
                     std::strerror(errno));
     }
@@ -685,7 +791,7 @@ rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
   } catch (...) {
     st = rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", v->path.c_str());
   }
-  if (st != RV_OK) ::unlink(v->tmp.c_str());
+  if (st != RV_OK && !v->tmp.empty()) ::unlink(v->tmp.c_str());
   delete v;
   return st;
 }
@@ -696,7 +802,7 @@ void rv_video_writer_discard(rv_video_writer *v) {
     v->vw.release();
   } catch (...) {
   }
-  ::unlink(v->tmp.c_str());
+  if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
   delete v;
 }
 

@@ -197,6 +197,17 @@ void rv_wtensor_to_f32(const rv_wtensor *t, float *dst) {
 
 #define ST_MAX_HEADER ((uint64_t)256 << 20)
 
+typedef struct {
+  size_t b, e;
+  const char *name;
+} st_range;
+
+static int cmp_range(const void *x, const void *y) {
+  const st_range *a = x, *c = y;
+  if (a->b != c->b) return a->b < c->b ? -1 : 1;
+  return a->e < c->e ? -1 : a->e > c->e;
+}
+
 static rv_status parse_header(rv_weights *w, const unsigned char *buf, size_t len, rv_ctx *ctx) {
   if (len < 8)
     return rv_error(ctx, RV_ERR_FORMAT, "%s: not a safetensors file (%zu bytes, need an 8-byte header length)", w->path, len);
@@ -214,6 +225,10 @@ static rv_status parse_header(rv_weights *w, const unsigned char *buf, size_t le
     return rv_error(ctx, RV_ERR_FORMAT, "%s: safetensors header is not a JSON object", w->path);
   }
   rv_status st = RV_OK;
+  int n_ranges = cJSON_GetArraySize(root);
+  st_range *ranges = malloc(sizeof *ranges * (size_t)(n_ranges > 0 ? n_ranges : 1));
+  if (!ranges) st = rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", w->path);
+  n_ranges = 0;
   for (cJSON *it = root->child; it && st == RV_OK; it = it->next) {
     const char *name = it->string ? it->string : "";
     if (strcmp(name, "__metadata__") == 0) {
@@ -267,8 +282,24 @@ static rv_status parse_header(rv_weights *w, const unsigned char *buf, size_t le
       break;
     }
     if (rv_weights_find(w, name)) { st = rv_error(ctx, RV_ERR_FORMAT, "%s: tensor '%s' appears twice", w->path, name); break; }
+    ranges[n_ranges++] = (st_range){(size_t)b, (size_t)e, name};
     st = rv_weights_add(w, name, dtype, ndim, shape, data + (size_t)b, nbytes, 0, ctx);
   }
+  /* the format: the tensors' byte ranges tile the data section in order, no overlap, no hole */
+  if (st == RV_OK && n_ranges > 0) {
+    qsort(ranges, (size_t)n_ranges, sizeof *ranges, cmp_range);
+    size_t at = 0;
+    for (int i = 0; i < n_ranges && st == RV_OK; i++) {
+      if (ranges[i].b < at && i > 0)
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: tensors '%s' and '%s' overlap (data_offsets [%zu, %zu] and [%zu, %zu])", w->path,
+                      ranges[i - 1].name, ranges[i].name, ranges[i - 1].b, ranges[i - 1].e, ranges[i].b, ranges[i].e);
+      else if (ranges[i].b != at)
+        st = rv_error(ctx, RV_ERR_FORMAT, "%s: data_offsets leave bytes %zu..%zu unused before tensor '%s' (the format forbids holes)",
+                      w->path, at, ranges[i].b, ranges[i].name);
+      at = ranges[i].e;
+    }
+  }
+  free(ranges);
   cJSON_Delete(root);
   return st;
 }

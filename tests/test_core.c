@@ -6,6 +6,8 @@
 #include "core/tensor.h"
 #include "core/weights.h"
 #include <dirent.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -77,7 +79,7 @@ static void test_out_open_same_path(void **state) {
   assert_int_equal(fflush(a.f), 0);
   assert_int_equal(rv_out_open(&b, path, ctx), RV_OK);
   assert_string_not_equal(a.tmp, b.tmp);
-  assert_non_null(strstr(a.tmp, ".tmp."));
+  assert_non_null(strstr(a.tmp, RV_TMP_TAG));
   assert_int_equal(file_size(a.tmp), 5); /* not truncated by the second open */
   assert_true(fputs("second", b.f) >= 0);
   assert_int_equal(rv_out_close(&a, ctx), RV_OK);
@@ -272,11 +274,123 @@ static void test_safetensors_malformed(void **state) {
   rv_ctx_free(ctx);
 }
 
+
+/* safetensors: overlapping, holed and in-range data_offsets (the format: the tensors tile the
+ * data section, no overlap, no hole) */
+static rv_status parse_st(const char *hdr, size_t data_len) {
+  unsigned char buf[512] = {0};
+  size_t h = strlen(hdr);
+  for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
+  memcpy(buf + 8, hdr, h);
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = NULL;
+  rv_status st = rv_safetensors_parse(&w, buf, 8 + h + data_len, "t.safetensors", ctx);
+  if (st != RV_OK) assert_non_null(strstr(rv_ctx_errmsg(ctx), "t.safetensors"));
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+  return st;
+}
+
+static void test_safetensors_offsets(void **state) {
+  (void)state;
+  assert_int_equal(parse_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                            "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12), RV_OK);
+  /* listed out of order but tiling: fine */
+  assert_int_equal(parse_st("{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+                            "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12), RV_OK);
+  /* overlap */
+  assert_int_equal(parse_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                            "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12), RV_ERR_FORMAT);
+  /* the same bytes twice */
+  assert_int_equal(parse_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                            "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8), RV_ERR_FORMAT);
+  /* a hole */
+  assert_int_equal(parse_st("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                            "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", 12), RV_ERR_FORMAT);
+}
+
+/* The writer: a symlink is written through (the link stays a link), a FIFO is written in
+ * place (never replaced), a folder is an error naming the path, "-" is stdout; rv_out_check
+ * refuses a missing folder naming the user's path; rv_out_sweep removes a dead process's
+ * temporary and keeps a live one's. */
+static void test_out_kinds(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  char dir[] = "/tmp/rv_test_kinds_XXXXXX", p[256], q[256];
+  assert_non_null(mkdtemp(dir));
+  /* symlink */
+  snprintf(p, sizeof p, "%s/real.json", dir);
+  snprintf(q, sizeof q, "%s/link.json", dir);
+  assert_int_equal(symlink("real.json", q), 0); /* dangling, relative */
+  rv_out_file o;
+  assert_int_equal(rv_out_open(&o, q, ctx), RV_OK);
+  assert_int_equal(o.kind, RV_OUT_FILE);
+  fputs("[]", o.f);
+  assert_int_equal(rv_out_close(&o, ctx), RV_OK);
+  struct stat sb;
+  assert_int_equal(lstat(q, &sb), 0);
+  assert_true(S_ISLNK(sb.st_mode));
+  assert_int_equal(file_size(p), 2);
+  /* FIFO: a reader child, the FIFO stays a FIFO */
+  snprintf(p, sizeof p, "%s/fifo", dir);
+  assert_int_equal(mkfifo(p, 0600), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    FILE *f = fopen(p, "r");
+    char b[16] = "";
+    size_t n = f ? fread(b, 1, sizeof b, f) : 0;
+    _exit(n == 5 && !memcmp(b, "hello", 5) ? 0 : 1);
+  }
+  assert_int_equal(rv_out_open(&o, p, ctx), RV_OK);
+  assert_int_equal(o.kind, RV_OUT_STREAM);
+  fputs("hello", o.f);
+  assert_int_equal(rv_out_close(&o, ctx), RV_OK);
+  int wst = 0;
+  assert_int_equal(waitpid(child, &wst, 0), child);
+  assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+  assert_int_equal(stat(p, &sb), 0);
+  assert_true(S_ISFIFO(sb.st_mode));
+  /* folder */
+  assert_int_equal(rv_out_open(&o, dir, ctx), RV_ERR_IO);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "is a folder"));
+  assert_int_equal(rv_out_check(dir, ctx), RV_ERR_IO);
+  /* "-" */
+  assert_int_equal(rv_out_open(&o, "-", ctx), RV_OK);
+  assert_int_equal(o.kind, RV_OUT_STDOUT);
+  assert_ptr_equal(o.f, stdout);
+  assert_int_equal(rv_out_close(&o, ctx), RV_OK);
+  /* a missing folder: checked, named */
+  snprintf(p, sizeof p, "%s/no/such/r.json", dir);
+  assert_int_equal(rv_out_check(p, ctx), RV_ERR_IO);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), p));
+  assert_int_equal(rv_out_open(&o, p, ctx), RV_ERR_IO);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), p));
+  assert_null(strstr(rv_ctx_errmsg(ctx), RV_TMP_TAG));
+  /* sweep: a dead process's temporary goes, ours stays */
+  pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  waitpid(dead, &wst, 0);
+  snprintf(p, sizeof p, "%s/.x.png" RV_TMP_TAG "%ld.0", dir, (long)dead);
+  snprintf(q, sizeof q, "%s/.x.png" RV_TMP_TAG "%ld.0", dir, (long)getpid());
+  fclose(fopen(p, "w"));
+  fclose(fopen(q, "w"));
+  assert_int_equal(rv_out_sweep(dir), 1);
+  assert_int_equal(access(p, F_OK), -1);
+  assert_int_equal(access(q, F_OK), 0);
+  unlink(q);
+  assert_int_equal(rv_same_file(dir, dir), 1);
+  snprintf(p, sizeof p, "rm -rf '%s'", dir);
+  assert_int_equal(system(p), 0);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_status_and_ctx),
       cmocka_unit_test(test_arena),
       cmocka_unit_test(test_out_open_same_path),
+      cmocka_unit_test(test_out_kinds),
+      cmocka_unit_test(test_safetensors_offsets),
       cmocka_unit_test(test_safetensors_fixture),
       cmocka_unit_test(test_safetensors_roundtrip),
       cmocka_unit_test(test_safetensors_fifo),

@@ -496,7 +496,7 @@ static void test_cli_segment_vtest(void **state) {
   snprintf(p, sizeof p, "%s/seg.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_seg_line, wh), 8);
   /* no temporary files left */
-  assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
+  assert_int_equal(test_run("ls -a %s | grep -q ravlt-tmp", tmpdir), 1);
 }
 
 static void check_det_line(const cJSON *o, long i, void *u) {
@@ -616,7 +616,7 @@ static void test_cli_sigint(void **state) {
   (void)state;
   int rc = test_run("'%s' --quiet video --weights '%s' " SAMPLES "/vtest.avi --size 64x96 --queue 2 --output %s/int.avi "
                "--json %s/int.jsonl 2> %s/int.err & pid=$!; "
-               "for i in $(seq 1 600); do [ -n \"$(cat %s/int.jsonl.tmp* 2>/dev/null)\" ] && break; sleep 0.1; done; "
+               "for i in $(seq 1 600); do [ -n \"$(cat %s/.int.jsonl.ravlt-tmp* 2>/dev/null)\" ] && break; sleep 0.1; done; "
                "kill -INT $pid; wait $pid; exit $?",
                RV_BIN, fixture_path("e2e/semantic_fpn/checkpoint.pth"), tmpdir, tmpdir, tmpdir, tmpdir);
   assert_int_equal(rc, 130);
@@ -629,7 +629,7 @@ static void test_cli_sigint(void **state) {
   int wh[2] = {768, 576};
   snprintf(p, sizeof p, "%s/int.jsonl", tmpdir);
   assert_int_equal(json_lines(p, check_seg_line, wh), n);
-  assert_int_equal(test_run("ls %s | grep -q tmp", tmpdir), 1);
+  assert_int_equal(test_run("ls -a %s | grep -q ravlt-tmp", tmpdir), 1);
 }
 
 /* The test's own frame fingerprint (FNV-1a over the pixels), written apart from
@@ -710,7 +710,7 @@ static void test_seek(void **state) {
   assert_int_equal(stat(p, &sv), 0);
   assert_int_equal(stat(ref, &sr), 0);
   assert_int_equal(sv.st_mode & 0777, sr.st_mode & 0777);
-  assert_int_equal(test_run("ls -a %s | grep -q 'seek.mp4.tmp'", tmpdir) == 0, 0);
+  assert_int_equal(test_run("ls -a %s | grep -q 'seek.mp4.ravlt-tmp'", tmpdir) == 0, 0);
   check_seek(p, 48);
   /* exact positioning past the end of a file that announces more frames than it has */
   assert_int_equal(test_run("head -c 200000 " SAMPLES "/Megamind.avi > %s/short.avi", tmpdir), 0);

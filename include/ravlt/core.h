@@ -60,6 +60,11 @@ RV_API void rv_ctx_set_log_level(rv_ctx *ctx, rv_log_level min_level);
 /* Number of threads kernels may use (OpenMP and OpenBLAS); 0 = all cores. */
 RV_API void rv_ctx_set_threads(rv_ctx *ctx, int n);
 RV_API int rv_ctx_threads(const rv_ctx *ctx);
+/* Largest image (width x height) the image readers decode; checked from the file's header
+ * before decoding. Default RV_DEFAULT_MAX_PIXELS (2^27); n < 1 restores it. */
+#define RV_DEFAULT_MAX_PIXELS (1LL << 27)
+RV_API void rv_ctx_set_max_pixels(rv_ctx *ctx, long long n);
+RV_API long long rv_ctx_max_pixels(const rv_ctx *ctx);
 RV_API const char *rv_ctx_errmsg(const rv_ctx *ctx);
 RV_API void rv_ctx_clear_error(rv_ctx *ctx);
 
