@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   memcpy(given, argv, sizeof(char *) * (size_t)argc);
   void *dst = calloc(1, spec->size ? spec->size : 1);
-  rv_opts_globals g = {0, 0, 0};
+  rv_opts_globals g = {0, 0, 0, 0};
   rv_opts_result r;
   int rc = rv_opts_parse(spec, dst, &g, argc, argv, &r);
   if (rc != 0 && rc != 2) abort();

@@ -54,7 +54,7 @@ static void test_parser_rules(void **state) {
   char buf[512], *argv[64];
   int argc;
   rv_opts_result r;
-  rv_opts_globals g = {0, 0, 0};
+  rv_opts_globals g = {0, 0, 0, 0};
   t_opts o;
   memset(&o, 0, sizeof o);
   /* --opt value, --opt=value, flags, positionals in order */
@@ -342,7 +342,7 @@ static void test_help_and_examples(void **state) {
         }
         argv[argc] = NULL;
         void *dst = calloc(1, es->size ? es->size : 1);
-        rv_opts_globals g = {0, 0, 0};
+        rv_opts_globals g = {0, 0, 0, 0};
         rv_opts_result r;
         int rc = rv_opts_parse(es, dst, &g, argc, argv, &r);
         if (rc) fprintf(stderr, "example '%s': %s\n", p, r.err);

@@ -25,8 +25,8 @@ no_tmp() { ! find "$@" -name '*.ravlt-tmp.*' -o -name '*.tmp.[0-9]*' | grep -q .
 # playable: ravlt reads the video back; prints the number of frames decoded
 frames_of() { R video "$1" --size 32x32 --json "$TMP/chk.jsonl" 2> /dev/null && lines_ok "$TMP/chk.jsonl" || echo -1; }
 
-R synth --task det --out det --count 4 2> /dev/null || fail "synth det"
-R synth --task seg --out seg --count 30 --size 160x120 2> /dev/null || fail "synth seg"
+R synth --task det --out-dir det --count 4 2> /dev/null || fail "synth det"
+R synth --task seg --out-dir seg --count 30 --size 160x120 2> /dev/null || fail "synth seg"
 IMG=$(ls det/images/*.jpg | head -1)
 [ -n "$IMG" ] || { echo "FAIL: no synthetic images"; exit 1; }
 

@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 R() { "$BIN" --quiet --threads 1 "$@"; }
 n_ids() { python3 -c 'import json,sys; print(len({d["image_id"] for d in json.load(open(sys.argv[1]))}))' "$1" 2> /dev/null || echo -1; }
 
-R synth --task det --output ev --count 8 2> /dev/null || fail "synth"
+R synth --task det --out-dir ev --count 8 2> /dev/null || fail "synth"
 ANN=ev/annotations/instances.json
 EV="eval coco --ann $ANN --images ev/images --weights demo-det"
 R $EV --output full.json > full.txt || fail "clean eval: rc $?"
@@ -38,7 +38,7 @@ cmp -s st2.txt full.txt || fail "--resume stats differ from a clean run: $(diff 
 [ -e r.shard.json ] && fail "r.shard.json left after the run completed"
 
 # SIGTERM during eval coco --out: 143, the images done kept, no temporaries
-R synth --task det --output big --count 40 2> /dev/null || fail "synth 40"
+R synth --task det --out-dir big --count 40 2> /dev/null || fail "synth 40"
 "$BIN" --verbose --threads 1 eval coco --ann big/annotations/instances.json --images big/images --weights demo-det --output t.json > /dev/null 2> errt.txt & pid=$!
 for i in $(seq 1 600); do [ "$(grep -c 'detections$' errt.txt)" -ge 3 ] && break; sleep 0.05; done
 kill -TERM $pid; wait $pid; rc=$?
@@ -54,7 +54,7 @@ grep -q "is the input" err.txt || fail "eval --output ANN: $(cat err.txt)"
 [ "$(md5sum < $ANN)" = "$sum" ] || fail "eval overwrote its annotation file"
 
 # eval ade20k --weights: the same (areas of the images done kept, --resume completes them)
-R synth --task seg --output ade --count 6 2> /dev/null || fail "synth seg"
+R synth --task seg --out-dir ade --count 6 2> /dev/null || fail "synth seg"
 AE="eval ade20k --root ade --weights demo"
 R $AE > afull.txt || fail "clean ade20k eval: rc $?"
 cp ade/images/validation/synth_000002.jpg k2.jpg && : > ade/images/validation/synth_000002.jpg
