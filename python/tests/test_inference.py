@@ -1,6 +1,11 @@
 """Inference through the package equals the CLI's on the e2e fixtures: segmentation label maps
-identical to `ravlt segment` (its PNG stores class + 1); detections identical in count, labels,
-boxes and scores to `ravlt detect --json` (and masks to its .segm.json RLEs)."""
+identical to `ravlt segment` (its PNG stores class + 1); detections identical in count and
+labels to `ravlt detect --json`, scores within 1e-4, boxes within 1e-2 px and masks at IoU >=
+0.99 with its .segm.json RLEs: check-fixture's detection tolerances (README).
+In the gcc build the two are bit-identical. In the clang build they are not with 2 threads
+(identical with OMP_NUM_THREADS=1): inside python3 numpy has already loaded OpenBLAS with
+libgomp while libravlt runs its loops on LLVM's libomp, so the work is split differently and
+float32 sums round differently (scores moved by up to 1.7e-5 in the cascade, measured)."""
 import json
 import os
 import subprocess
@@ -87,17 +92,19 @@ def test_detect_equals_cli(arch, tmp_path):
     assert len(got) == len(ref) and len(ref) > 0
     for (cat, row), r in zip(got, ref):  # results2json order: by class, NMS order within it
         assert cat == r['category_id']
-        assert np.float32(r['score']) == row[4]
+        assert abs(float(np.float32(r['score'])) - float(row[4])) <= 1e-4
         x1, y1, x2, y2 = (float(v) for v in row[:4])
-        assert [x1, y1, x2 - x1, y2 - y1] == pytest.approx(r['bbox'], abs=1e-4)
+        assert [x1, y1, x2 - x1, y2 - y1] == pytest.approx(r['bbox'], abs=1e-2)
     if segm_result is not None:
         h, w = ravlt.imread(img).shape[:2]
         masks = [m for per in segm_result for m in per]
         assert len(masks) == len(segm_ref)
         for m, r in zip(masks, segm_ref):
             assert m.dtype == np.bool_ and m.shape == (h, w)
-            enc = M.encode(np.asfortranarray(m.astype(np.uint8)))
-            assert enc['counts'].decode() == r['segmentation']['counts']
+            ref_m = M.decode(r['segmentation']).astype(bool)
+            union = np.logical_or(m, ref_m).sum()
+            inter = np.logical_and(m, ref_m).sum()
+            assert union == 0 or inter / union >= 0.99
 
 
 def test_inference_threads_release_gil():
