@@ -63,7 +63,7 @@ ok "$(wc -l < "$tmp/exported") exported symbols = the RV_API declarations (no in
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/segment_classes.c" -o "$tmp/sc_pc" $(pkg-config --cflags --libs ravlt) ||
   fail "examples/segment_classes.c with pkg-config --cflags --libs ravlt"
-readelf -d "$tmp/sc_pc" | grep -q "NEEDED.*\[libravlt.so.$major\]" || fail "example not linked to libravlt.so.$major"
+readelf -d "$tmp/sc_pc" | grep "NEEDED.*\[libravlt.so.$major\]" > /dev/null || fail "example not linked to libravlt.so.$major"
 resolved=$(LD_LIBRARY_PATH=$libdir ldd "$tmp/sc_pc" | awk '$1 == "libravlt.so.'"$major"'" {print $3}')
 [ "$(readlink -f "$resolved")" = "$(readlink -f "$libdir/libravlt.so.$major")" ] ||
   fail "libravlt.so.$major resolves to '$resolved', not the prefix's"
@@ -108,7 +108,7 @@ ok "README example: $readme_out"
 # static: pkg-config --static (Libs.private, Requires.private) with libravlt.a
 cc "$src/examples/segment_classes.c" -o "$tmp/sc_static" $(pkg-config --cflags ravlt) \
   $(pkg-config --static --libs ravlt | sed 's/-lravlt\b/-l:libravlt.a/') || fail "static link with pkg-config --static"
-if ldd "$tmp/sc_static" | grep -q libravlt; then fail "static example needs libravlt.so"; fi
+if ldd "$tmp/sc_static" | grep libravlt > /dev/null; then fail "static example needs libravlt.so"; fi
 "$tmp/sc_static" "$ckpt" "$img" > "$tmp/classes_static.txt" || fail "the static example failed"
 diff "$tmp/classes.txt" "$tmp/classes_static.txt" || fail "static and shared examples differ"
 ok "static link with pkg-config --static --libs ravlt"

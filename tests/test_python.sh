@@ -4,6 +4,8 @@
 # Python example, run as written.
 #   bash tests/test_python.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
+# (in pipelines grep reads all of its input, never -q: a writer killed by SIGPIPE would make
+# the pipeline fail under pipefail, a false "no match" depending on timing)
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(dirname "$BIN")
@@ -17,7 +19,7 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 LIB=""
 # (a shared library without the package's entry points, rv_py_*, is not used)
 for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do
-  [ -e "$c" ] && nm -D --defined-only "$c" 2>/dev/null | grep -q ' rv_py_abi$' && { LIB=$c; break; }
+  [ -e "$c" ] && nm -D --defined-only "$c" 2>/dev/null | grep ' rv_py_abi$' > /dev/null && { LIB=$c; break; }
 done
 if [ -z "$LIB" ]; then
   [ -f "$BUILD/libravlt.a" ] && [ -f "$BUILD/CMakeFiles/ravlt.dir/link.txt" ] || { echo "test_python: no libravlt.so or libravlt.a in $BUILD" >&2; exit 1; }
@@ -29,7 +31,7 @@ if [ -z "$LIB" ]; then
 fi
 # A sanitizer build's library needs its runtimes loaded before python3 (not instrumented) starts;
 # Python's own allocations at exit are not leaks of ours.
-if ldd "$LIB" 2>/dev/null | grep -q libasan; then
+if ldd "$LIB" 2>/dev/null | grep libasan > /dev/null; then
   export LD_PRELOAD="$(ldd "$LIB" | awk '/libasan|libubsan/{print $3}' | tr '\n' ' ')"
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi

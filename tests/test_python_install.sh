@@ -16,7 +16,7 @@ SITE=lib/python3/dist-packages
 for f in __init__.py _lib.py cocotools/__init__.py cocotools/coco.py cocotools/cocoeval.py cocotools/mask.py; do
   [ -f "$W/p/$SITE/ravlt/$f" ] || { echo "test_python_install: $SITE/ravlt/$f not installed" >&2; exit 1; }
 done
-if find "$W/p/$SITE" -name __pycache__ | grep -q .; then echo "test_python_install: __pycache__ installed" >&2; exit 1; fi
+if find "$W/p/$SITE" -name __pycache__ | grep . > /dev/null; then echo "test_python_install: __pycache__ installed" >&2; exit 1; fi
 LIBSO=$(find "$W/p" -name 'libravlt.so.0' | head -1)
 [ -n "$LIBSO" ] || { echo "test_python_install: no libravlt.so.0 installed" >&2; exit 1; }
 MULTI=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("MULTIARCH") or "")')
@@ -42,7 +42,7 @@ print("ok", lib)
 # A sanitizer build's library needs its runtimes loaded before python3 (not instrumented)
 # starts: only then does env -i pass LD_PRELOAD too (Python's own memory at exit is no leak).
 SANENV=()
-if ldd "$LIBSO" 2>/dev/null | grep -q libasan; then
+if ldd "$LIBSO" 2>/dev/null | grep libasan > /dev/null; then
   SANENV=(LD_PRELOAD="$(ldd "$LIBSO" | awk '/libasan|libubsan/{print $3}' | tr '\n' ' ')" ASAN_OPTIONS=detect_leaks=0)
 fi
 for prefix in "$W/p" "$W/q"; do
@@ -54,5 +54,5 @@ rm -f "$W/q/lib/$MULTI"/libravlt.so*
 if out=$(cd / && env -i "${SANENV[@]}" PYTHONPATH="$W/q/$SITE" "$PY" -c 'import ravlt' 2>&1); then
   echo "test_python_install: import without a library succeeded" >&2; exit 1
 fi
-echo "$out" | grep -q 'ImportError: ravlt: libravlt.so not found; set RAVLT_LIBRARY' || { echo "$out"; echo "test_python_install: unexpected error without a library" >&2; exit 1; }
+echo "$out" | grep 'ImportError: ravlt: libravlt.so not found; set RAVLT_LIBRARY' > /dev/null || { echo "$out"; echo "test_python_install: unexpected error without a library" >&2; exit 1; }
 echo "test_python_install: installed package imports and evaluates from both layouts"
