@@ -7,6 +7,7 @@ FIX=${2:-$(dirname "$0")/../tests/fixtures}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors,coco}
 cp "$ROOT"/tests/data/pyconfig/*.py "$OUT/pyconfig/"
+for d in "$FIX"/e2e/*/; do cp "$d/train_config.py" "$OUT/pyconfig/$(basename "$d").py"; done
 /usr/bin/python3 - "$OUT" "$FIX" "$ROOT" <<'PY'
 import glob, json, os, struct, sys, zipfile
 out, fix, root = sys.argv[1:4]
@@ -39,7 +40,7 @@ st(f"{out}/safetensors/b.safetensors", {"d": ("F64", [1, 1], struct.pack("<d", 1
    "e": ("F32", [0, 4], b""), "i": ("I32", [2], struct.pack("<2i", -1, 2))})
 PY
 # COCO: gt.json, a NUL byte, then a results file (bbox and segm) of every eval case
-for d in "$ROOT"/tests/data/eval/coco_eval/* "$ROOT"/tests/data/eval/random_coco_*; do
+for d in "$FIX"/coco_eval/* "$ROOT"/tests/data/eval/random_coco_*; do
   for t in bbox segm; do
     { cat "$d/gt.json"; printf '\0'; cat "$d/dt_$t.json"; } > "$OUT/coco/$(basename "$d")_$t"
   done

@@ -9,6 +9,7 @@
 #   bash tests/test_cli_opts.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$(readlink -f "$1")
+FIX=$(readlink -f "$2")
 DATA=$(readlink -f "$3")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
@@ -50,7 +51,7 @@ out=$("$BIN" info ravlt-t --size=64x96 --json=-) && echo "$out" | isjson &&
 RAVLT_OFFLINE=1 "$BIN" models --json - | isjson && ok "models --json -" || fail "models --json -"
 "$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --top 2 --json - "$IMG" "$IMG" | isjson &&
   ok "classify --json - (2 images, one JSON array)" || fail "classify --json -"
-"$BIN" eval coco --ann "$DATA/eval/coco_eval/01_tiny/gt.json" --results "$DATA/eval/coco_eval/01_tiny/dt_bbox.json" \
+"$BIN" eval coco --ann "$FIX/coco_eval/01_tiny/gt.json" --results "$FIX/coco_eval/01_tiny/dt_bbox.json" \
   --json - 2> "$T/err" | isjson && grep -q "Average Precision" "$T/err" &&
   ok "eval coco --json - (JSON on stdout, the table on stderr)" || fail "eval coco --json -"
 "$BIN" -q video --max-frames 2 --size=120x160 --json - /usr/share/doc/opencv-doc/examples/data/vtest.avi > "$T/v.jsonl" &&
