@@ -6,6 +6,7 @@
 set -u
 BIN=$1
 DATA=$3/eval
+FIX=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fails=0
@@ -24,7 +25,7 @@ expect_err() {
 
 # 1. summaries identical to pycocotools
 n=0
-for d in "$DATA"/coco_eval/*/; do
+for d in "$FIX"/coco_eval/*/; do
   c=$(basename "$d")
   for iou in bbox segm; do
     "$BIN" --quiet eval coco --ann "$d/gt.json" --results "$d/dt_$iou.json" --iou-type $iou \
@@ -39,14 +40,14 @@ done
 [ $n -ge 12 ] || fail "only $n coco runs"
 
 # mmdet maxDets and mask area mode run and say so
-F=$DATA/coco_eval/04_maxdets
+F=$FIX/coco_eval/04_maxdets
 "$BIN" --quiet eval coco --ann "$F/gt.json" --results "$F/dt_segm.json" --iou-type segm --mmdet-maxdets \
   --area-mode mask --json "$T/mm.json" > "$T/stdout" 2>&1 || fail "mmdet maxdets rc"
 grep -q "maxDets=1000 \] = " "$T/stdout" || fail "mmdet maxDets line"
 grep -q '"max_dets": \[100, 300, 1000\], "area_mode": "mask"' "$T/mm.json" || fail "mmdet json"
 
 # 2. ADE20K
-for d in "$DATA"/miou/*/; do
+for d in "$FIX"/miou/*/; do
   c=$(basename "$d")
   "$BIN" --quiet eval ade20k --pred-dir "$d/pred" --gt-dir "$d/gt" --pred-zero-based --json "$T/$c.json" \
     > "$T/stdout" 2> "$T/err" || fail "ade20k $c: rc $? $(cat "$T/err")"
@@ -56,8 +57,8 @@ for d in "$DATA"/miou/*/; do
 done
 # --root layout
 mkdir -p "$T/ade/images/validation" "$T/ade/annotations/validation"
-cp "$DATA"/miou/01_small/gt/*.png "$T/ade/annotations/validation/"
-"$BIN" --quiet eval ade20k --root "$T/ade" --pred-dir "$DATA/miou/01_small/pred" --pred-zero-based > "$T/stdout" 2>&1 ||
+cp "$FIX"/miou/01_small/gt/*.png "$T/ade/annotations/validation/"
+"$BIN" --quiet eval ade20k --root "$T/ade" --pred-dir "$FIX/miou/01_small/pred" --pred-zero-based > "$T/stdout" 2>&1 ||
   fail "ade20k --root"
 grep -qxF -- "$(cat "$DATA/cli/miou_01_small.txt")" "$T/stdout" || fail "ade20k --root numbers"
 
@@ -65,7 +66,7 @@ grep -qxF -- "$(cat "$DATA/cli/miou_01_small.txt")" "$T/stdout" || fail "ade20k 
 "$BIN" eval --help > /dev/null || fail "eval --help"
 "$BIN" eval coco --help | grep -q -- "--iou-type" || fail "eval coco --help"
 "$BIN" eval ade20k --help | grep -q -- "--pred-zero-based" || fail "eval ade20k --help"
-G=$DATA/coco_eval/01_tiny/gt.json
+G=$FIX/coco_eval/01_tiny/gt.json
 expect_err 2 "ann" "$BIN" eval coco --results x.json
 expect_err 2 "needs --results" "$BIN" eval coco --ann "$G"
 expect_err 2 "bbox or segm" "$BIN" eval coco --ann "$G" --results x.json --iou-type keypoints
@@ -83,10 +84,10 @@ printf '[{"image_id": 566118, "category_id": 1, "score": 0.5, "segmentation": {"
 expect_err 1 "rle.json: results\[0\]: .*corrupt RLE" "$BIN" eval coco --ann "$G" --results "$T/rle.json" --iou-type segm
 printf '[{"image_id": 566118, "category_id": 1, "score": 0.5, "segmentation": {"size": [10, 10], "counts": "T3"}}]' > "$T/size.json"
 expect_err 1 "size.json: results\[0\]: mask size 10x10 differs from image 566118 (174x172)" "$BIN" eval coco --ann "$G" --results "$T/size.json" --iou-type segm
-expect_err 1 "img_00.png: missing prediction" "$BIN" eval ade20k --pred-dir "$T" --gt-dir "$DATA/miou/01_small/gt"
+expect_err 1 "img_00.png: missing prediction" "$BIN" eval ade20k --pred-dir "$T" --gt-dir "$FIX/miou/01_small/gt"
 expect_err 1 "not an ADE20K folder" "$BIN" eval ade20k --root "$T/nothing" --pred-dir "$T"
 # a JSON output that cannot be written leaves nothing behind
-F=$DATA/coco_eval/01_tiny
+F=$FIX/coco_eval/01_tiny
 expect_err 1 "cannot write" "$BIN" --quiet eval coco --ann "$F/gt.json" --results "$F/dt_bbox.json" --json "$T/no/such/dir/o.json"
 
 if [ $fails -ne 0 ]; then
