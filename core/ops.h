@@ -63,6 +63,27 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
 void rv_pointwise_naive_f32(float *y, const float *w, const float *b, const float *x, int cout,
                             int cin, size_t n); /* core/naive.c */
 
+/* ---- bf16 GEMM (core/gemm_bf16.c) -------------------------------------------------------
+ * bf16(v): v rounded to the nearest bfloat16, ties to even, denormals flushed to zero (as
+ * vcvtne2ps2bf16). rv_pointwise_bf16: y[cout x n] = W x + b as rv_pointwise_post_f32 with
+ * both operands rounded to bf16 and products summed in float32 (vdpbf16ps, pairs of
+ * consecutive ci); wp from rv_bf16_pack_weights (rv_bf16_packed_words(cout, cin) words, the
+ * caller's memory, packed once). Only where rv_bf16_supported() (AVX-512F/BW/VL and
+ * AVX512_BF16; 0 when the environment sets RAVLT_DISABLE_BF16 to anything but 0). Workspace:
+ * cin * 192 bf16 per thread; RV_ERR_NOMEM if scratch is short. */
+int rv_bf16_supported(void);
+uint16_t rv_f32_to_bf16(float f);
+float rv_bf16_to_f32(uint16_t h);
+size_t rv_bf16_packed_words(int cout, int cin);
+void rv_bf16_pack_weights(uint32_t *wp, const float *w, int cout, int cin);
+rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
+                            int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
+/* Its twin: both operands through rv_f32_to_bf16, double accumulation, then + b. */
+void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,
+                             int cout, int cin, size_t n);
+/* out[i] = bf16(x[i]) by the vector instruction (tests: the twin's rounding is the kernel's). */
+void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n);
+
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the
  * others force a path (Winograd applies only to 3x3 stride-1 undilated ungrouped convs,

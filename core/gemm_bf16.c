@@ -1,0 +1,222 @@
+/* The bf16 pointwise GEMM (AVX512_BF16), float32 accumulation:
+ *
+ *   y[co][p] = b[co] + sum_ci bf16(w[co][ci]) bf16(x[ci][p])      (y [cout x n], x [cin x n])
+ *
+ * bf16(v): v rounded to the nearest bfloat16, ties to even (vcvtne2ps2bf16; input
+ * denormals flushed to zero as the instruction does). The products of two bf16 values are
+ * exact in float32; vdpbf16ps adds two of them (a pair of consecutive ci) to each float32
+ * accumulator. The weights are packed once (rv_bf16_pack_weights, by the model when it
+ * switches to bf16) as [co / 8][ci / 2][co % 8] pairs of bf16 in 32 bits, zero rows and a
+ * zero ci past the ends; the activations are converted per call, one panel of up to
+ * 4 x 48 pixels x all ci by the thread that multiplies it (while it is in L2), and each
+ * 8 x 48 block of y gets its bias and `post` in the kernel's store.
+ *
+ * The functions with AVX512_BF16 instructions carry a target attribute: the file is
+ * compiled for plain x86-64 and only rv_bf16_supported() CPUs may reach them (the callers
+ * check; rv_pointwise_bf16 asserts). */
+#include "core/ops.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { BM = 8, BN = 48, BPANEL = 4 }; /* rows x pixels of a register block; blocks per panel */
+
+uint16_t rv_f32_to_bf16(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
+  if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);       /* DAZ: +-0 */
+  u += 0x7fffu + ((u >> 16) & 1u); /* nearest, ties to even (an overflow becomes inf) */
+  return (uint16_t)(u >> 16);
+}
+
+float rv_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+size_t rv_bf16_packed_words(int cout, int cin) {
+  return (size_t)((cout + BM - 1) / BM * BM) * (size_t)((cin + 1) / 2);
+}
+
+void rv_bf16_pack_weights(uint32_t *wp, const float *w, int cout, int cin) {
+  const int k2 = (cin + 1) / 2, coutp = (cout + BM - 1) / BM * BM;
+  for (int co = 0; co < coutp; co++) {
+    uint32_t *d = wp + (size_t)(co / BM) * k2 * BM + co % BM;
+    const float *wr = w + (size_t)co * cin;
+    for (int i = 0; i < k2; i++) {
+      uint32_t lo = 0, hi = 0;
+      if (co < cout) {
+        lo = rv_f32_to_bf16(wr[2 * i]);
+        hi = 2 * i + 1 < cin ? rv_f32_to_bf16(wr[2 * i + 1]) : 0;
+      }
+      d[(size_t)i * BM] = lo | hi << 16;
+    }
+  }
+}
+
+void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,
+                             int cout, int cin, size_t n) {
+  for (int co = 0; co < cout; co++)
+    for (size_t p = 0; p < n; p++) {
+      double s = 0.0;
+      for (int ci = 0; ci < cin; ci++)
+        s += (double)rv_bf16_to_f32(rv_f32_to_bf16(w[(size_t)co * cin + ci])) *
+             (double)rv_bf16_to_f32(rv_f32_to_bf16(x[(size_t)ci * n + p]));
+      y[(size_t)co * n + p] = (float)s + (b ? b[co] : 0.0f);
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+
+int rv_bf16_supported(void) {
+  const char *off = getenv("RAVLT_DISABLE_BF16"); /* tests of the refusal on any CPU */
+  if (off && *off && strcmp(off, "0") != 0) return 0;
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl"))
+    return 0; /* these also say the OS saves the zmm state */
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+  return (a >> 5) & 1u; /* CPUID.(EAX=7,ECX=1):EAX[5] AVX512_BF16 */
+}
+
+#define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
+
+/* 16 pixels of two rows (x1 NULL: zeros) as 16 bf16 pairs, masked past m pixels */
+BF16_TARGET static inline __m512i pack16(const float *x0, const float *x1, __mmask16 m) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                       16, 0);
+  const __m512 a = _mm512_maskz_loadu_ps(m, x0);
+  const __m512 b = x1 ? _mm512_maskz_loadu_ps(m, x1) : _mm512_setzero_ps();
+  const __m512bh h = _mm512_cvtne2ps_pbh(b, a); /* a in the low 16 halves, b in the high */
+  return _mm512_permutexvar_epi16(idx, (__m512i)h);
+}
+
+/* vp[i][t] = pair (x[2i][p0 + t], x[2i + 1][p0 + t]) for i < k2, t < w (w a multiple of
+ * 16 >= np, zeros past np) */
+BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int cin,
+                                   size_t p0, int np, int w) {
+  const int k2 = (cin + 1) / 2;
+  for (int i = 0; i < k2; i++) {
+    const float *x0 = x + (size_t)(2 * i) * ldx + p0;
+    const float *x1 = 2 * i + 1 < cin ? x0 + ldx : NULL;
+    for (int t = 0; t < w; t += 16) {
+      const int rem = np - t;
+      const __mmask16 m = rem >= 16 ? (__mmask16)0xffff
+                          : rem <= 0 ? (__mmask16)0
+                                     : (__mmask16)((1u << rem) - 1);
+      _mm512_storeu_si512((void *)(vp + (size_t)i * w + t),
+                          pack16(x0 + t, x1 ? x1 + t : NULL, m));
+    }
+  }
+}
+
+/* c[r ldc + t] = bias[r] + sum_{i < k2} dot(u[i BM + r], v[i ldv + t]) for r < rows,
+ * t < nt (stores masked past nt) */
+BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
+                               size_t ldv, int k2, int rows, int nt, const float *bias) {
+  __m512 acc[BM][3];
+  for (int r = 0; r < BM; r++)
+    for (int q = 0; q < 3; q++) acc[r][q] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (int i = 0; i < k2; i++) {
+    const uint32_t *vi = v + (size_t)i * ldv;
+    const __m512bh x0 = (__m512bh)_mm512_loadu_si512((const void *)vi);
+    const __m512bh x1 = (__m512bh)_mm512_loadu_si512((const void *)(vi + 16));
+    const __m512bh x2 = (__m512bh)_mm512_loadu_si512((const void *)(vi + 32));
+    const uint32_t *ui = u + (size_t)i * BM;
+#pragma GCC unroll 8
+    for (int r = 0; r < BM; r++) {
+      const __m512bh s = (__m512bh)_mm512_set1_epi32((int)ui[r]);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], s, x0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], s, x1);
+      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], s, x2);
+    }
+  }
+  __mmask16 mk[3];
+  for (int q = 0; q < 3; q++) {
+    const int rem = nt - 16 * q;
+    mk[q] = rem >= 16 ? (__mmask16)0xffff
+            : rem <= 0 ? (__mmask16)0
+                       : (__mmask16)((1u << rem) - 1);
+  }
+  for (int r = 0; r < rows; r++) {
+    const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
+    for (int q = 0; q < 3; q++)
+      _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16 * q, mk[q], _mm512_add_ps(acc[r][q], br));
+  }
+}
+
+rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
+                            int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
+  RV_ASSERT(cout > 0 && cin > 0 && wp && scratch != NULL);
+  RV_ASSERT(rv_bf16_supported());
+  if (n == 0) return RV_OK;
+  const int k2 = (cin + 1) / 2, nth = omp_get_max_threads();
+  /* panels of BPANEL blocks, or of one block where that leaves threads idle */
+  int pw = BN * BPANEL;
+  if ((n + pw - 1) / pw < (size_t)2 * nth) pw = BN;
+  const size_t panels = (n + pw - 1) / pw;
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  uint32_t *vbuf = (uint32_t *)rv_arena_floats(scratch, (size_t)k2 * pw * nth);
+  if (!vbuf) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+#pragma omp parallel if (panels > 1 && (size_t)cout * cin * n >= 1000000)
+  {
+    uint32_t *vp = vbuf + (size_t)k2 * pw * omp_get_thread_num();
+#pragma omp for schedule(static)
+    for (size_t pi = 0; pi < panels; pi++) {
+      const size_t p0 = pi * pw;
+      const int np = (int)(n - p0 < (size_t)pw ? n - p0 : (size_t)pw);
+      const int w = (np + BN - 1) / BN * BN;
+      pack_panel(vp, x, n, cin, p0, np, w);
+      for (int co = 0; co < cout; co += BM) {
+        const int rows = cout - co < BM ? cout - co : BM;
+        const uint32_t *u = wp + (size_t)(co / BM) * k2 * BM;
+        for (int t = 0; t < np; t += BN) {
+          const int nt = np - t < BN ? np - t : BN;
+          float *yc = y + (size_t)co * n + p0 + t;
+          kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL);
+          if (post)
+            for (int r = 0; r < rows; r++) post(yc + (size_t)r * n, (size_t)nt);
+        }
+      }
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
+
+/* The conversion the kernel applies to activations, exposed for the tests:
+ * out[i] = bf16(x[i]) for i < n, by the vector instruction. */
+BF16_TARGET void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    const size_t rem = n - i;
+    const __mmask16 m = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
+    _mm256_mask_storeu_epi16((void *)(out + i), m, (__m256i)h);
+  }
+}
+#else
+int rv_bf16_supported(void) { return 0; }
+rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
+                            int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
+  (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post;
+  (void)scratch;
+  RV_ASSERT(0 && "rv_pointwise_bf16 without AVX512_BF16");
+  return RV_ERR_UNSUPPORTED;
+}
+void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
+  (void)out, (void)x, (void)n;
+  RV_ASSERT(0 && "rv_bf16_convert_vec without AVX512_BF16");
+}
+#endif

@@ -1,0 +1,143 @@
+/* The bf16 GEMM of core/gemm_bf16.c: its rounding (the scalar converter the twin uses
+ * against fixed values and, where the CPU has AVX512_BF16, against the vector instruction
+ * bit for bit), and rv_pointwise_bf16 against its naive twin (both operands rounded the same
+ * way, double accumulation) over a sweep of odd shapes. Tolerance: |d| <= 2e-5 *
+ * max(1, max|ref|), float32 accumulation as for the float32 GEMM kernels; the sweep also
+ * asserts that this tolerance would catch a float32 (unrounded) computation. On a CPU
+ * without AVX512_BF16 the kernel parts print a message and are skipped (cmocka skip). */
+#include "test_util.h"
+#include "core/ops.h"
+#include "kernel_check.h"
+
+static float from_bits(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static void test_bf16_round(void **state) {
+  (void)state;
+  static const struct {
+    uint32_t in;
+    uint16_t out;
+  } cases[] = {
+      {0x3f800000u, 0x3f80}, /* 1 */
+      {0x3f808000u, 0x3f80}, /* tie, even below: down */
+      {0x3f818000u, 0x3f82}, /* tie, odd below: up */
+      {0x3f808001u, 0x3f81}, /* above the tie: up */
+      {0x3f807fffu, 0x3f80}, /* below the tie: down */
+      {0xbf818000u, 0xbf82}, /* negative tie: up in magnitude */
+      {0x7f7fffffu, 0x7f80}, /* FLT_MAX rounds to inf */
+      {0x7f800000u, 0x7f80}, /* inf */
+      {0xff800000u, 0xff80}, /* -inf */
+      {0x80000000u, 0x8000}, /* -0 */
+      {0x00000001u, 0x0000}, /* denormal: flushed */
+      {0x807fffffu, 0x8000}, /* negative denormal: -0 */
+      {0x00800000u, 0x0080}, /* smallest normal */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint16_t got = rv_f32_to_bf16(from_bits(cases[i].in));
+    if (got != cases[i].out) fprintf(stderr, "bf16(0x%08x) = 0x%04x\n", cases[i].in, got);
+    assert_int_equal(got, cases[i].out);
+  }
+  uint16_t nan = rv_f32_to_bf16(from_bits(0x7f800001u)); /* a NaN stays a NaN */
+  assert_true((nan & 0x7f80) == 0x7f80 && (nan & 0x7f) != 0);
+  assert_true(rv_bf16_to_f32(0x3f82) == 1.015625f);
+  if (!rv_bf16_supported()) {
+    printf("bf16: no AVX512_BF16 on this CPU: the vector conversion is not compared here\n");
+    skip();
+  }
+  /* the vector instruction against the scalar twin on random bit patterns (all classes:
+   * normals, denormals, NaNs, infinities) and on the fixed cases */
+  enum { N = 1 << 20 };
+  float *x = malloc(sizeof(float) * N);
+  uint16_t *a = malloc(2 * N), *b = malloc(2 * N);
+  assert_true(x && a && b);
+  uint64_t s = 0x9e3779b97f4a7c15ull;
+  for (size_t i = 0; i < N; i++) {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    uint32_t u = (uint32_t)(s >> 32);
+    if (i % 7 == 0) u &= 0x807fffffu;               /* denormals and zeros */
+    if (i % 11 == 0) u = (u & 0xffff0000u) | 0x8000u; /* exact ties */
+    x[i] = from_bits(u);
+  }
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) x[i] = from_bits(cases[i].in);
+  rv_bf16_convert_vec(a, x, N - 3); /* a tail of 13 */
+  for (size_t i = 0; i < N - 3; i++) {
+    b[i] = rv_f32_to_bf16(x[i]);
+    int both_nan = (a[i] & 0x7fff) > 0x7f80 && (b[i] & 0x7fff) > 0x7f80;
+    if (a[i] != b[i] && !both_nan) {
+      uint32_t u;
+      memcpy(&u, &x[i], 4);
+      fprintf(stderr, "bf16(0x%08x): instruction 0x%04x, twin 0x%04x\n", u, a[i], b[i]);
+      fail();
+    }
+  }
+  free(x), free(a), free(b);
+}
+
+static void add_one(float *row, size_t n) {
+  for (size_t i = 0; i < n; i++) row[i] += 1.0f;
+}
+
+static void test_pointwise_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_pointwise_bf16: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  static const int couts[] = {1, 3, 8, 9, 17, 64, 67};
+  static const int cins[] = {1, 2, 3, 7, 31, 64, 129};
+  static const size_t ns[] = {1, 5, 47, 48, 49, 191, 193, 385, 1000, 4099};
+  rv_arena *scratch = rv_arena_create(0);
+  int checked_discrimination = 0;
+  for (int a = 0; a < 7; a++)
+    for (int c = 0; c < 7; c++)
+      for (int d = 0; d < 10; d++) {
+        const int cout = couts[a], cin = cins[c];
+        const size_t n = ns[d];
+        if ((size_t)cout * cin * n > 8000000) continue;
+        float *w = kc_rand((size_t)cout * cin, 1 + a * 7 + c);
+        float *x = kc_rand((size_t)cin * n, 100 + c * 11 + d);
+        float *bias = kc_rand((size_t)cout, 5);
+        float *y = kc_rand((size_t)cout * n, 6), *ref = kc_rand((size_t)cout * n, 7);
+        uint32_t *wp = malloc(sizeof(uint32_t) * rv_bf16_packed_words(cout, cin));
+        assert_non_null(wp);
+        rv_bf16_pack_weights(wp, w, cout, cin);
+        const int withb = (a + c + d) % 2, withpost = (a + d) % 3 == 0;
+        assert_int_equal(rv_pointwise_bf16(y, wp, withb ? bias : NULL, x, cout, cin, n,
+                                           withpost ? add_one : NULL, scratch),
+                         RV_OK);
+        rv_pointwise_bf16_naive(ref, w, withb ? bias : NULL, x, cout, cin, n);
+        if (withpost)
+          for (size_t i = 0; i < (size_t)cout * n; i++) ref[i] += 1.0f;
+        char what[96];
+        snprintf(what, sizeof what, "pointwise_bf16 cout %d cin %d n %zu", cout, cin, n);
+        kc_assert_close(y, ref, (size_t)cout * n, 2e-5, what);
+        assert_int_equal(rv_arena_used(scratch), 0); /* workspace released */
+        if (cin >= 64 && n >= 48 && !checked_discrimination) {
+          /* the float32 product is outside the tolerance: the test sees the rounding */
+          float *f = kc_rand((size_t)cout * n, 8);
+          rv_pointwise_naive_f32(f, w, withb ? bias : NULL, x, cout, cin, n);
+          if (withpost)
+            for (size_t i = 0; i < (size_t)cout * n; i++) f[i] += 1.0f;
+          size_t worst;
+          double scale = max_abs(ref, (size_t)cout * n);
+          assert_false(kc_within(f, ref, (size_t)cout * n, 0.0, 2e-5 * (scale < 1 ? 1 : scale),
+                                 &worst));
+          free(f);
+          checked_discrimination = 1;
+        }
+        free(w), free(x), free(bias), free(y), free(ref), free(wp);
+      }
+  assert_true(checked_discrimination);
+  rv_arena_free(scratch);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bf16_round),
+      cmocka_unit_test(test_pointwise_bf16),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
