@@ -2,6 +2,7 @@
  * times the RAVLT forward pass (warm-up, then N timed runs). */
 #include "apps/cli.h"
 #include "apps/model_args.h"
+#include "apps/model_run.h"
 #include "backbone/ravlt.h"
 #include "core/ops.h"
 #include "models/model.h"
@@ -24,6 +25,7 @@ typedef struct {
   const char *weights, *name, *json;
   int size[2];
   int runs, warmup, random, backbone;
+  const char *precision;
 } bench_opts;
 
 static const rv_opt OPTS[] = {
@@ -44,6 +46,7 @@ static const rv_opt OPTS[] = {
      "\"start_rss_mb\" (before the model: the shared libraries), \"cpu_ms\"\n"
      "(median process CPU time per run), ...} to FILE ('-': stdout,\n"
      "instead of the text line)", 0},
+    RV_CLI_PRECISION_OPT(bench_opts, precision),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_bench = {
@@ -213,7 +216,8 @@ static double max_rss_mb(void) {
 }
 
 static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
-                       int threads, int runs, int warmup, const char *json, double start_mb) {
+                       int threads, int runs, int warmup, const char *json, double start_mb,
+                       const char *precision) {
   const char *cmd = "bench";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -230,6 +234,7 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   int32_t *labels = NULL;
   double *tot = NULL, *cpu = NULL, *stg = NULL;
   rv_status st = rv_model_load(&m, path, name, ctx);
+  if (st == RV_OK) st = rv_cli_set_precision(m, precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   int seg = rv_model_task(m) == RV_TASK_SEGMENT;
   if (!size_given) { h = seg ? 512 : 800; w = seg ? 2048 : 1333; }
@@ -325,7 +330,7 @@ done:
 int rv_cmd_bench(int argc, char **argv) {
   const double start_mb = max_rss_mb();
   const char *cmd = "bench";
-  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0};
+  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, NULL};
   int npos;
   int prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
   if (prc >= 0) return prc;
@@ -337,7 +342,7 @@ int rv_cmd_bench(int argc, char **argv) {
     if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
     if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
     rv_blas_init();
-    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb);
+    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision);
   }
   if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
@@ -375,6 +380,7 @@ int rv_cmd_bench(int argc, char **argv) {
   st = wts ? rv_ravlt_create(&m, &cfg, wts, NULL, ctx) : rv_ravlt_create_random(&m, &cfg, 1, ctx);
   rv_weights_free(wts);
   wts = NULL;
+  if (st == RV_OK && bo.precision && !strcmp(bo.precision, "bf16")) st = rv_ravlt_set_bf16(m, 1, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_ravlt_costs cost;
   if ((st = rv_ravlt_count(&cfg, h, w, &cost, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }

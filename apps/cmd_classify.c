@@ -5,6 +5,7 @@
 #include "apps/cli.h"
 #include "core/ops.h"
 #include "apps/model_args.h"
+#include "apps/model_run.h"
 #include "backbone/ravlt.h"
 #include "core/image.h"
 #include "datasets/classes.h"
@@ -22,6 +23,7 @@
 typedef struct {
   const char *weights, *json;
   int size, top;
+  const char *precision;
 } classify_opts;
 
 static const rv_opt OPTS[] = {
@@ -32,6 +34,7 @@ static const rv_opt OPTS[] = {
     {"--json", NULL, RV_OPT_STR, offsetof(classify_opts, json), 0, 0, NULL, "FILE",
      "write [{\"image\", \"top\": [{\"index\", \"label\", \"prob\"}]}] (one object per\n"
      "image) to FILE ('-': stdout, instead of the table)", 0},
+    RV_CLI_PRECISION_OPT(classify_opts, precision),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_classify = {
@@ -47,7 +50,7 @@ const rv_cmd_spec rv_spec_classify = {
 
 int rv_cmd_classify(int argc, char **argv) {
   const char *cmd = "classify";
-  classify_opts co = {NULL, NULL, 224, 5};
+  classify_opts co = {NULL, NULL, 224, 5, NULL};
   int nimg;
   int prc = rv_cli_parse(&rv_spec_classify, &co, argc, argv, &nimg);
   if (prc >= 0) return prc;
@@ -76,7 +79,9 @@ int rv_cmd_classify(int argc, char **argv) {
                                         "a backbone checkpoint cannot classify", weights));
     goto done;
   }
-  if ((st = rv_ravlt_create(&m, &cfg, w, NULL, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
+  st = rv_ravlt_create(&m, &cfg, w, NULL, ctx);
+  if (st == RV_OK && co.precision && !strcmp(co.precision, "bf16")) st = rv_ravlt_set_bf16(m, 1, ctx);
+  if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_weights_free(w);
   w = NULL;
   const int K = cfg.num_classes;

@@ -48,6 +48,7 @@ static const char *const EVAL_USAGE =
 /* ---- coco ---- */
 typedef struct {
   const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec, *iou_type, *area_mode_s;
+  const char *precision;
   rv_iou_type iou;
   rv_coco_area_mode area_mode;
   int mmdet_maxdets, resume;
@@ -88,6 +89,7 @@ static const rv_opt COCO_OPTS[] = {
      "model mode, with --output: the images R.shard.json lists as done (an\n"
      "earlier run that failed on some images or was stopped by a signal) are\n"
      "not run again; their results are read from R.json", 0},
+    RV_CLI_PRECISION_OPT(coco_opts, precision),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_coco = {
@@ -290,6 +292,7 @@ static int cmd_coco_model(const coco_opts *o) {
   rv_part_run run = {"", -1, -1};
   rv_part_run_id(&run, o->weights, o->model ? o->model : "", o->ann, NULL);
   if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
   masks = rv_detector_has_masks(rv_model_detector(m));
@@ -553,6 +556,7 @@ static int missing_dir(const char *opt, const char *dir) {
 /* ---- ade20k ---- */
 typedef struct {
   const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
+  const char *precision;
   int zero_based, aug_test, crop, stride, resume;
   rv_shard shard;
 } ade_opts;
@@ -588,6 +592,7 @@ static const rv_opt ADE_OPTS[] = {
     {"--resume", NULL, RV_OPT_FLAG, offsetof(ade_opts, resume), 0, 0, NULL, NULL,
      "model mode, with --output: the images PART.json lists as done (an earlier\n"
      "run that failed on some images or was stopped by a signal) are not run again", 0},
+    RV_CLI_PRECISION_OPT(ade_opts, precision),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_ade20k = {
@@ -704,6 +709,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
   if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, o->weights, "eval coco", ctx);
   /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):
    * the metrics run over the model's classes, annotations 1..C. */

@@ -16,7 +16,7 @@
 #include <string.h>
 
 typedef struct {
-  const char *weights, *model, *out_dir, *format, *mode, *shard;
+  const char *weights, *model, *out_dir, *format, *mode, *shard, *precision;
   double opacity;
   int crop, stride, aug_test;
 } segment_opts;
@@ -42,6 +42,7 @@ static const rv_opt OPTS[] = {
     {"--shard", NULL, RV_OPT_STR, offsetof(segment_opts, shard), 0, 0, NULL, "i/N",
      "only images k (sorted input order, from 0) with k mod N == i (the\n"
      "shards write disjoint files into the same --out-dir)", 0},
+    RV_CLI_PRECISION_OPT(segment_opts, precision),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_segment = {
@@ -68,7 +69,7 @@ const rv_cmd_spec rv_spec_segment = {
     sizeof(segment_opts)};
 
 int rv_cmd_segment(int argc, char **argv) {
-  segment_opts o = {NULL, NULL, "seg-out", "both", NULL, NULL, 0.5, 512, 341, 0};
+  segment_opts o = {NULL, NULL, "seg-out", "both", NULL, NULL, NULL, 0.5, 512, 341, 0};
   int ninputs;
   int prc = rv_cli_parse(&rv_spec_segment, &o, argc, argv, &ninputs);
   if (prc >= 0) return prc;
@@ -111,6 +112,7 @@ int rv_cmd_segment(int argc, char **argv) {
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO;
   if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK) st = rv_cli_set_precision(m, o.precision, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("segment", m);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, weights, "detect", ctx);
   if (st == RV_OK && rv_model_num_classes(m) > 254 && want_png)

@@ -94,6 +94,13 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
   return RV_OK;
 }
 
+rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx) {
+  if (!precision || !strcmp(precision, "f32")) return RV_OK;
+  rv_precision p;
+  RV_TRY(rv_precision_parse(precision, &p, ctx));
+  return rv_model_set_precision(m, p, ctx);
+}
+
 rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights, const char *use, rv_ctx *ctx) {
   if (rv_model_task(m) == want) return RV_OK;
   const int det = want == RV_TASK_DETECT;

@@ -34,6 +34,15 @@ void rv_cli_demo_notice(const char *cmd, const rv_model *m);
  * not a segmentor: use 'ravlt USE'" (USE: the command for the model's task, e.g. "detect" or
  * "eval coco"), naming the demo model of task want when weights is the other demo name. */
 rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights, const char *use, rv_ctx *ctx);
+/* --precision P of the inference commands (the option row: RV_CLI_PRECISION_OPT(struct,
+ * field)); rv_cli_set_precision applies it to a loaded model (NULL or "f32": nothing to do;
+ * "bf16": rv_model_set_precision, refused with one line on a CPU without AVX512_BF16). */
+#define RV_CLI_PRECISION_HELP                                                                  \
+  "arithmetic of the GEMM-heavy layers: f32 (default, the reference) or\n"                    \
+  "bf16 (AVX512_BF16 CPUs: faster, results differ slightly; README 'bf16')"
+#define RV_CLI_PRECISION_OPT(T, f)                                                              \
+  {"--precision", NULL, RV_OPT_CHOICE, offsetof(T, f), 0, 0, "f32|bf16", "P", RV_CLI_PRECISION_HELP, 0}
+rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
 /* out = dir + "/" + basename(path) without extension + suffix. */

@@ -25,6 +25,7 @@ typedef struct {
   int drop, show, no_seek;
   int demo;                      /* no --weights: the built-in demo model (a notice says so) */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
+  const char *precision;         /* --precision: NULL / "f32" or "bf16" */
 } rv_video_opts;
 
 typedef struct rv_video_app rv_video_app;

@@ -21,6 +21,9 @@ typedef struct {
   float *qkvo_w, *qkvo_b, *lepe_w, *lepe_b, *proj_w, *proj_b;
   float *fc1_w, *fc1_b, *dw_w, *dw_b, *fc2_w, *fc2_b;
   float *gamma1, *gamma2; /* NULL without layerscale */
+  /* bf16 mode (rv_ravlt_set_bf16): the four 1x1 convs' weights packed for
+   * rv_pointwise_bf16, in bf16_slab; NULL in float32 */
+  uint32_t *qkvo_p, *proj_p, *fc1_p, *fc2_p;
 } block_w;
 
 typedef struct {
@@ -40,6 +43,7 @@ struct rv_ravlt {
   float *head_w, *head_b;
   float *slab;
   size_t slab_floats;
+  uint32_t *bf16_slab;    /* the packed bf16 weights, or NULL (float32) */
   block_w block_store[RV_RAVLT_STAGES][RV_RAVLT_MAX_DEPTH];
 };
 
@@ -309,8 +313,57 @@ rv_status rv_ravlt_create_random(rv_ravlt **out, const rv_ravlt_config *cfg, uin
 void rv_ravlt_free(rv_ravlt *m) {
   if (!m) return;
   rv_free(m->slab);
+  rv_free(m->bf16_slab);
   rv_free(m);
 }
+
+/* The GEMM-heavy layers of the blocks (qkvo, proj, fc1, fc2) in bf16 or back in float32;
+ * the float32 weights stay (the switch back and everything else read them). */
+rv_status rv_ravlt_set_bf16(rv_ravlt *m, int on, rv_ctx *ctx) {
+  RV_ASSERT(m);
+  if (on && !rv_bf16_supported())
+    return rv_error(ctx, RV_ERR_UNSUPPORTED,
+                    "bf16 precision needs a CPU with AVX512_BF16 (this one has none)");
+  size_t words = 0;
+  for (int si = 0; si < RV_RAVLT_STAGES; si++) {
+    const stage_w *st = &m->st[si];
+    for (int j = 0; j < st->depth; j++)
+      words += rv_bf16_packed_words(4 * st->dim, st->dim) +
+               rv_bf16_packed_words(st->dim, st->dim) +
+               rv_bf16_packed_words(st->ffn, st->dim) + rv_bf16_packed_words(st->dim, st->ffn);
+  }
+  uint32_t *slab = NULL;
+  if (on && words) {
+    slab = rv_malloc(words * sizeof(uint32_t));
+    if (!slab) return rv_error(ctx, RV_ERR_NOMEM, "out of memory for the bf16 weights");
+  }
+  rv_free(m->bf16_slab);
+  m->bf16_slab = slab;
+  uint32_t *p = slab;
+  for (int si = 0; si < RV_RAVLT_STAGES; si++) {
+    stage_w *st = &m->st[si];
+    const int C = st->dim, FF = st->ffn;
+    for (int j = 0; j < st->depth; j++) {
+      block_w *b = &st->blocks[j];
+      b->qkvo_p = b->proj_p = b->fc1_p = b->fc2_p = NULL;
+      if (!slab) continue;
+#define PACK(dst, w, co, ci)                                                                  \
+  do {                                                                                        \
+    rv_bf16_pack_weights(p, w, co, ci);                                                       \
+    dst = p;                                                                                  \
+    p += rv_bf16_packed_words(co, ci);                                                        \
+  } while (0)
+      PACK(b->qkvo_p, b->qkvo_w, 4 * C, C);
+      PACK(b->proj_p, b->proj_w, C, C);
+      PACK(b->fc1_p, b->fc1_w, FF, C);
+      PACK(b->fc2_p, b->fc2_w, C, FF);
+#undef PACK
+    }
+  }
+  return RV_OK;
+}
+
+int rv_ravlt_is_bf16(const rv_ravlt *m) { return m->bf16_slab != NULL; }
 
 const rv_ravlt_config *rv_ravlt_get_config(const rv_ravlt *m) { return &m->cfg; }
 size_t rv_ravlt_weight_bytes(const rv_ravlt *m) { return m->slab_floats * sizeof(float); }
@@ -337,11 +390,13 @@ static rv_status oom(fwd *F) {
 }
 
 /* y[cout x n] = post(W[cout x cin] x[cin x n] + b) (1x1 conv: rv_pointwise_post_f32, x read
- * in place by the AVX-512 kernel, or BLAS; post NULL: none); its only failure is the arena
- * (packed weights) */
-#define CONV1X1(F, y, w, b, x, cout, cin, n, post)                                            \
+ * in place by the AVX-512 kernel, or BLAS; with wp, W packed in bf16: rv_pointwise_bf16;
+ * post NULL: none); its only failure is the arena (packed weights, workspace) */
+#define CONV1X1(F, y, w, wp, b, x, cout, cin, n, post)                                        \
   do {                                                                                        \
-    if (rv_pointwise_post_f32(y, w, b, x, cout, cin, (size_t)(n), post, (F)->A) != RV_OK)     \
+    if ((wp) ? rv_pointwise_bf16(y, wp, b, x, cout, cin, (size_t)(n), post, (F)->A) != RV_OK  \
+             : rv_pointwise_post_f32(y, w, b, x, cout, cin, (size_t)(n), post, (F)->A) !=     \
+                   RV_OK)                                                                     \
       return oom(F);                                                                          \
   } while (0)
 
@@ -397,7 +452,7 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     rv_layernorm_nchw_f32(t, x, b->ln1_g, b->ln1_b, 1, C, N, cfg->ln_eps);
     float *q = big, *k = big + (size_t)C * N, *v = big + (size_t)2 * C * N,
           *o = big + (size_t)3 * C * N;
-    CONV1X1(F, big, b->qkvo_w, b->qkvo_b, t, 4 * C, C, N, NULL);
+    CONV1X1(F, big, b->qkvo_w, b->qkvo_p, b->qkvo_b, t, 4 * C, C, N, NULL);
     float *r = t; /* LN output no longer needed */
     if (b->kind == 'l') {
       if (rv_rala_f32(r, N, q, k, v, N, st->heads, hd, N, &rope, F->A) != RV_OK) return oom(F);
@@ -412,7 +467,7 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     rv_dwconv2d_f32(r, v, b->lepe_w, b->lepe_b, r, 1, C, H, W, 5, 1, 2); /* + lepe(v) */
     mul_inplace(r, o, (size_t)C * N);                                    /* * o */
     float *p = big;                                                      /* q is free */
-    CONV1X1(F, p, b->proj_w, b->proj_b, r, C, C, N, NULL);
+    CONV1X1(F, p, b->proj_w, b->proj_p, b->proj_b, r, C, C, N, NULL);
     snprintf(name, sizeof name, "s%db%d.attn_out", si, j);
     emit(F, name, p, C, H, W);
     residual(x, p, b->gamma1, C, N);
@@ -421,9 +476,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     /* ffn on LN(x) */
     rv_layernorm_nchw_f32(t, x, b->ln2_g, b->ln2_b, 1, C, N, cfg->ln_eps);
     float *h1 = big, *h2 = big + (size_t)FF * N;
-    CONV1X1(F, h1, b->fc1_w, b->fc1_b, t, FF, C, N, gelu_block);
+    CONV1X1(F, h1, b->fc1_w, b->fc1_p, b->fc1_b, t, FF, C, N, gelu_block);
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
-    CONV1X1(F, t, b->fc2_w, b->fc2_b, h2, C, FF, N, NULL);
+    CONV1X1(F, t, b->fc2_w, b->fc2_p, b->fc2_b, h2, C, FF, N, NULL);
     snprintf(name, sizeof name, "s%db%d.ffn_out", si, j);
     emit(F, name, t, C, H, W);
     residual(x, t, b->gamma2, C, N);
@@ -501,14 +556,14 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
     float *y = rv_arena_floats(F->A, (size_t)P * N);
     float *pool = rv_arena_floats(F->A, (size_t)P);
     if (!y || !pool) return oom(F);
-    CONV1X1(F, y, m->cls_w, m->cls_b, x, P, m->st[3].dim, N, NULL);
+    CONV1X1(F, y, m->cls_w, NULL, m->cls_b, x, P, m->st[3].dim, N, NULL);
     rv_silu_f32(y, (size_t)P * N);
     for (int c = 0; c < P; c++) {
       double s = 0;
       for (int l = 0; l < N; l++) s += y[(size_t)c * N + l];
       pool[c] = (float)(s / N);
     }
-    CONV1X1(F, logits, m->head_w, m->head_b, pool, cfg->num_classes, P, 1, NULL);
+    CONV1X1(F, logits, m->head_w, NULL, m->head_b, pool, cfg->num_classes, P, 1, NULL);
   }
   rv_arena_release(F->A, mk);
   return RV_OK;

@@ -2,6 +2,7 @@
  * end-to-end test path (pre-processing, backbone, decoder or detector). */
 #include "models/model.h"
 
+#include "core/ops.h"
 #include "core/pyconfig.h"
 #include "datasets/classes.h"
 
@@ -357,6 +358,28 @@ void rv_model_free(rv_model *m) {
   free(m->class_names);
   free(m->palette);
   free(m);
+}
+
+int rv_cpu_has_bf16(void) { return rv_bf16_supported(); }
+
+rv_status rv_model_set_precision(rv_model *m, rv_precision p, rv_ctx *ctx) {
+  RV_ASSERT(m);
+  if (p != RV_PRECISION_F32 && p != RV_PRECISION_BF16)
+    return rv_error(ctx, RV_ERR_ARG, "unknown precision %d (f32 or bf16)", (int)p);
+  return rv_ravlt_set_bf16(m->backbone, p == RV_PRECISION_BF16, ctx);
+}
+
+rv_precision rv_model_precision(const rv_model *m) {
+  return rv_ravlt_is_bf16(m->backbone) ? RV_PRECISION_BF16 : RV_PRECISION_F32;
+}
+
+rv_status rv_precision_parse(const char *name, rv_precision *p, rv_ctx *ctx) {
+  if (name && !strcmp(name, "f32")) *p = RV_PRECISION_F32;
+  else if (name && !strcmp(name, "bf16")) *p = RV_PRECISION_BF16;
+  else
+    return rv_error(ctx, RV_ERR_ARG, "unknown precision '%s' (f32 or bf16)",
+                    name ? name : "(null)");
+  return RV_OK;
 }
 
 rv_task rv_model_task(const rv_model *m) { return m->task; }

@@ -246,6 +246,50 @@ static void test_numeric_options_of_every_command(void **state) {
   assert_true(checked > 100);
 }
 
+/* --precision on every inference command: the same choice row, bad values refused with
+ * exit 2 and the choices named. */
+static void test_precision_option(void **state) {
+  (void)state;
+  static const char *const with[] = {"segment", "detect", "video", "eval coco", "eval ade20k",
+                                     "bench", "classify"};
+  static const char *const bad[] = {"fp16", "BF16", "", "bf16x", "f64", "32"};
+  int ncmd, found = 0;
+  const rv_cli_command *cmds = rv_cli_commands(&ncmd);
+  for (int c = 0; c < ncmd; c++)
+    for (int s = 0; cmds[c].specs[s]; s++) {
+      const rv_cmd_spec *spec = cmds[c].specs[s];
+      int want = 0;
+      for (size_t i = 0; i < sizeof with / sizeof *with; i++) want |= !strcmp(spec->name, with[i]);
+      const rv_opt *o = spec->opts;
+      while (o->name && strcmp(o->name, "--precision")) o++;
+      if (!want) continue;
+      if (!o->name) fprintf(stderr, "%s: no --precision\n", spec->name);
+      assert_non_null(o->name);
+      assert_int_equal(o->kind, RV_OPT_CHOICE);
+      assert_string_equal(o->choices, "f32|bf16");
+      found++;
+      for (size_t v = 0; v < sizeof bad / sizeof *bad; v++) {
+        char words[128], *argv[6], err[2048], want_msg[128];
+        int argc = 0;
+        snprintf(words, sizeof words, "%s", spec->name);
+        char *sp = strchr(words, ' ');
+        if (sp) *sp = 0;
+        argv[argc++] = words;
+        if (sp) argv[argc++] = sp + 1;
+        argv[argc++] = (char *)"--precision";
+        argv[argc++] = (char *)bad[v];
+        argv[argc] = NULL;
+        int rc = run_cmd(cmds[c].fn, argv, argc, err, sizeof err);
+        if (rc != 2) fprintf(stderr, "%s --precision '%s': exit %d, %s\n", spec->name, bad[v], rc, err);
+        assert_int_equal(rc, 2);
+        snprintf(want_msg, sizeof want_msg, "--precision must be f32 or bf16, not '%s'", bad[v]);
+        if (!strstr(err, want_msg)) fprintf(stderr, "%s: %s\n", spec->name, err);
+        assert_non_null(strstr(err, want_msg));
+      }
+    }
+  assert_int_equal(found, (int)(sizeof with / sizeof *with));
+}
+
 /* ---- help and examples --------------------------------------------------------------------- */
 
 static const rv_cmd_spec *find_spec(const char *line, const char **rest) {
@@ -414,6 +458,7 @@ int main(void) {
       cmocka_unit_test(test_parser_rules),
       cmocka_unit_test(test_strict_numbers),
       cmocka_unit_test(test_numeric_options_of_every_command),
+      cmocka_unit_test(test_precision_option),
       cmocka_unit_test(test_help_and_examples),
       cmocka_unit_test(test_readme_command_lines),
   };

@@ -99,6 +99,21 @@ RV_API rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_i
 RV_API rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta,
                                  const rv_image *bgr, rv_arena *arena, rv_ctx *ctx);
 
+/* Arithmetic of the GEMM-heavy layers. RV_PRECISION_F32 (the default) is the parity
+ * reference; RV_PRECISION_BF16 rounds both operands of those layers to bfloat16 and sums
+ * in float32 (AVX512_BF16 vdpbf16ps): the backbone's 1x1 convs (qkvo, proj, fc1, fc2).
+ * Norms, softmax, attention, residual sums, the decoder and heads, NMS stay float32. */
+typedef enum { RV_PRECISION_F32 = 0, RV_PRECISION_BF16 } rv_precision;
+/* 1 when this CPU can run RV_PRECISION_BF16 (AVX-512F/BW/VL and AVX512_BF16). */
+RV_API int rv_cpu_has_bf16(void);
+/* Switches m to precision p (bf16: the weights are converted once, here). Call before the
+ * model is shared between threads. RV_ERR_UNSUPPORTED with a one-line message where the CPU
+ * lacks AVX512_BF16 (m unchanged); RV_ERR_ARG for an unknown p. */
+RV_API rv_status rv_model_set_precision(rv_model *m, rv_precision p, rv_ctx *ctx);
+RV_API rv_precision rv_model_precision(const rv_model *m);
+/* "f32" / "bf16" -> *p; RV_ERR_ARG (message naming the value) for anything else. */
+RV_API rv_status rv_precision_parse(const char *name, rv_precision *p, rv_ctx *ctx);
+
 /* order[0..n) = detection indices sorted by label, NMS order within a label (mmdet
  * bbox2result / results2json order). */
 RV_API void rv_detections_class_order(int *order, const rv_detections *det);
