@@ -27,21 +27,33 @@ import numpy as np
 from . import _lib
 from ._lib import Error, lib, Ctx
 
-__all__ = ['Error', 'Model', 'init_segmentor', 'inference_segmentor', 'init_detector', 'inference_detector',
+__all__ = ['Error', 'Model', 'cpu_has_bf16', 'init_segmentor', 'inference_segmentor', 'init_detector', 'inference_detector',
            'mean_iou', 'imread', 'cocotools']
 __version__ = '0.1.0'
+
+
+_PRECISIONS = {'f32': 0, 'bf16': 1}  # rv_precision
+
+
+def cpu_has_bf16():
+    """True when this CPU can run precision='bf16' (AVX512_BF16)."""
+    return bool(lib.rv_cpu_has_bf16())
 
 
 class Model:
     """A loaded checkpoint (segmentor or detector). Immutable once loaded; may be shared by
     threads (each inference call has its own memory)."""
 
-    def __init__(self, checkpoint, name=None, device=None):
+    def __init__(self, checkpoint, name=None, device=None, precision='f32'):
+        if precision not in _PRECISIONS:
+            raise Error("precision must be 'f32' or 'bf16', not %r" % (precision,))
         p = ctypes.c_void_p()
         with Ctx() as c:
             c.check(lib.rv_py_model_load(ctypes.byref(p), _lib.enc(checkpoint),
                                          _lib.enc(name) if name else None, c.ctx))
         self._p = p.value
+        if precision != 'f32':
+            self.set_precision(precision)
         info = (ctypes.c_int * 3)()
         lib.rv_py_model_info(self._p, info)
         self.task = 'detect' if info[0] else 'segment'
@@ -71,6 +83,19 @@ class Model:
         if mode not in ('whole', 'slide'):
             raise ValueError("mode must be 'whole' or 'slide'")
         lib.rv_py_model_set_seg_mode(self._p, 1 if mode == 'slide' else 0, int(crop_size or 0), int(stride or 0))
+
+    def set_precision(self, precision):
+        """'f32' (the default, the reference) or 'bf16': the GEMM-heavy layers with bfloat16
+        operands and float32 sums (AVX512_BF16 CPUs; elsewhere an Error, the model unchanged;
+        README 'bf16'). Call before sharing the model between threads."""
+        if precision not in _PRECISIONS:
+            raise Error("precision must be 'f32' or 'bf16', not %r" % (precision,))
+        with Ctx() as c:
+            c.check(lib.rv_model_set_precision(self._p, _PRECISIONS[precision], c.ctx))
+
+    @property
+    def precision(self):
+        return 'bf16' if lib.rv_model_precision(self._p) == 1 else 'f32'
 
     @property
     def test_mode(self):
@@ -103,12 +128,13 @@ def _image(img):
 
 
 def init_segmentor(config_or_checkpoint, checkpoint=None, device='cpu', mode=None, crop_size=None, stride=None,
-                   name=None):
+                   name=None, precision='f32'):
     """mmseg's init_segmentor: a checkpoint (.pth / .safetensors) or a model-zoo name; the
     architecture comes from the checkpoint's config. mmseg's (config, checkpoint) call form is
-    accepted: the checkpoint is used. mode: 'whole' / 'slide' overrides the test_cfg."""
+    accepted: the checkpoint is used. mode: 'whole' / 'slide' overrides the test_cfg.
+    precision: 'f32' (default) or 'bf16' (Model.set_precision)."""
     ck = checkpoint if checkpoint is not None else config_or_checkpoint
-    m = Model(ck, name=name)
+    m = Model(ck, name=name, precision=precision)
     if m.task != 'segment':
         raise Error('%s: this checkpoint is a %s detector, not a segmentor: use init_detector' % (ck, m.arch))
     if mode is not None or crop_size is not None or stride is not None:
@@ -131,11 +157,11 @@ def inference_segmentor(model, img, aug_test=False, ratios=None, flip=None):
     return [out.astype(np.int64)]
 
 
-def init_detector(config_or_checkpoint, checkpoint=None, device='cpu', name=None):
+def init_detector(config_or_checkpoint, checkpoint=None, device='cpu', name=None, precision='f32'):
     """mmdet's init_detector: a checkpoint or a model-zoo name (the (config, checkpoint) form
-    is accepted: the checkpoint is used)."""
+    is accepted: the checkpoint is used). precision: 'f32' (default) or 'bf16'."""
     ck = checkpoint if checkpoint is not None else config_or_checkpoint
-    m = Model(ck, name=name)
+    m = Model(ck, name=name, precision=precision)
     if m.task != 'detect':
         raise Error('%s: this checkpoint is a %s segmentor, not a detector: use init_segmentor' % (ck, m.arch))
     return m

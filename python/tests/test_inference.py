@@ -138,3 +138,27 @@ def test_model_errors(tmp_path):
         ravlt.inference_segmentor(m, np.zeros((4, 4), np.uint8))
     with pytest.raises(ravlt.Error, match='missing.jpg'):
         ravlt.inference_segmentor(m, str(tmp_path / 'missing.jpg'))
+
+
+def test_precision(tmp_path, monkeypatch):
+    """precision='bf16' (README 'bf16'): the CLI's `--precision bf16` label map (>= 99.9% of
+    the pixels: float32 parts outside the bf16 kernel may be split differently between
+    threads in the clang build), a bad value is an Error, and a CPU without AVX512_BF16
+    (simulated by RAVLT_DISABLE_BF16=1) refuses with an Error naming it."""
+    ck, img = fx('e2e', 'semantic_fpn', 'checkpoint.pth'), fx('e2e', 'semantic_fpn', 'image.jpg')
+    with pytest.raises(ravlt.Error, match="precision must be 'f32' or 'bf16'"):
+        ravlt.init_segmentor(ck, precision='fp16')
+    assert ravlt.init_segmentor(ck).precision == 'f32'
+    if ravlt.cpu_has_bf16():
+        cli('segment', '--weights', ck, '--out-dir', str(tmp_path), '--format', 'png', '--precision', 'bf16', img)
+        ref = ravlt.imread(str(tmp_path / 'image.png'), gray=True).astype(np.int64) - 1
+        m = ravlt.init_segmentor(ck, precision='bf16')
+        assert m.precision == 'bf16'
+        seg = ravlt.inference_segmentor(m, img)[0]
+        assert np.mean(seg == ref) >= 0.999
+        d = ravlt.init_detector(fx('e2e', 'retinanet', 'checkpoint.pth'), precision='bf16')
+        assert d.precision == 'bf16'
+    monkeypatch.setenv('RAVLT_DISABLE_BF16', '1')
+    assert not ravlt.cpu_has_bf16()
+    with pytest.raises(ravlt.Error, match='AVX512_BF16'):
+        ravlt.init_segmentor(ck, precision='bf16')
