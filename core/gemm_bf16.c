@@ -74,9 +74,8 @@ void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const flo
 #include <cpuid.h>
 #include <immintrin.h>
 
-int rv_bf16_supported(void) {
-  const char *off = getenv("RAVLT_DISABLE_BF16"); /* tests of the refusal on any CPU */
-  if (off && *off && strcmp(off, "0") != 0) return 0;
+/* the hardware check alone (the kernels' precondition) */
+static int cpu_bf16(void) {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl"))
@@ -84,6 +83,12 @@ int rv_bf16_supported(void) {
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
   return (a >> 5) & 1u; /* CPUID.(EAX=7,ECX=1):EAX[5] AVX512_BF16 */
+}
+
+int rv_bf16_supported(void) {
+  const char *off = getenv("RAVLT_DISABLE_BF16"); /* tests of the refusal on any CPU */
+  if (off && *off && strcmp(off, "0") != 0) return 0;
+  return cpu_bf16();
 }
 
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
@@ -157,7 +162,7 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && wp && scratch != NULL);
-  RV_ASSERT(rv_bf16_supported());
+  RV_ASSERT(cpu_bf16());
   if (n == 0) return RV_OK;
   const int k2 = (cin + 1) / 2, nth = omp_get_max_threads();
   /* panels of BPANEL blocks, or of one block where that leaves threads idle */
