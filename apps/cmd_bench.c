@@ -24,7 +24,7 @@
 typedef struct {
   const char *weights, *name, *json;
   int size[2];
-  int runs, warmup, random, backbone;
+  int runs, warmup, random, backbone, strict;
   const char *precision;
 } bench_opts;
 
@@ -47,6 +47,7 @@ static const rv_opt OPTS[] = {
      "(median process CPU time per run), ...} to FILE ('-': stdout,\n"
      "instead of the text line)", 0},
     RV_CLI_PRECISION_OPT(bench_opts, precision),
+    RV_OPT_STRICT(bench_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_bench = {
@@ -217,7 +218,7 @@ static double max_rss_mb(void) {
 
 static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
                        int threads, int runs, int warmup, const char *json, double start_mb,
-                       const char *precision) {
+                       const char *precision, const rv_model_load_opts *lo) {
   const char *cmd = "bench";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -233,7 +234,7 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   rv_image img = {0};
   int32_t *labels = NULL;
   double *tot = NULL, *cpu = NULL, *stg = NULL;
-  rv_status st = rv_model_load(&m, path, name, ctx);
+  rv_status st = rv_model_load_ex(&m, path, name, lo, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(m, precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   int seg = rv_model_task(m) == RV_TASK_SEGMENT;
@@ -330,7 +331,7 @@ done:
 int rv_cmd_bench(int argc, char **argv) {
   const double start_mb = max_rss_mb();
   const char *cmd = "bench";
-  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, NULL};
+  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, NULL, 0};
   int npos;
   int prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
   if (prc >= 0) return prc;
@@ -342,8 +343,10 @@ int rv_cmd_bench(int argc, char **argv) {
     if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
     if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
     rv_blas_init();
-    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision);
+    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision,
+                       &(rv_model_load_opts){bo.strict});
   }
+  if (bo.strict) return rv_cli_usage_error(cmd, "--strict needs --weights (a checkpoint loaded as a whole model)");
   if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
   rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */

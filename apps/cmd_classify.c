@@ -11,6 +11,7 @@
 #include "datasets/classes.h"
 #include "datasets/preprocess.h"
 #include "apps/commands.h"
+#include "nn/param.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -22,7 +23,7 @@
 
 typedef struct {
   const char *weights, *json;
-  int size, top;
+  int size, top, strict;
   const char *precision;
 } classify_opts;
 
@@ -35,6 +36,7 @@ static const rv_opt OPTS[] = {
      "write [{\"image\", \"top\": [{\"index\", \"label\", \"prob\"}]}] (one object per\n"
      "image) to FILE ('-': stdout, instead of the table)", 0},
     RV_CLI_PRECISION_OPT(classify_opts, precision),
+    RV_OPT_STRICT(classify_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_classify = {
@@ -50,7 +52,7 @@ const rv_cmd_spec rv_spec_classify = {
 
 int rv_cmd_classify(int argc, char **argv) {
   const char *cmd = "classify";
-  classify_opts co = {NULL, NULL, 224, 5, NULL};
+  classify_opts co = {NULL, NULL, 224, 5, NULL, 0};
   int nimg;
   int prc = rv_cli_parse(&rv_spec_classify, &co, argc, argv, &nimg);
   if (prc >= 0) return prc;
@@ -79,7 +81,13 @@ int rv_cmd_classify(int argc, char **argv) {
                                         "a backbone checkpoint cannot classify", weights));
     goto done;
   }
-  st = rv_ravlt_create(&m, &cfg, w, NULL, ctx);
+  /* every key the classifier does not use: a warning, an error with --strict */
+  rv_params P;
+  if ((st = rv_params_init(&P, w, ctx)) == RV_OK) {
+    st = rv_ravlt_create_params(&m, &cfg, &P, NULL, ctx);
+    if (st == RV_OK) st = rv_params_check_unused(&P, NULL, co.strict, "classifier", ctx);
+    rv_params_free(&P);
+  }
   if (st == RV_OK && co.precision && !strcmp(co.precision, "bf16")) st = rv_ravlt_set_bf16(m, 1, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_weights_free(w);

@@ -22,7 +22,7 @@
 typedef struct {
   const char *weights, *model, *out_dir, *json, *shard, *ann, *precision;
   double thr;
-  int no_draw;
+  int no_draw, strict;
 } detect_opts;
 
 static const rv_opt OPTS[] = {
@@ -49,6 +49,7 @@ static const rv_opt OPTS[] = {
      "image ids stay those of the whole list and FILE.shard.json describes the\n"
      "part for `ravlt merge`", 0},
     RV_CLI_PRECISION_OPT(detect_opts, precision),
+    RV_OPT_STRICT(detect_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_detect = {
@@ -125,7 +126,7 @@ static rv_status image_ids(int64_t *ids, const rv_input_list *list, const char *
 }
 
 int rv_cmd_detect(int argc, char **argv) {
-  detect_opts o = {NULL, NULL, "det-out", NULL, NULL, NULL, NULL, 0.3, 0};
+  detect_opts o = {NULL, NULL, "det-out", NULL, NULL, NULL, NULL, 0.3, 0, 0};
   int ninputs;
   int prc = rv_cli_parse(&rv_spec_detect, &o, argc, argv, &ninputs);
   if (prc >= 0) return prc;
@@ -191,7 +192,7 @@ int rv_cmd_detect(int argc, char **argv) {
   }
   if (st == RV_OK && !(ids = malloc(sizeof *ids * (size_t)(list.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   if (st == RV_OK) st = image_ids(ids, &list, o.ann, ctx);
-  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model_ex(&m, weights, name, &(rv_model_load_opts){o.strict}, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(m, o.precision, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, weights, "segment", ctx);

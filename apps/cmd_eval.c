@@ -51,7 +51,7 @@ typedef struct {
   const char *precision;
   rv_iou_type iou;
   rv_coco_area_mode area_mode;
-  int mmdet_maxdets, resume;
+  int mmdet_maxdets, resume, strict;
   rv_shard shard;
 } coco_opts;
 
@@ -90,6 +90,7 @@ static const rv_opt COCO_OPTS[] = {
      "earlier run that failed on some images or was stopped by a signal) are\n"
      "not run again; their results are read from R.json", 0},
     RV_CLI_PRECISION_OPT(coco_opts, precision),
+    RV_OPT_STRICT(coco_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_coco = {
@@ -291,7 +292,7 @@ static int cmd_coco_model(const coco_opts *o) {
   }
   rv_part_run run = {"", -1, -1};
   rv_part_run_id(&run, o->weights, o->model ? o->model : "", o->ann, NULL);
-  if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK) st = rv_cli_load_model_ex(&m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
   if (st != RV_OK) goto ran;
@@ -557,7 +558,7 @@ static int missing_dir(const char *opt, const char *dir) {
 typedef struct {
   const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
   const char *precision;
-  int zero_based, aug_test, crop, stride, resume;
+  int zero_based, aug_test, crop, stride, resume, strict;
   rv_shard shard;
 } ade_opts;
 
@@ -593,6 +594,7 @@ static const rv_opt ADE_OPTS[] = {
      "model mode, with --output: the images PART.json lists as done (an earlier\n"
      "run that failed on some images or was stopped by a signal) are not run again", 0},
     RV_CLI_PRECISION_OPT(ade_opts, precision),
+    RV_OPT_STRICT(ade_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_ade20k = {
@@ -708,7 +710,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && o->gt_dir) snprintf(ann_dir, sizeof ann_dir, "%s", o->gt_dir);
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
-  if (st == RV_OK) st = rv_cli_load_model(&m, o->weights, o->model, ctx);
+  if (st == RV_OK) st = rv_cli_load_model_ex(&m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, o->weights, "eval coco", ctx);
   /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):

@@ -18,7 +18,7 @@
 typedef struct {
   const char *weights, *model, *out_dir, *format, *mode, *shard, *precision;
   double opacity;
-  int crop, stride, aug_test;
+  int crop, stride, aug_test, strict;
 } segment_opts;
 
 static const rv_opt OPTS[] = {
@@ -43,6 +43,7 @@ static const rv_opt OPTS[] = {
      "only images k (sorted input order, from 0) with k mod N == i (the\n"
      "shards write disjoint files into the same --out-dir)", 0},
     RV_CLI_PRECISION_OPT(segment_opts, precision),
+    RV_OPT_STRICT(segment_opts, strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_segment = {
@@ -69,7 +70,7 @@ const rv_cmd_spec rv_spec_segment = {
     sizeof(segment_opts)};
 
 int rv_cmd_segment(int argc, char **argv) {
-  segment_opts o = {NULL, NULL, "seg-out", "both", NULL, NULL, NULL, 0.5, 512, 341, 0};
+  segment_opts o = {NULL, NULL, "seg-out", "both", NULL, NULL, NULL, 0.5, 512, 341, 0, 0};
   int ninputs;
   int prc = rv_cli_parse(&rv_spec_segment, &o, argc, argv, &ninputs);
   if (prc >= 0) return prc;
@@ -111,7 +112,7 @@ int rv_cmd_segment(int argc, char **argv) {
   if (st == RV_OK) st = rv_cli_outputs_check((const char *const *)outs, from, nouts, (const char *const *)list.paths, list.n, ctx);
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO;
-  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model(&m, weights, name, ctx);
+  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 0, ctx) : rv_cli_load_model_ex(&m, weights, name, &(rv_model_load_opts){o.strict}, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(m, o.precision, ctx);
   if (st == RV_OK && demo) rv_cli_demo_notice("segment", m);
   if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, weights, "detect", ctx);

@@ -101,6 +101,7 @@ static const rv_opt OPTS[] = {
      "under mpirun: ranks reach their first frame by decoding from frame 0\n"
      "instead of seeking (for files whose seeking is not frame-exact)", 0},
     {"--precision", NULL, RV_OPT_CHOICE, VO(precision), 0, 0, "f32|bf16", "P", RV_CLI_PRECISION_HELP, 0},
+    RV_OPT_STRICT(video_cli_opts, v.strict),
     RV_OPT_END};
 #undef VO
 
@@ -444,7 +445,7 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
   if (!A) return nomem(ctx);
   A->o = *o;
   A->show = o->show;
-  rv_status st = o->demo ? rv_cli_load_demo(&A->m, 0, ctx) : rv_cli_load_model(&A->m, o->weights, o->model, ctx);
+  rv_status st = o->demo ? rv_cli_load_demo(&A->m, 0, ctx) : rv_cli_load_model_ex(&A->m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
   if (st == RV_OK) st = rv_cli_set_precision(A->m, o->precision, ctx);
   if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
   if (st == RV_OK) {

@@ -81,6 +81,11 @@ void rv_cli_log_model(const rv_model *m, rv_ctx *ctx) {
 }
 
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
+  return rv_cli_load_model_ex(m, weights, name, NULL, ctx);
+}
+
+rv_status rv_cli_load_model_ex(rv_model **m, const char *weights, const char *name,
+                               const rv_model_load_opts *opts, rv_ctx *ctx) {
   if (rv_cli_is_demo(weights) && !is_file(weights)) return rv_cli_load_demo(m, !strcmp(weights, RV_CLI_DEMO_DET), ctx);
   char path[4096];
   const char *zoo_model = NULL;
@@ -89,7 +94,7 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
   if (e && e->task == RV_ZOO_CLASSIFY)
     return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier: use 'ravlt classify --weights %s'",
                     weights, weights);
-  RV_TRY(rv_model_load(m, path, name ? name : zoo_model, ctx));
+  RV_TRY(rv_model_load_ex(m, path, name ? name : zoo_model, opts, ctx));
   rv_cli_log_model(*m, ctx);
   return RV_OK;
 }

@@ -13,6 +13,9 @@ rv_status rv_cli_resolve_weights(char *out, size_t cap, const char *weights, con
                                  rv_ctx *ctx);
 /* Load (weights: a file or a zoo name) with a log line "model: ... (architecture from ...)"; errors in ctx. */
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx);
+/* The same with load options (opts->strict from a command's --strict; NULL: defaults). */
+rv_status rv_cli_load_model_ex(rv_model **m, const char *weights, const char *name,
+                               const rv_model_load_opts *opts, rv_ctx *ctx);
 /* The offline demo models embedded in the binary (apps/demo_model.c): the segmentation model
  * (tools/train_demo.py, models/demo_seg.safetensors), --weights RV_CLI_DEMO, which `segment`
  * and `video` use without --weights; the detector (tools/train_det_demo.py, a RetinaNet,

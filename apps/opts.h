@@ -54,6 +54,13 @@ typedef struct {
 
 #define RV_OPT_END {NULL, NULL, RV_OPT_FLAG, 0, 0, 0, NULL, NULL, NULL, 0}
 
+/* `--strict`, the same entry in every command that loads a checkpoint (an int field, passed
+ * as rv_model_load_opts.strict). */
+#define RV_OPT_STRICT(type, field)                                                             \
+  {"--strict", NULL, RV_OPT_FLAG, offsetof(type, field), 0, 0, NULL, NULL,                     \
+   "unexpected checkpoint keys (keys the model does not use) are an error,\n"                  \
+   "not a warning (missing keys are always an error)", 0}
+
 typedef struct {
   const char *name;     /* "detect", "eval coco" */
   const char *synopsis; /* after "usage: ravlt NAME ": may hold '\n' for more forms */

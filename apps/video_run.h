@@ -24,6 +24,7 @@ typedef struct {
   long every, max_frames, threads, queue;
   int drop, show, no_seek;
   int demo;                      /* no --weights: the built-in demo model (a notice says so) */
+  int strict;                    /* --strict: unexpected checkpoint keys are an error */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
   const char *precision;         /* --precision: NULL / "f32" or "bf16" */
 } rv_video_opts;

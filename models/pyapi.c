@@ -420,6 +420,12 @@ rv_status rv_py_mean_iou(const void *const *pred, int pred_u8, const uint8_t *co
 /* ---- Models ---- */
 
 rv_status rv_py_model_load(rv_model **out, const char *weights, const char *name, rv_ctx *ctx) {
+  return rv_py_model_load_ex(out, weights, name, 0, ctx);
+}
+
+rv_status rv_py_model_load_ex(rv_model **out, const char *weights, const char *name, int strict,
+                              rv_ctx *ctx) {
+  const rv_model_load_opts lo = {strict != 0};
   *out = NULL;
   struct stat sb;
   if (stat(weights, &sb) != 0) {
@@ -429,13 +435,13 @@ rv_status rv_py_model_load(rv_model **out, const char *weights, const char *name
         return rv_error(ctx, RV_ERR_ARG, "%s is an ImageNet classifier, not a segmentor or detector", weights);
       char path[4096];
       RV_TRY(rv_zoo_fetch(path, sizeof path, e, NULL, NULL, NULL, ctx));
-      return rv_model_load(out, path, name ? name : e->model, ctx);
+      return rv_model_load_ex(out, path, name ? name : e->model, &lo, ctx);
     }
     if (!strchr(weights, '/') && !strchr(weights, '.'))
       return rv_error(ctx, RV_ERR_NOTFOUND, "%s: no such file and not a model name ('ravlt models' lists them)",
                       weights);
   }
-  return rv_model_load(out, weights, name, ctx);
+  return rv_model_load_ex(out, weights, name, &lo, ctx);
 }
 
 void rv_py_model_free(rv_model *m) { rv_model_free(m); }

@@ -130,6 +130,10 @@ RV_API rv_status rv_py_mean_iou(const void *const *pred, int pred_u8, const uint
 /* A checkpoint path (.pth / .safetensors) or a model-zoo name (downloaded into the cache once,
  * as `ravlt --weights NAME`); name: NULL or the architecture name. */
 RV_API rv_status rv_py_model_load(rv_model **out, const char *weights, const char *name, rv_ctx *ctx);
+/* rv_py_model_load with strict (rv_model_load_opts.strict): 1 makes an unexpected checkpoint
+ * key an error, 0 a warning through the log hook. */
+RV_API rv_status rv_py_model_load_ex(rv_model **out, const char *weights, const char *name, int strict,
+                                     rv_ctx *ctx);
 RV_API void rv_py_model_free(rv_model *m);
 /* info[0..2] = task (0 segment, 1 detect), classes, has masks. */
 RV_API void rv_py_model_info(const rv_model *m, int info[3]);

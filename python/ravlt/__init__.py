@@ -44,13 +44,16 @@ class Model:
     """A loaded checkpoint (segmentor or detector). Immutable once loaded; may be shared by
     threads (each inference call has its own memory)."""
 
-    def __init__(self, checkpoint, name=None, device=None, precision='f32'):
+    def __init__(self, checkpoint, name=None, device=None, precision='f32', strict=False):
+        """strict: checkpoint keys the model does not use are an error (Error naming them)
+        instead of a warning, as torch's load_state_dict(strict=True); missing keys are
+        always an error."""
         if precision not in _PRECISIONS:
             raise Error("precision must be 'f32' or 'bf16', not %r" % (precision,))
         p = ctypes.c_void_p()
         with Ctx() as c:
-            c.check(lib.rv_py_model_load(ctypes.byref(p), _lib.enc(checkpoint),
-                                         _lib.enc(name) if name else None, c.ctx))
+            c.check(lib.rv_py_model_load_ex(ctypes.byref(p), _lib.enc(checkpoint),
+                                            _lib.enc(name) if name else None, int(bool(strict)), c.ctx))
         self._p = p.value
         if precision != 'f32':
             self.set_precision(precision)
@@ -128,13 +131,14 @@ def _image(img):
 
 
 def init_segmentor(config_or_checkpoint, checkpoint=None, device='cpu', mode=None, crop_size=None, stride=None,
-                   name=None, precision='f32'):
+                   name=None, precision='f32', strict=False):
     """mmseg's init_segmentor: a checkpoint (.pth / .safetensors) or a model-zoo name; the
     architecture comes from the checkpoint's config. mmseg's (config, checkpoint) call form is
     accepted: the checkpoint is used. mode: 'whole' / 'slide' overrides the test_cfg.
-    precision: 'f32' (default) or 'bf16' (Model.set_precision)."""
+    precision: 'f32' (default) or 'bf16' (Model.set_precision). strict=True: checkpoint keys
+    the model does not use are an error, not a warning."""
     ck = checkpoint if checkpoint is not None else config_or_checkpoint
-    m = Model(ck, name=name, precision=precision)
+    m = Model(ck, name=name, precision=precision, strict=strict)
     if m.task != 'segment':
         raise Error('%s: this checkpoint is a %s detector, not a segmentor: use init_detector' % (ck, m.arch))
     if mode is not None or crop_size is not None or stride is not None:
@@ -157,11 +161,12 @@ def inference_segmentor(model, img, aug_test=False, ratios=None, flip=None):
     return [out.astype(np.int64)]
 
 
-def init_detector(config_or_checkpoint, checkpoint=None, device='cpu', name=None, precision='f32'):
+def init_detector(config_or_checkpoint, checkpoint=None, device='cpu', name=None, precision='f32', strict=False):
     """mmdet's init_detector: a checkpoint or a model-zoo name (the (config, checkpoint) form
-    is accepted: the checkpoint is used). precision: 'f32' (default) or 'bf16'."""
+    is accepted: the checkpoint is used). precision: 'f32' (default) or 'bf16'. strict=True:
+    checkpoint keys the model does not use are an error, not a warning."""
     ck = checkpoint if checkpoint is not None else config_or_checkpoint
-    m = Model(ck, name=name, precision=precision)
+    m = Model(ck, name=name, precision=precision, strict=strict)
     if m.task != 'detect':
         raise Error('%s: this checkpoint is a %s segmentor, not a detector: use init_segmentor' % (ck, m.arch))
     return m

@@ -112,6 +112,7 @@ _sig('rv_py_rle_from_counts', c_int, c_void_p, c_size, ctypes.c_uint32, ctypes.c
 _sig('rv_py_mean_iou', c_int, P(c_void_p), c_int, P(c_void_p), c_void_p, c_size, c_int, c_int, c_int,
      c_void_p, c_void_p, P(c_dbl), c_void_p, c_void_p)
 _sig('rv_py_model_load', c_int, P(c_void_p), c_char_p, c_char_p, c_void_p)
+_sig('rv_py_model_load_ex', c_int, P(c_void_p), c_char_p, c_char_p, c_int, c_void_p)
 _sig('rv_py_model_free', None, c_void_p)
 _sig('rv_py_model_info', None, c_void_p, P(c_int))
 _sig('rv_py_model_arch', c_char_p, c_void_p)

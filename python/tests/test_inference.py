@@ -162,3 +162,32 @@ def test_precision(tmp_path, monkeypatch):
     assert not ravlt.cpu_has_bf16()
     with pytest.raises(ravlt.Error, match='AVX512_BF16'):
         ravlt.init_segmentor(ck, precision='bf16')
+
+
+def _with_extra_key(src, dst, key):
+    """src (safetensors) with one extra F32 [3] tensor `key`, written to dst."""
+    import struct
+    raw = open(src, 'rb').read()
+    n = struct.unpack('<Q', raw[:8])[0]
+    head = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    head[key] = {'dtype': 'F32', 'shape': [3], 'data_offsets': [len(data), len(data) + 12]}
+    h = json.dumps(head).encode()
+    h += b' ' * (-len(h) % 8)
+    open(dst, 'wb').write(struct.pack('<Q', len(h)) + h + data + struct.pack('<3f', 1, 2, 3))
+
+
+def test_strict(tmp_path):
+    """strict=True: a key the model does not use is an error naming it; by default it loads."""
+    seg = str(tmp_path / 'seg.safetensors')
+    _with_extra_key(fx('e2e', 'semantic_fpn', 'weights.safetensors'), seg, 'decode_head.extra.weight')
+    assert ravlt.init_segmentor(seg).task == 'segment'
+    with pytest.raises(ravlt.Error, match="unexpected key 'decode_head.extra.weight'"):
+        ravlt.init_segmentor(seg, strict=True)
+    det = str(tmp_path / 'det.safetensors')
+    _with_extra_key(fx('e2e', 'retinanet', 'weights.safetensors'), det, 'bbox_head.extra.weight')
+    assert ravlt.init_detector(det).task == 'detect'
+    with pytest.raises(ravlt.Error, match="unexpected key 'bbox_head.extra.weight'"):
+        ravlt.init_detector(det, strict=True)
+    # the fixture as it is loads strictly
+    assert ravlt.init_detector(fx('e2e', 'retinanet', 'weights.safetensors'), strict=True).arch == 'retinanet'
