@@ -235,7 +235,7 @@ int rv_check_detector_head(rv_check_state *s) {
     char name[16];
     snprintf(name, sizeof name, "feat.%d", i);
     const rv_wtensor *w = rv_weights_find(s->io, name);
-    if (!w && i == 0 && arch == RV_DET_RETINANET) { /* RetinaNet's FPN starts at level 1 */
+    if (!w && i < rv_det_arch_ops(arch)->fpn_first_level) { /* RetinaNet's FPN starts at level 1 */
       feats[0] = (rv_tensor){dummy, 1, 1, 1, 1};
       continue;
     }

@@ -10,12 +10,167 @@
 
 struct rv_detector {
   rv_detector_config cfg;
+  const rv_family_ops *ops;
   rv_fpn *fpn;
-  rv_rpn_head rpn;
-  rv_roi_head roi;
-  rv_retina_head retina;
+  void *head;        /* the family's head state (ops->load, ops->free) */
+  int head_channels; /* the channels the head takes (the FPN's must match) */
   int num_classes;
 };
+
+static void trace_tensor(const rv_det_trace *t, const char *name, rv_tensor x) {
+  if (!t || !t->fn) return;
+  int shape[4] = {x.n, x.c, x.h, x.w};
+  t->fn(t->user, name, x.data, shape, 4);
+}
+
+/* ---- RetinaNet: one dense head on 5 levels (strides 8..128) -------------------------- */
+
+static rv_fpn_config retina_fpn(void) { return rv_fpn_retinanet_config(); }
+
+static rv_status retina_load(rv_detector *d, rv_params *p, rv_ctx *ctx) {
+  rv_retina_head *h = rv_calloc(1, sizeof *h);
+  if (!h) return rv_error(ctx, RV_ERR_NOMEM, "detector: out of memory");
+  d->head = h;
+  RV_TRY(rv_retina_head_load(h, p, "bbox_head", ctx));
+  d->num_classes = h->num_classes;
+  d->head_channels = h->cls.cin;
+  return RV_OK;
+}
+
+static void retina_free(rv_detector *d) {
+  if (d->head) rv_retina_head_free(d->head);
+  rv_free(d->head);
+}
+
+static int no_masks(const rv_detector *d) {
+  (void)d;
+  return 0;
+}
+
+static rv_status retina_forward(const rv_detector *d, rv_detections *out, const rv_tensor *p,
+                                const rv_img_meta *meta, const rv_det_trace *trace,
+                                rv_arena *arena, rv_ctx *ctx) {
+  const rv_retina_head *h = d->head;
+  static const int strides[5] = {8, 16, 32, 64, 128};
+  const int L = 5;
+  rv_tensor cls[5], reg[5];
+  char name[64];
+  for (int l = 0; l < L; l++) {
+    RV_TRY(rv_retina_forward_level(&cls[l], &reg[l], h, p[l], arena, ctx));
+    snprintf(name, sizeof name, "retina.cls_score.%d", l);
+    trace_tensor(trace, name, cls[l]);
+    snprintf(name, sizeof name, "retina.bbox_pred.%d", l);
+    trace_tensor(trace, name, reg[l]);
+    snprintf(name, sizeof name, "cls_score.%d", l); /* mmdet's own names */
+    trace_tensor(trace, name, cls[l]);
+    snprintf(name, sizeof name, "bbox_pred.%d", l);
+    trace_tensor(trace, name, reg[l]);
+  }
+  RV_TRY(rv_retina_get_bboxes(out, h, cls, reg, strides, L, meta, &d->cfg.retina, arena, ctx));
+  if (trace && trace->fn) {
+    int s2[2] = {out->n, 4};
+    trace->fn(trace->user, "det.bboxes", out->bboxes, s2, 2);
+    s2[1] = 1;
+    trace->fn(trace->user, "det.scores", out->scores, s2, 2);
+  }
+  return RV_OK;
+}
+
+const rv_family_ops rv_family_ops_RETINANET = {0, 1, retina_fpn, retina_load, retina_free,
+                                               retina_forward, no_masks};
+
+/* ---- two-stage: RPN + RoI heads (Mask R-CNN: 1 stage, Cascade Mask R-CNN: 3) --------- */
+
+typedef struct {
+  rv_rpn_head rpn;
+  rv_roi_head roi;
+} two_stage;
+
+static rv_fpn_config two_stage_fpn(void) {
+  rv_fpn_config fc = rv_fpn_default_config();
+  fc.num_outs = 5;
+  return fc;
+}
+
+static rv_status two_stage_load(rv_detector *d, rv_params *p, int stages, rv_ctx *ctx) {
+  two_stage *h = rv_calloc(1, sizeof *h);
+  if (!h) return rv_error(ctx, RV_ERR_NOMEM, "detector: out of memory");
+  d->head = h;
+  RV_TRY(rv_rpn_head_load(&h->rpn, p, "rpn_head", ctx));
+  RV_TRY(rv_roi_head_load(&h->roi, p, "roi_head", stages, (const double(*)[4])d->cfg.rcnn_stds, ctx));
+  if (!d->cfg.with_masks) {
+    for (int i = 0; i < 4; i++) rv_mask_head_free(&h->roi.mask[i]);
+    h->roi.num_mask_heads = 0;
+  }
+  d->num_classes = h->roi.num_classes;
+  d->head_channels = h->rpn.conv.cin;
+  if (h->roi.bbox[0].in_channels != h->rpn.conv.cin)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: the RPN takes %d channels, the RoI head %d",
+                    rv_params_path(p), h->rpn.conv.cin, h->roi.bbox[0].in_channels);
+  return RV_OK;
+}
+
+static rv_status cascade_load(rv_detector *d, rv_params *p, rv_ctx *ctx) {
+  return two_stage_load(d, p, 3, ctx);
+}
+
+static rv_status mask_rcnn_load(rv_detector *d, rv_params *p, rv_ctx *ctx) {
+  return two_stage_load(d, p, 1, ctx);
+}
+
+static void two_stage_free(rv_detector *d) {
+  two_stage *h = d->head;
+  if (h) {
+    rv_rpn_head_free(&h->rpn);
+    rv_roi_head_free(&h->roi);
+  }
+  rv_free(h);
+}
+
+static int two_stage_masks(const rv_detector *d) {
+  return ((const two_stage *)d->head)->roi.num_mask_heads > 0;
+}
+
+static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, const rv_tensor *p,
+                                   const rv_img_meta *meta, const rv_det_trace *trace,
+                                   rv_arena *arena, rv_ctx *ctx) {
+  const two_stage *h = d->head;
+  static const int strides[5] = {4, 8, 16, 32, 64};
+  const int L = 5;
+  rv_tensor cls[5], reg[5];
+  char name[64];
+  for (int l = 0; l < L; l++) {
+    RV_TRY(rv_rpn_forward_level(&cls[l], &reg[l], &h->rpn, p[l], arena, ctx));
+    snprintf(name, sizeof name, "rpn.cls_score.%d", l);
+    trace_tensor(trace, name, cls[l]);
+    snprintf(name, sizeof name, "rpn.bbox_pred.%d", l);
+    trace_tensor(trace, name, reg[l]);
+  }
+  float *props = NULL, *pscores = NULL;
+  int np = 0;
+  RV_TRY(rv_rpn_get_proposals(&props, &pscores, &np, &h->rpn, cls, reg, strides, L, meta,
+                              &d->cfg.rpn, arena, ctx));
+  if (trace && trace->fn) {
+    int s2[2] = {np, 4};
+    trace->fn(trace->user, "rpn.proposals", props, s2, 2);
+    s2[1] = 1;
+    trace->fn(trace->user, "rpn.proposal_scores", pscores, s2, 2);
+  }
+  return rv_roi_head_simple_test(out, &h->roi, p, props, np, meta, &d->cfg.rcnn, trace, arena,
+                                 ctx);
+}
+
+const rv_family_ops rv_family_ops_CASCADE_MASK_RCNN = {1, 0, two_stage_fpn, cascade_load, two_stage_free,
+                                                       two_stage_forward, two_stage_masks};
+const rv_family_ops rv_family_ops_MASK_RCNN = {1, 0, two_stage_fpn, mask_rcnn_load, two_stage_free,
+                                               two_stage_forward, two_stage_masks};
+
+/* ---- the detector: FPN + the family's head -------------------------------------------- */
+
+const rv_family_ops *rv_det_arch_ops(rv_det_arch a) {
+  const rv_family *f = rv_family_get((int)a);
+  return f && f->task == RV_TASK_DETECT ? f->ops : NULL;
+}
 
 const char *rv_det_arch_name(rv_det_arch a) {
   const rv_family *f = rv_family_get((int)a);
@@ -55,9 +210,7 @@ rv_status rv_detector_guess_arch(rv_det_arch *arch, const rv_weights *w, rv_ctx 
 void rv_detector_free(rv_detector *d) {
   if (!d) return;
   rv_fpn_free(d->fpn);
-  rv_rpn_head_free(&d->rpn);
-  rv_roi_head_free(&d->roi);
-  rv_retina_head_free(&d->retina);
+  if (d->ops) d->ops->free(d);
   rv_free(d);
 }
 
@@ -75,43 +228,20 @@ rv_status rv_detector_load_params(rv_detector **out, const rv_detector_config *c
   if (rv_detector_guess_arch(&found, w, NULL) == RV_OK && found != cfg->arch)
     return rv_error(ctx, RV_ERR_MODEL, "%s: the checkpoint is a %s, not a %s", rv_weights_path(w),
                     rv_det_arch_name(found), rv_det_arch_name(cfg->arch));
+  const rv_family_ops *ops = rv_det_arch_ops(cfg->arch);
+  if (!ops) return rv_error(ctx, RV_ERR_ARG, "detector: %d is not a detection family", (int)cfg->arch);
   rv_detector *d = rv_calloc(1, sizeof *d);
   if (!d) return rv_error(ctx, RV_ERR_NOMEM, "detector: out of memory");
   d->cfg = *cfg;
+  d->ops = ops;
   rv_status st;
-  rv_fpn_config fc;
-  if (cfg->arch == RV_DET_RETINANET) {
-    fc = rv_fpn_retinanet_config();
-  } else {
-    fc = rv_fpn_default_config();
-    fc.num_outs = 5;
-  }
+  rv_fpn_config fc = ops->fpn_config();
   if ((st = rv_fpn_load(&d->fpn, &fc, p, "neck.", ctx)) != RV_OK) goto fail;
-  if (cfg->arch == RV_DET_RETINANET) {
-    if ((st = rv_retina_head_load(&d->retina, p, "bbox_head", ctx)) != RV_OK) goto fail;
-    d->num_classes = d->retina.num_classes;
-  } else {
-    if ((st = rv_rpn_head_load(&d->rpn, p, "rpn_head", ctx)) != RV_OK) goto fail;
-    int stages = cfg->arch == RV_DET_CASCADE_MASK_RCNN ? 3 : 1;
-    if ((st = rv_roi_head_load(&d->roi, p, "roi_head", stages,
-                               (const double(*)[4])cfg->rcnn_stds, ctx)) != RV_OK)
-      goto fail;
-    if (!cfg->with_masks) {
-      for (int i = 0; i < 4; i++) rv_mask_head_free(&d->roi.mask[i]);
-      d->roi.num_mask_heads = 0;
-    }
-    d->num_classes = d->roi.num_classes;
-  }
+  if ((st = ops->load(d, p, ctx)) != RV_OK) goto fail;
   const rv_fpn_config *rc = rv_fpn_config_of(d->fpn);
-  int head_c = cfg->arch == RV_DET_RETINANET ? d->retina.cls.cin : d->rpn.conv.cin;
-  if (rc->out_channels != head_c) {
+  if (rc->out_channels != d->head_channels) {
     st = rv_error(ctx, RV_ERR_MODEL, "%s: FPN gives %d channels, the head takes %d",
-                  rv_weights_path(w), rc->out_channels, head_c);
-    goto fail;
-  }
-  if (cfg->arch != RV_DET_RETINANET && d->roi.bbox[0].in_channels != head_c) {
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: FPN gives %d channels, the RoI head takes %d",
-                  rv_weights_path(w), rc->out_channels, d->roi.bbox[0].in_channels);
+                  rv_weights_path(w), rc->out_channels, d->head_channels);
     goto fail;
   }
   *out = d;
@@ -123,15 +253,7 @@ fail:
 
 const rv_detector_config *rv_detector_config_of(const rv_detector *d) { return &d->cfg; }
 int rv_detector_num_classes(const rv_detector *d) { return d->num_classes; }
-int rv_detector_has_masks(const rv_detector *d) {
-  return d->cfg.arch != RV_DET_RETINANET && d->roi.num_mask_heads > 0;
-}
-
-static void trace_tensor(const rv_det_trace *t, const char *name, rv_tensor x) {
-  if (!t || !t->fn) return;
-  int shape[4] = {x.n, x.c, x.h, x.w};
-  t->fn(t->user, name, x.data, shape, 4);
-}
+int rv_detector_has_masks(const rv_detector *d) { return d->ops->has_masks(d); }
 
 rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv_tensor *feats,
                               const rv_img_meta *meta, const rv_det_trace *trace,
@@ -145,59 +267,16 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
       return rv_error(ctx, RV_ERR_ARG, "detector: invalid scale factor %g", meta->scale_factor[k]);
   int threads = rv_ctx_threads(ctx);
   if (threads > 0) omp_set_num_threads(threads);
-  const int L = 5;
-  rv_tensor p[5], cls[5], reg[5];
+  rv_tensor p[5];
   /* The pyramid and head outputs stay in the arena until the caller resets it; the
    * detections are allocated after them. */
   RV_TRY(rv_fpn_forward(d->fpn, p, feats, 4, arena, ctx));
   char name[64];
-  for (int l = 0; l < L; l++) {
+  for (int l = 0; l < 5; l++) {
     snprintf(name, sizeof name, "neck.out.%d", l);
     trace_tensor(trace, name, p[l]);
   }
-  if (d->cfg.arch == RV_DET_RETINANET) {
-    static const int strides[5] = {8, 16, 32, 64, 128};
-    for (int l = 0; l < L; l++) {
-      RV_TRY(rv_retina_forward_level(&cls[l], &reg[l], &d->retina, p[l], arena, ctx));
-      snprintf(name, sizeof name, "retina.cls_score.%d", l);
-      trace_tensor(trace, name, cls[l]);
-      snprintf(name, sizeof name, "retina.bbox_pred.%d", l);
-      trace_tensor(trace, name, reg[l]);
-      snprintf(name, sizeof name, "cls_score.%d", l); /* mmdet's own names */
-      trace_tensor(trace, name, cls[l]);
-      snprintf(name, sizeof name, "bbox_pred.%d", l);
-      trace_tensor(trace, name, reg[l]);
-    }
-    RV_TRY(rv_retina_get_bboxes(out, &d->retina, cls, reg, strides, L, meta, &d->cfg.retina,
-                                arena, ctx));
-    if (trace && trace->fn) {
-      int s2[2] = {out->n, 4};
-      trace->fn(trace->user, "det.bboxes", out->bboxes, s2, 2);
-      s2[1] = 1;
-      trace->fn(trace->user, "det.scores", out->scores, s2, 2);
-    }
-    return RV_OK;
-  }
-  static const int strides[5] = {4, 8, 16, 32, 64};
-  for (int l = 0; l < L; l++) {
-    RV_TRY(rv_rpn_forward_level(&cls[l], &reg[l], &d->rpn, p[l], arena, ctx));
-    snprintf(name, sizeof name, "rpn.cls_score.%d", l);
-    trace_tensor(trace, name, cls[l]);
-    snprintf(name, sizeof name, "rpn.bbox_pred.%d", l);
-    trace_tensor(trace, name, reg[l]);
-  }
-  float *props = NULL, *pscores = NULL;
-  int np = 0;
-  RV_TRY(rv_rpn_get_proposals(&props, &pscores, &np, &d->rpn, cls, reg, strides, L, meta,
-                              &d->cfg.rpn, arena, ctx));
-  if (trace && trace->fn) {
-    int s2[2] = {np, 4};
-    trace->fn(trace->user, "rpn.proposals", props, s2, 2);
-    s2[1] = 1;
-    trace->fn(trace->user, "rpn.proposal_scores", pscores, s2, 2);
-  }
-  return rv_roi_head_simple_test(out, &d->roi, p, props, np, meta, &d->cfg.rcnn, trace, arena,
-                                 ctx);
+  return d->ops->forward(d, out, p, meta, trace, arena, ctx);
 }
 
 void rv_detections_class_order(int *order, const rv_detections *det) {

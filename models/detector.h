@@ -21,6 +21,7 @@
 
 #include "heads/det.h"
 #include "models/family.h"
+#include "necks/fpn.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,6 +79,24 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
                               rv_arena *arena, rv_ctx *ctx);
 
 /* rv_detections_class_order (mmdet bbox2result order): <ravlt/model.h>. */
+
+/* A detection family's loader and forward (the ops column of models/family.h), defined in
+ * models/detector.c; the detector dispatches every per-family step through them. */
+struct rv_family_ops {
+  int two_stage;           /* 1: RPN + RoI heads (test_cfg.rpn / .rcnn); 0: one dense head */
+  int fpn_first_level;     /* backbone level of the FPN's first input (RetinaNet: 1) */
+  rv_fpn_config (*fpn_config)(void);
+  /* the head from p (the neck is loaded before): sets d's head, classes, input channels */
+  rv_status (*load)(rv_detector *d, rv_params *p, rv_ctx *ctx);
+  void (*free)(rv_detector *d);
+  /* pyramid (5 levels) -> detections */
+  rv_status (*forward)(const rv_detector *d, rv_detections *out, const rv_tensor *pyramid,
+                       const rv_img_meta *meta, const rv_det_trace *trace, rv_arena *arena,
+                       rv_ctx *ctx);
+  int (*has_masks)(const rv_detector *d);
+};
+/* The ops of a detection family id; NULL when a is not one. */
+const rv_family_ops *rv_det_arch_ops(rv_det_arch a);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,9 @@
  * Every other spelling derives from the table: the family ids (and the rv_det_arch /
  * rv_seg_arch values, which are family ids), model-name prefixes (rv_model_names),
  * the mmdet/mmseg config types read from a checkpoint's meta config, the key that tells a
- * family from a bare state_dict, and the task. A new head: one row here, its files in
- * heads/ (and necks/), its load and forward in models/detector.c or models/segmentor.c.
+ * family from a bare state_dict, the task, and the loader and forward the detector dispatches
+ * through. A new detection head: one row here, its file in heads/, and its rv_family_ops
+ * (load, forward, free) in models/detector.c; the detector has no other per-family code.
  */
 #ifndef RV_MODELS_FAMILY_H
 #define RV_MODELS_FAMILY_H
@@ -21,19 +22,27 @@ extern "C" {
 
 /* rv_task (RV_TASK_SEGMENT, RV_TASK_DETECT): <ravlt/model.h>. */
 
-/* X(ID, arch, alias, name prefix, mmcv model.type, mmcv decode_head.type, sniff key, task).
- * Sniffing tries the rows in this order. */
+/* X(ID, arch, alias, name prefix, mmcv model.type, mmcv decode_head.type, sniff key, task,
+ *   ops): ops is the family's loader and forward, rv_family_ops_ID, defined next to its
+ * assembly (models/detector.c for detection families; NULL: the segmentor builds it from
+ * the checkpoint's keys, models/segmentor.c). Sniffing tries the rows in this order. */
 #define RV_MODEL_FAMILIES(X)                                                                       \
   X(SEMANTIC_FPN, "semantic_fpn", NULL, "semantic-fpn-", "EncoderDecoder", "FPNHead",             \
-    "decode_head.scale_heads.0.0.conv.weight", RV_TASK_SEGMENT)                                    \
+    "decode_head.scale_heads.0.0.conv.weight", RV_TASK_SEGMENT, NULL)                              \
   X(UPERNET, "upernet", NULL, "upernet-", "EncoderDecoder", "UPerHead",                          \
-    "decode_head.psp_modules.0.1.conv.weight", RV_TASK_SEGMENT)                                    \
+    "decode_head.psp_modules.0.1.conv.weight", RV_TASK_SEGMENT, NULL)                              \
   X(RETINANET, "retinanet", "retina", "retinanet-", "RetinaNet", NULL,                             \
-    "bbox_head.retina_cls.weight", RV_TASK_DETECT)                                                 \
+    "bbox_head.retina_cls.weight", RV_TASK_DETECT, &rv_family_ops_RETINANET)                       \
   X(CASCADE_MASK_RCNN, "cascade_mask_rcnn", "cascade", "cascade-mask-rcnn-", "CascadeRCNN", NULL,  \
-    "roi_head.bbox_head.2.fc_cls.weight", RV_TASK_DETECT)                                          \
+    "roi_head.bbox_head.2.fc_cls.weight", RV_TASK_DETECT, &rv_family_ops_CASCADE_MASK_RCNN)        \
   X(MASK_RCNN, "mask_rcnn", "maskrcnn", "mask-rcnn-", "MaskRCNN", NULL,                            \
-    "roi_head.bbox_head.fc_cls.weight", RV_TASK_DETECT)
+    "roi_head.bbox_head.fc_cls.weight", RV_TASK_DETECT, &rv_family_ops_MASK_RCNN)
+
+/* The loader and forward of a family (the type is defined where they are: models/detector.h). */
+typedef struct rv_family_ops rv_family_ops;
+#define RV_FAMILY_OPS_DECL_(id, ...) extern const rv_family_ops rv_family_ops_##id;
+RV_MODEL_FAMILIES(RV_FAMILY_OPS_DECL_)
+#undef RV_FAMILY_OPS_DECL_
 
 typedef enum {
 #define RV_FAMILY_ENUM_(id, ...) RV_FAMILY_##id,
@@ -51,6 +60,7 @@ typedef struct {
   const char *mmcv_head;   /* model.decode_head.type (EncoderDecoder families), else NULL */
   const char *sniff_key;   /* a state_dict key only this family has */
   rv_task task;
+  const rv_family_ops *ops; /* load / forward / free (NULL: built by the segmentor) */
 } rv_family;
 
 /* Row id (RV_FAMILY_COUNT rows), NULL when out of range. */

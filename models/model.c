@@ -141,7 +141,7 @@ static void det_cfg_from_meta(rv_detector_config *dc, const cJSON *model, const 
   if (!tc) tc = get(cfg, "test_cfg");
   if (!tc) return;
   double v;
-  if (dc->arch == RV_DET_RETINANET) {
+  if (!rv_det_arch_ops(dc->arch)->two_stage) {
     if (get_num(tc, "nms_pre", &v)) dc->retina.nms_pre = (int)v;
     if (get_num(tc, "score_thr", &v)) dc->retina.score_thr = (float)v;
     if (get_num(tc, "max_per_img", &v)) dc->retina.max_per_img = (int)v;
