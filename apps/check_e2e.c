@@ -16,6 +16,7 @@
  */
 #include "apps/check_fixture.h"
 #include "datasets/det_json.h"
+#include "eval/compare.h"
 #include "eval/rle.h"
 #include "models/model.h"
 
@@ -64,15 +65,9 @@ static void check_feature(rv_check_state *s, int i, rv_tensor f) {
     free(ref);
     return;
   }
-  double worst = 0, max_abs = 0;
-  for (size_t k = 0; k < n; k++) {
-    double d = fabs((double)f.data[k] - ref[k]);
-    double allowed = FEAT_ABS + FEAT_REL * fabs(ref[k]);
-    if (d / allowed > worst || d != d) worst = d != d ? INFINITY : d / allowed;
-    if (d > max_abs) max_abs = d;
-  }
-  rv_check_report(s, label, worst <= 1.0, "[%d,%d,%d,%d] max_abs %.3g, worst |err|/(%.0e + %.0e|ref|) = %.3g",
-                  f.n, f.c, f.h, f.w, max_abs, FEAT_ABS, FEAT_REL, worst);
+  rv_cmp c = rv_compare_f32_mixed(f.data, ref, n, FEAT_ABS, FEAT_REL);
+  rv_check_report(s, label, c.rel <= 1.0, "[%d,%d,%d,%d] max_abs %.3g, worst |err|/(%.0e + %.0e|ref|) = %.3g",
+                  f.n, f.c, f.h, f.w, c.max_abs, FEAT_ABS, FEAT_REL, c.rel);
   free(ref);
 }
 
@@ -91,19 +86,10 @@ static void check_segmentation(rv_check_state *s, const rv_model *m, const rv_im
     rv_check_report(s, "label map", 0, "segmentation failed: %s", rv_ctx_errmsg(s->ctx));
     goto out;
   }
-  size_t counted = 0, wrong = 0, flips_low = 0;
-  for (size_t i = 0; i < n; i++) {
-    int same = labels[i] == (int32_t)ref[i];
-    if (!margin || margin[i] > LABEL_MARGIN) {
-      counted++;
-      wrong += !same;
-    } else {
-      flips_low += !same;
-    }
-  }
-  rv_check_report(s, "label map", wrong == 0,
-                  "%zu of %zu pixels with margin > %.0e differ (%zu low-margin pixels differ, not counted)", wrong,
-                  counted, LABEL_MARGIN, flips_low);
+  rv_label_cmp c = rv_compare_labels(labels, ref, margin, LABEL_MARGIN, n);
+  rv_check_report(s, "label map", c.bad == 0,
+                  "%zu of %zu pixels with margin > %.0e differ (%zu low-margin pixels differ, not counted)", c.bad,
+                  c.counted, LABEL_MARGIN, c.differ - c.bad);
 out:
   free(labels);
   free(ref);

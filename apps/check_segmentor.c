@@ -8,6 +8,7 @@
  * else from the softmax of seg_logits_ori); pixels below that margin may flip between
  * float32 and float64 and are reported but not counted. */
 #include "apps/check_fixture.h"
+#include "eval/compare.h"
 #include "models/segmentor.h"
 
 #include <stdio.h>
@@ -144,15 +145,9 @@ int rv_check_segmentor_head(rv_check_state *s) {
     size_t np = 0;
     if (ref && n == (size_t)C * hw) rv_seg_top2_margin(margin, ref, C, hw, is_prob);
     if (ref && n == (size_t)C * hw && (pred = rv_check_load_f32(s, "seg_pred", &np)) && np == hw) {
-      size_t bad = 0, flips = 0, low = 0;
-      float min_margin = 1.0f;
-      for (size_t i = 0; i < hw; i++) {
-        int differ = labels[i] != (int32_t)pred[i];
-        if (margin[i] < min_margin) min_margin = margin[i];
-        if (margin[i] <= LABEL_MARGIN) low++;
-        if (differ) flips++;
-        if (differ && margin[i] > LABEL_MARGIN) bad++;
-      }
+      rv_label_cmp c = rv_compare_labels(labels, pred, margin, LABEL_MARGIN, hw);
+      size_t bad = c.bad, flips = c.differ, low = c.low;
+      float min_margin = c.min_margin;
       rv_check_report(s, "seg_pred", bad == 0,
                       "[%d x %d]: %zu of %zu labels differ, %zu where the reference top-1/top-2 "
                       "probability margin (from %s) > %.0e (%zu pixels at or below it, min margin %.2e); "

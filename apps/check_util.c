@@ -1,7 +1,7 @@
 /* Comparison helpers of `ravlt check-fixture` (contract in apps/check_fixture.h). */
 #include "apps/check_fixture.h"
+#include "eval/compare.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,30 +13,11 @@ static void shape_str(char *buf, size_t n, const rv_wtensor *t) {
   if (o < n) snprintf(buf + o, n - o, "]");
 }
 
-/* max |got - ref| and max |ref|; NaN/Inf in got or ref make the error infinite. */
-static void compare(const float *got, const float *ref, size_t n, double *max_abs,
-                    double *max_ref, size_t *worst) {
-  double ma = 0, mr = 0;
-  size_t wi = 0;
-  for (size_t i = 0; i < n; i++) {
-    double r = ref[i], g = got[i];
-    double d = fabs(g - r);
-    if (!isfinite(d)) d = INFINITY;
-    if (d > ma) { ma = d; wi = i; }
-    if (fabs(r) > mr) mr = fabs(r);
-  }
-  *max_abs = ma;
-  *max_ref = mr;
-  *worst = wi;
-}
-
 static int verdict(rv_check_state *s, const char *label, const char *shape, const float *got,
                    const float *ref, size_t n, double tol) {
-  double ma, mr;
-  size_t wi;
-  compare(got, ref, n, &ma, &mr, &wi);
-  double scale = mr > 1.0 ? mr : 1.0;
-  double rel = ma / scale;
+  rv_cmp c = rv_compare_f32(got, ref, n);
+  double ma = c.max_abs, scale = c.scale, rel = c.rel;
+  size_t wi = c.worst;
   int pass = rel <= tol;
   s->checked++;
   if (!pass) s->failures++;

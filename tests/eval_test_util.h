@@ -6,26 +6,8 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 
-/* Whole file as a NUL-terminated string (malloc'd) or NULL. */
-static inline char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  fclose(f);
-  if (b) b[n] = 0;
-  if (len) *len = (size_t)n;
-  return b;
-}
-
 static inline cJSON *load_json(const char *path) {
-  char *s = slurp(path, NULL);
+  char *s = test_read_text(path);
   if (!s) {
     fprintf(stderr, "missing fixture %s\n", path);
     return NULL;

@@ -17,19 +17,6 @@ static double scale_of(const float *ref, size_t n) {
   return m > 1.0 ? m : 1.0;
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  rewind(f);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) { free(buf); buf = NULL; }
-  if (buf) buf[n] = 0;
-  fclose(f);
-  return buf;
-}
-
 /* ---- kernels ---------------------------------------------------------------------------- */
 
 static float *angles(int d2) {
@@ -191,7 +178,7 @@ static void test_presets_and_costs(void **state) {
 static void test_config_json(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
-  char *text = read_file(fixture_path("backbone/tiny/config.json"));
+  char *text = test_read_text(fixture_path("backbone/tiny/config.json"));
   assert_non_null(text);
   rv_ravlt_config c;
   assert_int_equal(rv_ravlt_config_from_json(&c, text, ctx), RV_OK);
@@ -429,7 +416,7 @@ static void run_classifier(const char *file) {
   rv_tensor in = {x, 1, 3, (int)ti->shape[2], (int)ti->shape[3]}, lg;
   rv_arena *A = rv_arena_create(0);
   assert_int_equal(rv_ravlt_classify(m, A, in, &lg, ctx), RV_OK);
-  double err = max_abs_diff(lg.data, ref, 1000) / scale_of(ref, 1000);
+  double err = test_rel_err(lg.data, ref, 1000);
   print_message("classifier %s: logits relative error %.3g\n", file, err);
   if (!(err <= PARITY_TOL)) fail_msg("classifier logits: relative error %g", err);
   free(x);
@@ -458,7 +445,7 @@ static void on_trace(void *user, const char *name, int image, rv_tensor t) {
   float *r = malloc(sizeof(float) * rv_wtensor_numel(ref));
   rv_wtensor_to_f32(ref, r);
   assert_true(rv_wtensor_numel(ref) >= per * (size_t)(image + 1));
-  double err = max_abs_diff(t.data, r + per * image, per) / scale_of(r + per * image, per);
+  double err = test_rel_err(t.data, r + per * image, per);
   if (err > PARITY_TOL) fail_msg("trace %s: relative error %g", name, err);
   if (err > ts->worst) ts->worst = err;
   ts->compared++;
@@ -469,7 +456,7 @@ static void run_fixture(const char *name, const char *weights_file, int expect_t
   rv_ctx *ctx = rv_ctx_create();
   char rel[256];
   snprintf(rel, sizeof rel, "backbone/%s/config.json", name);
-  char *text = read_file(fixture_path(rel));
+  char *text = test_read_text(fixture_path(rel));
   if (!text) fail_msg("fixture %s missing", rel);
   rv_ravlt_config c;
   assert_int_equal(rv_ravlt_config_from_json(&c, text, ctx), RV_OK);
@@ -503,7 +490,7 @@ static void run_fixture(const char *name, const char *weights_file, int expect_t
     assert_int_equal(r->shape[3], out[i].w);
     float *ref = malloc(sizeof(float) * rv_wtensor_numel(r));
     rv_wtensor_to_f32(r, ref);
-    double err = max_abs_diff(out[i].data, ref, rv_wtensor_numel(r)) / scale_of(ref, rv_wtensor_numel(r));
+    double err = test_rel_err(out[i].data, ref, rv_wtensor_numel(r));
     print_message("%s %s out.%d: relative error %.3g\n", name, weights_file, i, err);
     if (!(err <= PARITY_TOL)) fail_msg("%s out.%d: relative error %g > %g", name, i, err, PARITY_TOL);
     free(ref);

@@ -29,20 +29,6 @@ static double wall_now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static float *load_io(const rv_weights *io, const char *name, rv_tensor *t) {
-  const rv_wtensor *w = rv_weights_find(io, name);
-  if (!w) return NULL;
-  float *d = malloc((rv_wtensor_numel(w) + 1) * sizeof(float));
-  assert_non_null(d);
-  rv_wtensor_to_f32(w, d);
-  if (t) {
-    int s[4] = {1, 1, 1, 1};
-    for (int i = 0; i < w->ndim && i < 4; i++) s[4 - w->ndim + i] = (int)w->shape[i];
-    *t = (rv_tensor){d, s[0], s[1], s[2], s[3]};
-  }
-  return d;
-}
-
 static void meta_from_io(rv_img_meta *m, const rv_weights *io) {
   const char *js = rv_weights_meta(io, "img_meta");
   assert_non_null(js);
@@ -89,8 +75,8 @@ static void on_trace(void *user, const char *name, const float *data, const int 
   }
   float *ref = malloc(rn * sizeof(float));
   rv_wtensor_to_f32(w, ref);
-  double s = max_abs(ref, rn);
-  double e = max_abs_diff(data, ref, rn) / (s > 1 ? s : 1);
+  rv_cmp c = rv_compare_f32(data, ref, rn);
+  double s = c.max_ref, e = c.rel;
   /* Tolerances (of scale max(1, max|ref|)): 1e-4 for every tensor except
    *  - cascade stages 1 and 2 cls_score / bbox_pred: 2e-4. Their rois are refined from
    *    float32 proposals (~2e-4 px of conv noise) and this network's RoI features are steep
@@ -166,7 +152,7 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
   rv_tensor feats[4];
   for (int i = 0; i < 4; i++) {
     snprintf(p, sizeof p, "feat.%d", i);
-    assert_non_null(load_io(io, p, &feats[i]));
+    assert_non_null(test_io_f32(io, p, &feats[i]));
   }
   rv_arena *a = rv_arena_create(0);
   tracer tr = {io, 0, 0, 0, ""};
@@ -184,8 +170,8 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
 
   /* final detections */
   rv_tensor rb, rs, rl;
-  float *bb = load_io(io, "det.bboxes", &rb), *sc = load_io(io, "det.scores", &rs),
-        *lb = load_io(io, "det.labels", &rl);
+  float *bb = test_io_f32(io, "det.bboxes", &rb), *sc = test_io_f32(io, "det.scores", &rs),
+        *lb = test_io_f32(io, "det.labels", &rl);
   assert_true(bb && sc && lb);
   int nref = rb.h;
   printf("  detections: got %d, ref %d\n", d.n, nref);
@@ -222,7 +208,7 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
   assert_true(diff * 1000 <= (size_t)K * plane);
   /* mask areas of all detections */
   rv_tensor ra;
-  float *areas = load_io(io, "det.mask_areas", &ra);
+  float *areas = test_io_f32(io, "det.mask_areas", &ra);
   if (areas) {
     double worst = 0;
     for (int i = 0; i < d.n; i++) {
@@ -288,10 +274,6 @@ static void test_mask_rcnn(void **state) {
  *  - mask heads on neck.out + mask.rois: logits within 2e-5 of scale;
  *  - paste of mask.merged_probs at mask.paste_bboxes / scale_factor: at most 0.01% of the
  *    pixels of det.masks differ. */
-static double rel_max(const float *got, const float *ref, size_t n) {
-  double sc = max_abs(ref, n);
-  return max_abs_diff(got, ref, n) / (sc > 1 ? sc : 1);
-}
 
 static void run_stagewise(const char *kind, int stages) {
   char p[256];
@@ -313,11 +295,11 @@ static void run_stagewise(const char *kind, int stages) {
   rv_tensor cls[5], reg[5], neck[5];
   for (int l = 0; l < 5; l++) {
     snprintf(p, sizeof p, "rpn.cls_score.%d", l);
-    assert_non_null(owned[no++] = load_io(io, p, &cls[l]));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &cls[l]));
     snprintf(p, sizeof p, "rpn.bbox_pred.%d", l);
-    assert_non_null(owned[no++] = load_io(io, p, &reg[l]));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &reg[l]));
     snprintf(p, sizeof p, "neck.out.%d", l);
-    assert_non_null(owned[no++] = load_io(io, p, &neck[l]));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &neck[l]));
   }
   const int strides[5] = {4, 8, 16, 32, 64};
   rv_roi_feats rf; /* levels 0-3 channels-last, for the roi extractor */
@@ -328,8 +310,8 @@ static void run_stagewise(const char *kind, int stages) {
   assert_int_equal(rv_rpn_get_proposals(&props, &pscores, &np, &rpn, cls, reg, strides, 5, &meta,
                                         &rc, a, ctx), RV_OK);
   rv_tensor rp, rs;
-  assert_non_null(owned[no++] = load_io(io, "rpn.proposals", &rp));
-  assert_non_null(owned[no++] = load_io(io, "rpn.proposal_scores", &rs));
+  assert_non_null(owned[no++] = test_io_f32(io, "rpn.proposals", &rp));
+  assert_non_null(owned[no++] = test_io_f32(io, "rpn.proposal_scores", &rs));
   assert_int_equal(np, rp.h);
   double pe = max_abs_diff(props, rp.data, (size_t)np * 4), se = max_abs_diff(pscores, rs.data, np);
   printf("  %s RPN from stored outputs: %d proposals, max err %.3g px, scores %.3g\n", kind, np,
@@ -347,11 +329,11 @@ static void run_stagewise(const char *kind, int stages) {
   int n = 0;
   for (int st = 0; st < stages; st++) {
     snprintf(p, sizeof p, "roi.stage%d.rois", st);
-    assert_non_null(owned[no++] = load_io(io, p, &rois));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &rois));
     snprintf(p, sizeof p, "roi.stage%d.cls_score", st);
-    assert_non_null(owned[no++] = load_io(io, p, &rcls));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &rcls));
     snprintf(p, sizeof p, "roi.stage%d.bbox_pred", st);
-    assert_non_null(owned[no++] = load_io(io, p, &rreg));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &rreg));
     n = rois.h;
     float *f7 = rv_arena_floats(a, (size_t)n * C * 49), *oc = rv_arena_floats(a, (size_t)n * K1);
     float *orr = rv_arena_floats(a, (size_t)n * 4 * K);
@@ -363,7 +345,7 @@ static void run_stagewise(const char *kind, int stages) {
           memset(oc + (size_t)r * K1, 0, sizeof(float) * K1);
           memset(orr + (size_t)r * 4 * K, 0, sizeof(float) * 4 * K);
         }
-    double ec = rel_max(oc, rcls.data, (size_t)n * K1), er = rel_max(orr, rreg.data, (size_t)n * 4 * K);
+    double ec = test_rel_err(oc, rcls.data, (size_t)n * K1), er = test_rel_err(orr, rreg.data, (size_t)n * 4 * K);
     printf("  %s stage %d on stored rois: cls %.3g, deltas %.3g (of scale)\n", kind, st, ec, er);
     assert_true(ec <= 2e-5);
     assert_true(er <= 2e-5);
@@ -382,9 +364,9 @@ static void run_stagewise(const char *kind, int stages) {
   assert_int_equal(rv_rcnn_get_bboxes(&d, &rh.bbox[stages - 1], rois.data, mean, rreg.data, n, 100,
                                       &meta, &cfg, a, ctx), RV_OK);
   rv_tensor db, ds, dl;
-  assert_non_null(owned[no++] = load_io(io, "det.bboxes", &db));
-  assert_non_null(owned[no++] = load_io(io, "det.scores", &ds));
-  assert_non_null(owned[no++] = load_io(io, "det.labels", &dl));
+  assert_non_null(owned[no++] = test_io_f32(io, "det.bboxes", &db));
+  assert_non_null(owned[no++] = test_io_f32(io, "det.scores", &ds));
+  assert_non_null(owned[no++] = test_io_f32(io, "det.labels", &dl));
   assert_int_equal(d.n, db.h);
   for (int i = 0; i < d.n; i++) assert_int_equal(d.labels[i], (int)dl.data[i]);
   double be = max_abs_diff(d.bboxes, db.data, (size_t)d.n * 4), sce = max_abs_diff(d.scores, ds.data, d.n);
@@ -395,18 +377,18 @@ static void run_stagewise(const char *kind, int stages) {
 
   /* mask heads on the stored mask rois, and the paste */
   rv_tensor mr, mp, pb;
-  assert_non_null(owned[no++] = load_io(io, "mask.rois", &mr));
-  assert_non_null(owned[no++] = load_io(io, "mask.merged_probs", &mp));
-  assert_non_null(owned[no++] = load_io(io, "mask.paste_bboxes", &pb));
+  assert_non_null(owned[no++] = test_io_f32(io, "mask.rois", &mr));
+  assert_non_null(owned[no++] = test_io_f32(io, "mask.merged_probs", &mp));
+  assert_non_null(owned[no++] = test_io_f32(io, "mask.paste_bboxes", &pb));
   const int nm = mr.h, kept = mp.n;
   float *f14 = rv_arena_floats(a, (size_t)nm * C * 196), *lg = rv_arena_floats(a, (size_t)nm * K * 784);
   assert_int_equal(rv_roi_extract(f14, &rf, strides, mr.data, nm, 14, a, ctx), RV_OK);
   for (int st = 0; st < stages; st++) {
     rv_tensor ref;
     snprintf(p, sizeof p, "mask.stage%d.mask_pred", st);
-    assert_non_null(owned[no++] = load_io(io, p, &ref));
+    assert_non_null(owned[no++] = test_io_f32(io, p, &ref));
     assert_int_equal(rv_mask_head_forward(lg, &rh.mask[st], f14, nm, NULL, a, ctx), RV_OK);
-    double e = rel_max(lg, ref.data, rv_tensor_numel(ref));
+    double e = test_rel_err(lg, ref.data, rv_tensor_numel(ref));
     printf("  %s mask head %d on stored rois: %.3g (of scale)\n", kind, st, e);
     assert_true(e <= 2e-5);
   }
@@ -472,7 +454,7 @@ static void test_retinanet_e2e_features(void **state) {
   for (int i = 1; i < 4; i++) {
     char p[32];
     snprintf(p, sizeof p, "feat.%d", i);
-    assert_non_null(load_io(io, p, &feats[i]));
+    assert_non_null(test_io_f32(io, p, &feats[i]));
   }
   /* level 0 (stride 4) is never read by this neck */
   float dummy[16] = {0};
@@ -485,7 +467,7 @@ static void test_retinanet_e2e_features(void **state) {
   if (st) printf("forward: %s\n", rv_ctx_errmsg(ctx));
   assert_int_equal(st, RV_OK);
   rv_tensor rb, rl;
-  float *bb = load_io(io, "det_bboxes", &rb), *lb = load_io(io, "det_labels", &rl);
+  float *bb = test_io_f32(io, "det_bboxes", &rb), *lb = test_io_f32(io, "det_labels", &rl);
   assert_true(bb && lb);
   int nref = rb.h;
   printf("  retinanet: %d detections (ref %d), wall %.2fs\n", d.n, nref, t1 - t0);
@@ -584,7 +566,7 @@ static void test_load_errors(void **state) {
   for (int i = 0; i < 4; i++) {
     char p[16];
     snprintf(p, sizeof p, "feat.%d", i);
-    assert_non_null(load_io(io, p, &feats[i]));
+    assert_non_null(test_io_f32(io, p, &feats[i]));
   }
   rv_arena *a = rv_arena_create(0);
   rv_detections d;

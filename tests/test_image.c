@@ -58,22 +58,6 @@ static int write_bytes(const char *path, const void *p, size_t n) {
   return w == n ? 0 : -1;
 }
 
-static unsigned char *read_bytes(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *p = malloc((size_t)len);
-  if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
-    free(p);
-    p = NULL;
-  }
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
-
 /* log hook that counts warnings */
 static void count_warn(void *user, rv_log_level lvl, const char *msg) {
   (void)msg;
@@ -94,7 +78,7 @@ static void test_read_write_samples(void **state) {
     assert_true(img.h > 16 && img.w > 16);
     /* decode from memory = decode from file */
     size_t n;
-    unsigned char *bytes = read_bytes(src, &n);
+    unsigned char *bytes = (unsigned char *)test_read_file(src, &n);
     assert_non_null(bytes);
     assert_int_equal(rv_image_decode(bytes, n, names[i], &dec, ctx), RV_OK);
     assert_true(images_equal(&img, &dec));
@@ -135,7 +119,7 @@ static void test_exif_orientation(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
   size_t n;
-  unsigned char *jpg = read_bytes(SAMPLES "/HappyFish.jpg", &n);
+  unsigned char *jpg = (unsigned char *)test_read_file(SAMPLES "/HappyFish.jpg", &n);
   assert_non_null(jpg);
   static const unsigned char app1[] = {
       0xFF, 0xE1, 0x00, 0x22, 'E', 'x', 'i', 'f', 0, 0,             /* APP1, length 34 */
@@ -283,7 +267,7 @@ static void test_read_errors(void **state) {
   /* Truncated JPEGs: OpenCV (libjpeg-turbo) decodes what is there and fills the rest
    * with grey; we return the image and log a warning. Header-only data fails. */
   size_t n;
-  unsigned char *jpg = read_bytes(SAMPLES "/fruits.jpg", &n);
+  unsigned char *jpg = (unsigned char *)test_read_file(SAMPLES "/fruits.jpg", &n);
   assert_non_null(jpg);
   rv_image full = {0};
   assert_int_equal(rv_image_decode(jpg, n, "fruits", &full, ctx), RV_OK);

@@ -13,28 +13,6 @@
 #include <dirent.h>
 #include <time.h>
 
-static unsigned char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc(n > 0 ? (size_t)n : 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
-static char *read_text(const char *path) {
-  size_t n;
-  unsigned char *b = read_all(path, &n);
-  if (!b) return NULL;
-  char *s = realloc(b, n + 1);
-  s[n] = 0;
-  return s;
-}
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -92,7 +70,7 @@ static void test_fixture_checkpoints(void **state) {
     expect_same_weights(a, b, names[k]);
     /* the in-memory entry point gives the same */
     size_t len;
-    unsigned char *img = read_all(fixture_path(p1), &len);
+    unsigned char *img = (unsigned char *)test_read_file(fixture_path(p1), &len);
     assert_non_null(img);
     rv_weights *c = NULL;
     assert_int_equal(rv_pth_load_buffer(&c, img, len, p1, ctx), RV_OK);
@@ -121,7 +99,7 @@ static void test_e2e_meta(void **state) {
     const char *cfg = rv_weights_meta(w, "config");
     assert_non_null(cfg);
     snprintf(p, sizeof p, "%.256s/train_config.py", names[k]);
-    char *txt = read_text(fixture_path(p));
+    char *txt = test_read_text(fixture_path(p));
     if (txt) { /* the meta text is exactly the training config */
       assert_string_equal(cfg, txt);
       free(txt);
@@ -375,7 +353,7 @@ static void test_truncations(void **state) {
     char p[512];
     snprintf(p, sizeof p, "%.256s/checkpoint.pth", names[k]);
     size_t len;
-    unsigned char *img = read_all(fixture_path(p), &len);
+    unsigned char *img = (unsigned char *)test_read_file(fixture_path(p), &len);
     assert_non_null(img);
     size_t cuts[] = {0, 1, 4, 21, 22, 30, 100, len / 4, len / 2, 3 * len / 4, len - 100, len - 23, len - 22, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
@@ -401,7 +379,7 @@ static void test_pickle_mutations(void **state) {
   uint64_t seed = 12345;
   for (int f = 0; f < 2; f++) {
     size_t len;
-    unsigned char *img = read_all(fixture_path(fx[f]), &len);
+    unsigned char *img = (unsigned char *)test_read_file(fixture_path(fx[f]), &len);
     assert_non_null(img);
     member m;
     assert_int_equal(find_member(img, len, "/data.pkl", &m), 0);
@@ -445,7 +423,7 @@ static void test_missing_and_short_entries(void **state) {
   (void)state;
   const char *fx = "backbone/tiny/checkpoint.pth";
   size_t len;
-  unsigned char *img = read_all(fixture_path(fx), &len);
+  unsigned char *img = (unsigned char *)test_read_file(fixture_path(fx), &len);
   assert_non_null(img);
   rv_ctx *ctx = rv_ctx_create();
   const char *keys[] = {"/data/0", "/data/7", "/data/100", "/data/220"};

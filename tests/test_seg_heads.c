@@ -14,41 +14,6 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static float *load_io(const rv_weights *io, const char *name, rv_tensor *t) {
-  const rv_wtensor *w = rv_weights_find(io, name);
-  if (!w) {
-    print_error("fixture tensor '%s' missing\n", name);
-    return NULL;
-  }
-  float *d = malloc(rv_wtensor_numel(w) * sizeof(float));
-  assert_non_null(d);
-  rv_wtensor_to_f32(w, d);
-  if (t) {
-    int s[4] = {1, 1, 1, 1};
-    for (int i = 0; i < w->ndim && i < 4; i++) s[4 - w->ndim + i] = (int)w->shape[i];
-    *t = (rv_tensor){d, s[0], s[1], s[2], s[3]};
-  }
-  return d;
-}
-
-/* max|got-ref| / max(1, max|ref|) */
-static double rel_err(const float *got, const float *ref, size_t n) {
-  double s = max_abs(ref, n);
-  return max_abs_diff(got, ref, n) / (s > 1 ? s : 1);
-}
-
-static void expect_close(const char *what, const float *got, const rv_weights *io, const char *name,
-                         size_t n) {
-  rv_tensor t;
-  float *ref = load_io(io, name, &t);
-  assert_non_null(ref);
-  assert_int_equal(rv_tensor_numel(t), n);
-  double e = rel_err(got, ref, n);
-  printf("  %-16s %-14s rel err %.3g (tol %.0e)\n", what, name, e, TOL);
-  assert_true(e <= TOL);
-  free(ref);
-}
-
 /* A "backbone" that returns stored features (copied into the arena). */
 typedef struct {
   rv_tensor feats[4];
@@ -90,7 +55,7 @@ static void run_fixture(const char *kind, rv_seg_arch arch) {
   float *fd[4];
   for (int i = 0; i < 4; i++) {
     snprintf(p, sizeof p, "feat.%d", i);
-    fd[i] = load_io(io, p, &feats[i]);
+    fd[i] = test_io_f32(io, p, &feats[i]);
     assert_non_null(fd[i]);
     assert_int_equal(rv_seg_decoder_in_channels(dec, i), feats[i].c);
   }
@@ -100,17 +65,17 @@ static void run_fixture(const char *kind, rv_seg_arch arch) {
   if (arch == RV_SEG_ARCH_SEMANTIC_FPN)
     for (int i = 0; i < 4; i++) {
       snprintf(p, sizeof p, "neck.out.%d", i);
-      expect_close(kind, neck[i].data, io, p, rv_tensor_numel(neck[i]));
+      test_expect_close(kind, neck[i].data, io, p, rv_tensor_numel(neck[i]), TOL);
     }
-  expect_close(kind, logits.data, io, "seg_logits", rv_tensor_numel(logits));
+  test_expect_close(kind, logits.data, io, "seg_logits", rv_tensor_numel(logits), TOL);
 
   /* img_shape 200x264, ori_shape 333x440 (config.json img_meta) */
   const int ih = 200, iw = 264, oh = 333, ow = 440, C = 7;
   rv_tensor limg = rv_tensor_new(a, 1, C, ih, iw), lori = rv_tensor_new(a, 1, C, oh, ow);
   rv_resize_bilinear_f32(limg.data, logits.data, C, logits.h, logits.w, ih, iw);
-  expect_close(kind, limg.data, io, "seg_logits_img", rv_tensor_numel(limg));
+  test_expect_close(kind, limg.data, io, "seg_logits_img", rv_tensor_numel(limg), TOL);
   rv_resize_bilinear_f32(lori.data, limg.data, C, ih, iw, oh, ow);
-  expect_close(kind, lori.data, io, "seg_logits_ori", rv_tensor_numel(lori));
+  test_expect_close(kind, lori.data, io, "seg_logits_ori", rv_tensor_numel(lori), TOL);
 
   /* labels: fused rescale+argmax == argmax of the explicit resize (bit-identical), and the
    * reference wherever its margin > 1e-4 */
@@ -121,16 +86,11 @@ static void run_fixture(const char *kind, rv_seg_arch arch) {
   rv_seg_argmax(lab2, lori.data, C, hw);
   assert_memory_equal(lab, lab2, hw * sizeof *lab);
   rv_tensor tref;
-  float *ref_ori = load_io(io, "seg_logits_ori", &tref);
-  float *pred = load_io(io, "seg_pred", NULL);
+  float *ref_ori = test_io_f32(io, "seg_logits_ori", &tref);
+  float *pred = test_io_f32(io, "seg_pred", NULL);
   rv_seg_top2_margin(margin, ref_ori, C, hw, 0);
-  size_t flips = 0, bad = 0;
-  for (size_t i = 0; i < hw; i++) {
-    if (lab[i] != (int32_t)pred[i]) {
-      flips++;
-      if (margin[i] > 1e-4) bad++;
-    }
-  }
+  rv_label_cmp lc = rv_compare_labels(lab, pred, margin, 1e-4, hw);
+  size_t flips = lc.differ, bad = lc.bad;
   printf("  %-16s seg_pred: %zu of %zu differ, %zu above margin 1e-4\n", kind, flips, hw, bad);
   assert_int_equal(bad, 0);
 
@@ -341,7 +301,7 @@ static void check_fpn_mode(int mode, int relu_extra) {
     assert_int_equal(outs[i].c, oc);
     assert_int_equal(outs[i].h, rh[i]);
     assert_int_equal(outs[i].w, rw[i]);
-    double e = rel_err(outs[i].data, refs[i], (size_t)oc * rh[i] * rw[i]);
+    double e = test_rel_err(outs[i].data, refs[i], (size_t)oc * rh[i] * rw[i]);
     assert_true(e < 1e-5);
     free(refs[i]);
   }
@@ -716,14 +676,10 @@ static void run_e2e(const char *kind, int check_aug) {
   int32_t *lab = malloc(hw * sizeof *lab), *lab2 = malloc(hw * sizeof *lab2);
   assert_int_equal(rv_seg_simple_test(&seg, lab, x, meta.ori_h, meta.ori_w, a, ctx), RV_OK);
   rv_tensor tl, tm;
-  float *ref = load_io(io, "label_map", &tl), *margin = load_io(io, "label_margin", &tm);
+  float *ref = test_io_f32(io, "label_map", &tl), *margin = test_io_f32(io, "label_margin", &tm);
   assert_int_equal(rv_tensor_numel(tl), hw);
-  size_t flips = 0, bad = 0;
-  for (size_t i = 0; i < hw; i++)
-    if (lab[i] != (int32_t)ref[i]) {
-      flips++;
-      if (margin[i] > 1e-4) bad++;
-    }
+  rv_label_cmp lc = rv_compare_labels(lab, ref, margin, 1e-4, hw);
+  size_t flips = lc.differ, bad = lc.bad;
   printf("  e2e %-12s %dx%d -> %dx%d: %zu of %zu labels differ, %zu above margin 1e-4\n", kind, meta.ori_w,
          meta.ori_h, x.w, x.h, flips, hw, bad);
   assert_int_equal(bad, 0);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "core/ops.h"
+#include "core/weights.h"
+#include "eval/compare.h"
 
 /* Every test runs with the OpenBLAS kernels the CPU supports, as the CLI does (rv_blas_init
  * leaves a platform- or user-set OPENBLAS_CORETYPE alone). */
@@ -61,8 +63,10 @@ static inline double max_abs(const float *a, size_t n) {
   return m;
 }
 
-/* Whole file as a NUL-terminated string (malloc'd), NULL if unreadable. */
-static inline char *test_read_text(const char *path) {
+/* Whole file as a NUL-terminated string (malloc'd), NULL if unreadable; *len (may be NULL)
+ * its size. The one file reader of the tests. */
+static inline char *test_read_file(const char *path, size_t *len) {
+  if (len) *len = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
@@ -72,7 +76,45 @@ static inline char *test_read_text(const char *path) {
   if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
   if (b) b[n] = 0;
   fclose(f);
+  if (b && len) *len = (size_t)n;
   return b;
+}
+static inline char *test_read_text(const char *path) { return test_read_file(path, NULL); }
+
+/* ---- fixture comparisons: the library's comparer (eval/compare.h), as check-fixture ---- */
+
+/* max|got-ref| / max(1, max|ref|) (check-fixture's rule; NaN/Inf: infinite). */
+static inline double test_rel_err(const float *got, const float *ref, size_t n) {
+  return rv_compare_f32(got, ref, n).rel;
+}
+/* The io tensor `name` as float32 (malloc'd, one spare float; free with free()), NULL if
+ * absent; t (may be NULL) views it as NCHW (shape right-aligned, 1s in front). */
+static inline float *test_io_f32(const rv_weights *io, const char *name, rv_tensor *t) {
+  const rv_wtensor *w = rv_weights_find(io, name);
+  if (t) memset(t, 0, sizeof *t);
+  if (!w) return NULL;
+  float *d = malloc((rv_wtensor_numel(w) + 1) * sizeof(float));
+  assert_non_null(d);
+  rv_wtensor_to_f32(w, d);
+  if (t) {
+    int s[4] = {1, 1, 1, 1};
+    for (int i = 0; i < w->ndim && i < 4; i++) s[4 - w->ndim + i] = (int)w->shape[i];
+    *t = (rv_tensor){d, s[0], s[1], s[2], s[3]};
+  }
+  return d;
+}
+/* got (n floats) within tol of the io tensor `name` by test_rel_err; prints the figure. */
+static inline void test_expect_close(const char *what, const float *got, const rv_weights *io,
+                                     const char *name, size_t n, double tol) {
+  rv_tensor t;
+  float *ref = test_io_f32(io, name, &t);
+  if (!ref) print_error("fixture tensor '%s' missing\n", name);
+  assert_non_null(ref);
+  assert_int_equal(rv_tensor_numel(t), n);
+  double e = test_rel_err(got, ref, n);
+  printf("  %-16s %-14s rel err %.3g (tol %.0e)\n", what, name, e, tol);
+  assert_true(e <= tol);
+  free(ref);
 }
 
 /* Run a shell command (printf-style); its exit status, or -1 if it did not exit. */

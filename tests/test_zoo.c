@@ -136,19 +136,6 @@ static void server_stop(server *s) {
 }
 
 /* ---- helpers ---- */
-static unsigned char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  fclose(f);
-  *len = (size_t)n;
-  return b;
-}
-
 static long fsize(const char *p) {
   struct stat sb;
   return stat(p, &sb) == 0 ? (long)sb.st_size : -1;
@@ -189,7 +176,7 @@ typedef struct {
 
 static int setup(void **state) {
   fixture *f = calloc(1, sizeof *f);
-  f->ckpt = read_all(fixture_path(CKPT), &f->len);
+  f->ckpt = (unsigned char *)test_read_file(fixture_path(CKPT), &f->len);
   if (!f->ckpt) {
     fprintf(stderr, "missing fixture %s\n", fixture_path(CKPT));
     free(f);
@@ -218,7 +205,7 @@ static void url_of(char *url, size_t cap, const fixture *f, const char *file) {
 
 static void assert_same_file(const char *path, const unsigned char *data, size_t len) {
   size_t n = 0;
-  unsigned char *b = read_all(path, &n);
+  unsigned char *b = (unsigned char *)test_read_file(path, &n);
   assert_non_null(b);
   assert_int_equal(n, len);
   assert_memory_equal(b, data, len);
