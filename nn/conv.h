@@ -28,12 +28,23 @@
 extern "C" {
 #endif
 
+/* What a module computes. */
+typedef enum {
+  RV_MOD_CONV = 0, /* nn.Conv2d / ConvModule: w [cout, cin, k, k] */
+  RV_MOD_LINEAR,   /* nn.Linear: w [cout, cin], k 0 */
+  RV_MOD_DECONV    /* nn.ConvTranspose2d: w [cin, cout, k, k] */
+} rv_mod_kind;
+
+/* The one module type of nn/: rv_convmod (this file's loader and forwards) and rv_layer
+ * (nn/layer.h: the detection heads' loader, linear and transposed convs) are this struct. */
 typedef struct {
   int cin, cout, k, stride, pad;
-  rv_act act;   /* applied after bias (ReLU for ConvModule with an act_cfg) */
+  rv_act act;   /* applied after bias (ReLU for ConvModule with an act_cfg); rv_layer's
+                 * forwards take the act as an argument instead (loaded as none) */
   float *w;     /* [cout, cin, k, k], BN folded */
   float *b;     /* [cout] (zeros when the checkpoint has no bias and no BN) */
   rv_conv_algo algo; /* RV_CONV_AUTO after load; a model may set RV_CONV_AUTO_FAST */
+  rv_mod_kind kind;
 } rv_convmod;
 
 /* Load the module at `prefix`. cin / cout / k: expected values, or -1 to accept the

@@ -10,6 +10,9 @@ rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_c
   char key[512];
   snprintf(key, sizeof key, "%s.weight", name);
   const int kk = k < 0 ? -k : k;
+  l->kind = k == 0 ? RV_MOD_LINEAR : k < 0 ? RV_MOD_DECONV : RV_MOD_CONV;
+  l->stride = 1;
+  l->pad = kk / 2;
   /* linear [cout, cin]; conv [cout, cin, k, k]; transposed conv (k < 0) [cin, cout, k, k] */
   const int64_t shape[4] = {-1, -1, kk, kk};
   RV_TRY(rv_param_alloc(p, &l->w, NULL, key, k == 0 ? 2 : 4, shape, ctx));
@@ -37,22 +40,17 @@ rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_c
 rv_status rv_layer_load_convmodule(rv_layer *l, rv_params *p, const char *prefix, int k,
                                    rv_ctx *ctx) {
   char key[512];
-  snprintf(key, sizeof key, "%s.conv", prefix);
-  RV_TRY(rv_layer_load(l, p, key, k, ctx));
-  snprintf(key, sizeof key, "%s.bn.running_mean", prefix);
-  if (!rv_param_find(p, key)) return RV_OK;
-  snprintf(key, sizeof key, "%s.bn", prefix);
-  rv_status st = rv_param_bn_fold(p, l->w, l->b, l->cout, (size_t)l->cin * l->k * l->k, key,
-                                  1e-5f, ctx);
-  if (st != RV_OK) rv_layer_free(l);
-  return st;
+  snprintf(key, sizeof key, "%s.conv.weight", prefix);
+  if (!rv_param_find(p, key)) { /* name the ConvModule's key (rv_convmod_load would accept P.weight) */
+    const int64_t shape[4] = {-1, -1, k, k};
+    const rv_wtensor *t;
+    memset(l, 0, sizeof *l);
+    return rv_param_get(p, &t, key, 4, shape, ctx);
+  }
+  return rv_convmod_load(l, p, prefix, -1, -1, k, 1, RV_ACT_NONE, ctx);
 }
 
-void rv_layer_free(rv_layer *l) {
-  rv_free(l->w);
-  rv_free(l->b);
-  l->w = l->b = NULL;
-}
+void rv_layer_free(rv_layer *l) { rv_convmod_free(l); }
 
 rv_status rv_layer_conv(float *y, const rv_layer *l, const float *x, int n, int h, int w,
                         rv_act act, rv_arena *scratch) {

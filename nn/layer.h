@@ -12,24 +12,24 @@
 #define RV_NN_LAYER_H
 
 #include "core/ops.h"
+#include "nn/conv.h"
 #include "nn/param.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct {
-  float *w;           /* [cout, cin, k, k] (BN folded) or linear [cout, cin] */
-  float *b;           /* [cout], never NULL */
-  int cin, cout, k;
-  rv_conv_algo algo;  /* rv_layer_conv's algorithm: RV_CONV_AUTO from loading; the box and
-                         mask heads set RV_CONV_AUTO_FAST on their RoI convs */
-} rv_layer;
+/* The module type of nn/conv.h: w [cout, cin, k, k] (BN folded), linear [cout, cin] or
+ * transposed [cin, cout, k, k] (kind); b [cout], never NULL; algo: rv_layer_conv's algorithm
+ * (RV_CONV_AUTO from loading; the box and mask heads set RV_CONV_AUTO_FAST on their RoI
+ * convs); stride 1, pad k/2, act none. */
+typedef rv_convmod rv_layer;
 /* Load `<name>.weight` / `<name>.bias` (bias optional -> zeros). k = kernel size expected
  * (0 = linear, -k = ConvTranspose2d with weight [cin, cout, k, k]). For a ConvModule prefix
  * with BN, call rv_layer_load_convmodule. */
 rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_ctx *ctx);
-/* ConvModule `<prefix>.conv.{weight,bias}` with optional `<prefix>.bn.*` (eps 1e-5) folded. */
+/* ConvModule `<prefix>.conv.{weight,bias}` with optional `<prefix>.bn.*` (eps 1e-5) folded:
+ * rv_convmod_load's reading (k x k, stride 1, act none) of a ConvModule prefix. */
 rv_status rv_layer_load_convmodule(rv_layer *l, rv_params *p, const char *prefix, int k,
                                    rv_ctx *ctx);
 void rv_layer_free(rv_layer *l);
