@@ -331,7 +331,7 @@ done:
 int rv_cmd_bench(int argc, char **argv) {
   const double start_mb = max_rss_mb();
   const char *cmd = "bench";
-  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, NULL, 0};
+  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, 0, NULL};
   int npos;
   int prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
   if (prc >= 0) return prc;

@@ -52,7 +52,7 @@ const rv_cmd_spec rv_spec_classify = {
 
 int rv_cmd_classify(int argc, char **argv) {
   const char *cmd = "classify";
-  classify_opts co = {NULL, NULL, 224, 5, NULL, 0};
+  classify_opts co = {NULL, NULL, 224, 5, 0, NULL};
   int nimg;
   int prc = rv_cli_parse(&rv_spec_classify, &co, argc, argv, &nimg);
   if (prc >= 0) return prc;
