@@ -17,6 +17,7 @@
  * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription.
  */
 #include "backbone/attention.h"
+#include "core/ops.h"
 #include "core/vmath.h"
 
 #include <cblas.h>
@@ -136,6 +137,144 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
     /* not an inactive parallel region: inside one, OpenBLAS (omp_in_parallel() false) would
      * fork its own team, which LLVM's libomp (clang builds) serialises while OpenBLAS's
      * workers wait on each other: a sched_yield livelock */
+    for (int t = 0; t < tasks; t++) RUN_TASK(t, 0);
+  } else {
+#pragma omp parallel num_threads(nth)
+    {
+      int tid = 0;
+#ifdef _OPENMP
+      tid = omp_get_thread_num();
+#endif
+#pragma omp for schedule(dynamic, 1)
+      for (int t = 0; t < tasks; t++) RUN_TASK(t, tid);
+    }
+  }
+#undef RUN_TASK
+  rv_arena_release(arena, mk);
+  return RV_OK;
+}
+
+/* ---- bf16 (rv_softmax_attention_bf16) ----------------------------------------------------
+ * The same blocked online softmax with the two products on the bf16 kernel, computed
+ * transposed so that every operand is in the layout the kernel packs without a transpose:
+ *   S^T = (scale K_tile)^T Q_tile  [bk x bq]   (K packed per head, once, as rows = keys)
+ *   softmax down the columns (16 queries per vector: no horizontal reductions)
+ *   O^T = O^T alpha + V_tile P^T   [d x bq]    (V packed per head, once, as rows = channels;
+ *                                              P^T, the S^T tile, packed as the panel)
+ * and res[:, q0 + i] = O^T[:, i] / l_i, rows contiguous. */
+
+/* column softmax update of S^T [bk x bq] (row stride ls) for 16 query columns at i0 */
+RV_CLONES4 static void softmax_cols16(float *st, size_t ls, int bk, int nq, float *m, float *l,
+                                      float *alpha) {
+  v16f mx;
+  for (int t = 0; t < 16; t++) mx[t] = t < nq ? m[t] : 0.0f;
+  for (int j = 0; j < bk; j++) { /* vector compare and select: see softmax_update */
+    v16f a;
+    memcpy(&a, st + (size_t)j * ls, sizeof a);
+    const v16i gt = a > mx;
+    mx = (v16f)((gt & (v16i)a) | (~gt & (v16i)mx));
+  }
+  float mxa[16], acc[16];
+  for (int t = 0; t < 16; t++) { mxa[t] = mx[t]; acc[t] = 0.0f; }
+  for (int j = 0; j < bk; j++) {
+    float *r = st + (size_t)j * ls;
+    for (int t = 0; t < 16; t++) {
+      const float e = rv_vexpf(r[t] - mxa[t]);
+      r[t] = e;
+      acc[t] += e;
+    }
+  }
+  for (int t = 0; t < nq; t++) {
+    alpha[t] = m[t] == -INFINITY ? 0.0f : rv_vexpf(m[t] - mxa[t]);
+    l[t] = l[t] * alpha[t] + acc[t];
+    m[t] = mxa[t];
+  }
+}
+
+enum { BQ16 = 512 }; /* query tile (a multiple of 16 and of the kernel's 48-pixel block) */
+
+static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint32_t *vp,
+                            size_t kgw, size_t vgw, const float *q, int ld, int d, int n,
+                            int q0, int bq, uint32_t *qpan, uint32_t *ppan, float *st,
+                            float *ot, float *m, float *l, float *alpha) {
+  const int bqp = (bq + 15) / 16 * 16; /* S^T's row stride: whole 16-column strips */
+  rv_bf16_pack_panel(qpan, q + q0, (size_t)ld, d, bq);
+  for (int i = 0; i < bqp; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+  for (size_t i = 0; i < (size_t)d * bq; i++) ot[i] = 0.0f;
+  if (bqp != bq) /* the padding columns are read by the softmax's vectors: defined values */
+    for (size_t i = 0; i < (size_t)BK * bqp; i++) st[i] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += BK) {
+    const int bk = n - k0 < BK ? n - k0 : BK;
+    /* S^T [bk x bq]: keys k0.. are rows k0.. of the packed K (k0 a multiple of 8) */
+    rv_bf16_gemm_panel(st, (size_t)bqp, kp + (size_t)(k0 / 8) * kgw, kgw, qpan, bk, d, bq, 0);
+    for (int i0 = 0; i0 < bq; i0 += 16)
+      softmax_cols16(st + i0, (size_t)bqp, bk, bq - i0 < 16 ? bq - i0 : 16, m + i0, l + i0,
+                     alpha + i0);
+    if (k0 > 0)
+      for (int e = 0; e < d; e++) {
+        float *r = ot + (size_t)e * bq;
+        for (int i = 0; i < bq; i++) r[i] *= alpha[i];
+      }
+    /* O^T += V[:, k0..k0+bk) P^T: P^T = S^T as the panel (k = keys, n = queries) */
+    rv_bf16_pack_panel(ppan, st, (size_t)bqp, bk, bq);
+    rv_bf16_gemm_panel(ot, (size_t)bq, vp + (size_t)(k0 / 2) * 8, vgw, ppan, d, bk, bq, 1);
+  }
+  for (int i = 0; i < bq; i++) l[i] = 1.0f / l[i];
+  for (int e = 0; e < d; e++) {
+    const float *r = ot + (size_t)e * bq;
+    float *o = res + (size_t)e * ldr + q0;
+    for (int i = 0; i < bq; i++) o[i] = r[i] * l[i];
+  }
+}
+
+rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const float *k,
+                                    const float *v, int ld, int heads, int d, int n,
+                                    float scale, rv_arena *arena) {
+  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
+  RV_ASSERT(rv_bf16_supported());
+  const int nqt = (n + BQ16 - 1) / BQ16, tasks = heads * nqt;
+  int nth = 1;
+#ifdef _OPENMP
+  nth = omp_get_max_threads();
+#endif
+  if (nth > tasks) nth = tasks;
+  if (nth < 1) nth = 1;
+  const int np = (n + 7) / 8 * 8, dp = (d + 7) / 8 * 8;
+  const size_t kgw = (size_t)8 * ((d + 1) / 2); /* K packed: rows = keys, k = channels */
+  const size_t vgw = (size_t)8 * ((np + 1) / 2); /* V packed: rows = channels, k = keys */
+  const size_t kwords = (size_t)(np / 8) * kgw, vwords = (size_t)(dp / 8) * vgw;
+  const size_t per = rv_bf16_panel_words(d, BQ16) + rv_bf16_panel_words(BK, BQ16) +
+                     (size_t)BK * BQ16 + (size_t)d * BQ16 + 3 * (size_t)BQ16 + 64;
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  uint32_t *packed = (uint32_t *)rv_arena_floats(arena, (kwords + vwords) * heads);
+  float *scratch = rv_arena_floats(arena, per * nth);
+  if (!packed || !scratch) {
+    rv_arena_release(arena, mk);
+    return RV_ERR_NOMEM;
+  }
+  /* K and V of every head packed once (a key range is an offset into them) */
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+  for (int h = 0; h < 2 * heads; h++) {
+    const size_t off = (size_t)(h / 2) * d * ld;
+    uint32_t *dst = packed + (size_t)(h / 2) * (kwords + vwords);
+    if (h % 2 == 0) rv_bf16_pack_cols(dst, kgw, k + off, (size_t)ld, n, d, scale);
+    else rv_bf16_pack_rows(dst + kwords, vgw, v + off, (size_t)ld, d, n, 1.0f);
+  }
+#define RUN_TASK(t, tid)                                                                      \
+  do {                                                                                       \
+    float *base_ = scratch + per * (tid);                                                    \
+    uint32_t *qpan_ = (uint32_t *)base_;                                                     \
+    uint32_t *ppan_ = qpan_ + rv_bf16_panel_words(d, BQ16);                                  \
+    float *st_ = (float *)(ppan_ + rv_bf16_panel_words(BK, BQ16));                           \
+    float *ot_ = st_ + (size_t)BK * BQ16, *m_ = ot_ + (size_t)d * BQ16;                      \
+    const int h_ = (t) / nqt, q0_ = ((t) % nqt) * BQ16;                                      \
+    const int bq_ = n - q0_ < BQ16 ? n - q0_ : BQ16;                                         \
+    const uint32_t *kp_ = packed + (size_t)h_ * (kwords + vwords);                           \
+    flash_tile_bf16(res + (size_t)h_ * d * ldr, ldr, kp_, kp_ + kwords, kgw, vgw,            \
+                    q + (size_t)h_ * d * ld, ld, d, n, q0_, bq_, qpan_, ppan_, st_, ot_, m_, \
+                    m_ + BQ16, m_ + 2 * BQ16);                                               \
+  } while (0)
+  if (nth == 1) {
     for (int t = 0; t < tasks; t++) RUN_TASK(t, 0);
   } else {
 #pragma omp parallel num_threads(nth)

@@ -65,6 +65,12 @@ rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
 rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
                                    const float *v, int ld, int heads, int d, int n,
                                    float scale, rv_arena *arena);
+/* The same with both products on the bf16 kernel (q, k scaled and v and the probabilities
+ * rounded to bfloat16, float32 sums; softmax, rescaling and the division in float32). Only
+ * where rv_bf16_supported(). */
+rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const float *k,
+                                    const float *v, int ld, int heads, int d, int n,
+                                    float scale, rv_arena *arena);
 /* Reference: materialises the N x N matrix (small N only). */
 rv_status rv_softmax_attention_naive_f32(float *res, int ldr, const float *q, const float *k,
                                          const float *v, int ld, int heads, int d, int n,

@@ -461,7 +461,11 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
         rv_rope_apply_f32(q + (size_t)h * hd * N, N, &rope);
         rv_rope_apply_f32(k + (size_t)h * hd * N, N, &rope);
       }
-      if (rv_softmax_attention_f32(r, N, q, k, v, N, st->heads, hd, N, scale, F->A) != RV_OK)
+      /* bf16 mode: the attention products on the bf16 kernel too (b->qkvo_p: the model's
+       * switch; the softmax itself stays float32) */
+      if ((b->qkvo_p ? rv_softmax_attention_bf16
+                     : rv_softmax_attention_f32)(r, N, q, k, v, N, st->heads, hd, N, scale,
+                                                 F->A) != RV_OK)
         return oom(F);
     }
     rv_dwconv2d_f32(r, v, b->lepe_w, b->lepe_b, r, 1, C, H, W, 5, 1, 2); /* + lepe(v) */

@@ -126,7 +126,8 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
 /* c[r ldc + t] = bias[r] + sum_{i < k2} dot(u[i BM + r], v[i ldv + t]) for r < rows,
  * t < nt (stores masked past nt) */
 BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
-                               size_t ldv, int k2, int rows, int nt, const float *bias) {
+                               size_t ldv, int k2, int rows, int nt, const float *bias,
+                               int accumulate) {
   __m512 acc[BM][3];
   for (int r = 0; r < BM; r++)
     for (int q = 0; q < 3; q++) acc[r][q] = _mm512_setzero_ps();
@@ -153,9 +154,12 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
                        : (__mmask16)((1u << rem) - 1);
   }
   for (int r = 0; r < rows; r++) {
-    const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
-    for (int q = 0; q < 3; q++)
-      _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16 * q, mk[q], _mm512_add_ps(acc[r][q], br));
+    for (int q = 0; q < 3; q++) {
+      float *cr = c + (size_t)r * ldc + 16 * q;
+      const __m512 add = accumulate ? _mm512_maskz_loadu_ps(mk[q], cr)
+                                    : _mm512_set1_ps(bias ? bias[r] : 0.0f);
+      _mm512_mask_storeu_ps(cr, mk[q], _mm512_add_ps(acc[r][q], add));
+    }
   }
 }
 
@@ -190,7 +194,7 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
         for (int t = 0; t < np; t += BN) {
           const int nt = np - t < BN ? np - t : BN;
           float *yc = y + (size_t)co * n + p0 + t;
-          kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL);
+          kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL, 0);
           if (post)
             for (int r = 0; r < rows; r++) post(yc + (size_t)r * n, (size_t)nt);
         }
@@ -199,6 +203,89 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
   }
   rv_arena_release(scratch, mark);
   return RV_OK;
+}
+
+/* ---- serial pieces for GEMMs whose both operands change per call (softmax attention) ---- */
+
+BF16_TARGET static inline __m512i pair_words(__m512 lo16, __m512 hi16) {
+  /* bf16 of 32 consecutive floats: as 32-bit words, pairs (x[2i], x[2i + 1]) in order */
+  return (__m512i)_mm512_cvtne2ps_pbh(hi16, lo16);
+}
+
+BF16_TARGET void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a,
+                                   size_t lda, int m, int k, float scale) {
+  const int k2 = (k + 1) / 2;
+  const __m512 sc = _mm512_set1_ps(scale);
+  uint32_t tmp[16];
+  for (int r = 0; r < (m + BM - 1) / BM * BM; r++) {
+    uint32_t *d = wp + (size_t)(r / BM) * group_words + r % BM;
+    if (r >= m) {
+      for (int i = 0; i < k2; i++) d[(size_t)i * BM] = 0;
+      continue;
+    }
+    const float *ar = a + (size_t)r * lda;
+    for (int c = 0; c < k; c += 32) {
+      const int rem = k - c;
+      const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+      const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
+                           : rem <= 16 ? (__mmask16)0
+                                       : (__mmask16)((1u << (rem - 16)) - 1);
+      const __m512 lo = _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, ar + c), sc);
+      const __m512 hi = _mm512_mul_ps(_mm512_maskz_loadu_ps(m1, ar + c + 16), sc);
+      _mm512_storeu_si512((void *)tmp, pair_words(lo, hi));
+      const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
+      for (int i = 0; i < nw; i++) d[(size_t)(c / 2 + i) * BM] = tmp[i];
+    }
+  }
+}
+
+BF16_TARGET void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float *a,
+                                   size_t lda, int m, int k, float scale) {
+  const int k2 = (k + 1) / 2, mp = (m + BM - 1) / BM * BM;
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int r0 = 0; r0 < mp; r0 += 16) {
+    const int rem = m - r0;
+    const __mmask16 msk = rem >= 16 ? (__mmask16)0xffff
+                          : rem <= 0 ? (__mmask16)0
+                                     : (__mmask16)((1u << rem) - 1);
+    uint32_t *g0 = wp + (size_t)(r0 / BM) * group_words;
+    uint32_t *g1 = r0 + BM < mp ? g0 + group_words : NULL;
+    for (int i = 0; i < k2; i++) {
+      const float *x0 = a + (size_t)(2 * i) * lda + r0;
+      const __m512 lo = _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, x0), sc);
+      const __m512 hi = 2 * i + 1 < k
+                            ? _mm512_mul_ps(_mm512_maskz_loadu_ps(msk, x0 + lda), sc)
+                            : _mm512_setzero_ps();
+      /* bf16 of lo in the low halves of the words, hi in the high halves */
+      const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25,
+                                           9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2,
+                                           17, 1, 16, 0);
+      const __m512i w = _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+      _mm256_storeu_si256((__m256i *)(g0 + (size_t)i * BM), _mm512_castsi512_si256(w));
+      if (g1) _mm256_storeu_si256((__m256i *)(g1 + (size_t)i * BM), _mm512_extracti64x4_epi64(w, 1));
+    }
+  }
+}
+
+size_t rv_bf16_panel_words(int k, int n) {
+  return (size_t)((k + 1) / 2) * (size_t)((n + BN - 1) / BN * BN);
+}
+
+BF16_TARGET void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, int k, int n) {
+  pack_panel(vp, b, ldb, k, 0, n, (n + BN - 1) / BN * BN);
+}
+
+BF16_TARGET void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap,
+                                    size_t group_words, const uint32_t *vp, int m, int k, int n,
+                                    int accumulate) {
+  RV_ASSERT(cpu_bf16());
+  const int k2 = (k + 1) / 2, w = (n + BN - 1) / BN * BN;
+  for (int t = 0; t < n; t += BN) {
+    const int nt = n - t < BN ? n - t : BN;
+    for (int r = 0; r < m; r += BM)
+      kernel(y + (size_t)r * ldy + t, ldy, ap + (size_t)(r / BM) * group_words, vp + t,
+             (size_t)w, k2, m - r < BM ? m - r : BM, nt, NULL, accumulate);
+  }
 }
 
 /* The conversion the kernel applies to activations, exposed for the tests:
@@ -213,6 +300,27 @@ BF16_TARGET void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
 }
 #else
 int rv_bf16_supported(void) { return 0; }
+void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a, size_t lda, int m,
+                       int k, float scale) {
+  (void)wp, (void)group_words, (void)a, (void)lda, (void)m, (void)k, (void)scale;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float *a, size_t lda, int m,
+                       int k, float scale) {
+  (void)wp, (void)group_words, (void)a, (void)lda, (void)m, (void)k, (void)scale;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+size_t rv_bf16_panel_words(int k, int n) { return (size_t)((k + 1) / 2) * (size_t)n; }
+void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, int k, int n) {
+  (void)vp, (void)b, (void)ldb, (void)k, (void)n;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap, size_t group_words,
+                        const uint32_t *vp, int m, int k, int n, int accumulate) {
+  (void)y, (void)ldy, (void)ap, (void)group_words, (void)vp, (void)m, (void)k, (void)n;
+  (void)accumulate;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
   (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post;

@@ -81,6 +81,22 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
 /* Its twin: both operands through rv_f32_to_bf16, double accumulation, then + b. */
 void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,
                              int cout, int cin, size_t n);
+/* Serial pieces (the calling thread only) for products whose operands both change per call
+ * (softmax attention). A [m x k] packed as rv_bf16_pack_weights lays it out, bf16(scale a),
+ * with group_words between groups of 8 rows (>= 8 * ((k + 1) / 2); larger lets a caller pack
+ * a whole head once and address a range of k by offset (8 * c0 / 2 words, c0 even)):
+ * rv_bf16_pack_rows for A[r][c] = a[r lda + c], rv_bf16_pack_cols for A[r][c] = a[c lda + r]
+ * (A given transposed: channel-major maps). B [k x n] (row stride ldb) into a panel of
+ * rv_bf16_panel_words(k, n) words by rv_bf16_pack_panel; then rv_bf16_gemm_panel:
+ * y[m x n] (row stride ldy) = A B, or y += A B with accumulate. */
+void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a, size_t lda, int m,
+                       int k, float scale);
+void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float *a, size_t lda, int m,
+                       int k, float scale);
+size_t rv_bf16_panel_words(int k, int n);
+void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, int k, int n);
+void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap, size_t group_words,
+                        const uint32_t *vp, int m, int k, int n, int accumulate);
 /* out[i] = bf16(x[i]) by the vector instruction (tests: the twin's rounding is the kernel's). */
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n);
 

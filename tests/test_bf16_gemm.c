@@ -6,6 +6,7 @@
  * asserts that this tolerance would catch a float32 (unrounded) computation. On a CPU
  * without AVX512_BF16 the kernel parts print a message and are skipped (cmocka skip). */
 #include "test_util.h"
+#include "backbone/attention.h"
 #include "core/ops.h"
 #include "kernel_check.h"
 
@@ -134,10 +135,87 @@ static void test_pointwise_bf16(void **state) {
   rv_arena_free(scratch);
 }
 
+static double bf(float v) { return (double)rv_bf16_to_f32(rv_f32_to_bf16(v)); }
+
+/* rv_softmax_attention_bf16 against a twin: scale k, q, v rounded to bf16 as the kernel
+ * rounds them, scores and the softmax in double, probabilities rounded to bf16 (relative to
+ * the final row maximum; the kernel rounds them relative to the running one and rescales in
+ * float32: a difference of a bf16 rounding, 2^-9 relative, per probability). Tolerance
+ * |d| <= 4e-3 * max|v|; the float32 attention (no rounding) must be further than 1e-4 from
+ * the twin somewhere (the test sees the rounding) and within 3e-2 * max|v| everywhere. */
+static void test_attention_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    fprintf(stderr, "SKIP attention_bf16: this CPU has no AVX512_BF16\n");
+    skip();
+  }
+  static const int shapes[][3] = {{1, 64, 37},  {2, 32, 530}, {2, 64, 1024},
+                                  {3, 20, 515}, {2, 33, 77},  {1, 64, 1100}};
+  rv_arena *A = rv_arena_create(0);
+  assert_non_null(A);
+  int seen_rounding = 0;
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int heads = shapes[c][0], d = shapes[c][1], n = shapes[c][2], ld = n + 3;
+    const size_t sz = (size_t)heads * d * ld;
+    float *q = kc_rand(sz, 11 + c), *k = kc_rand(sz, 23 + c), *v = kc_rand(sz, 37 + c);
+    for (size_t i = 0; i < sz; i++) q[i] *= 3.0f, k[i] *= 3.0f; /* peaked softmax rows */
+    float *got = kc_rand(sz, 41), *f32 = kc_rand(sz, 43), *twin = kc_rand(sz, 47);
+    const float scale = 1.0f / sqrtf((float)d);
+    assert_int_equal(rv_softmax_attention_bf16(got, ld, q, k, v, ld, heads, d, n, scale, A),
+                     RV_OK);
+    assert_int_equal(rv_arena_used(A), 0);
+    assert_int_equal(rv_softmax_attention_naive_f32(f32, ld, q, k, v, ld, heads, d, n, scale),
+                     RV_OK);
+    double *s = malloc(sizeof(double) * n), *o = malloc(sizeof(double) * d);
+    assert_non_null(s);
+    assert_non_null(o);
+    double worst = 0, worst_f32 = 0, maxv = 0, diff_f32 = 0;
+    for (size_t i = 0; i < sz; i++) maxv = fmax(maxv, fabs(v[i]));
+    for (int h = 0; h < heads; h++) {
+      const size_t off = (size_t)h * d * ld;
+      for (int i = 0; i < n; i++) {
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < n; j++) {
+          double t = 0;
+          for (int e = 0; e < d; e++)
+            t += bf(scale * k[off + (size_t)e * ld + j]) * bf(q[off + (size_t)e * ld + i]);
+          s[j] = t;
+          mx = fmax(mx, t);
+        }
+        for (int e = 0; e < d; e++) o[e] = 0;
+        for (int j = 0; j < n; j++) {
+          const double p = exp(s[j] - mx);
+          sum += p;
+          const double pb = bf((float)p);
+          for (int e = 0; e < d; e++) o[e] += pb * bf(v[off + (size_t)e * ld + j]);
+        }
+        for (int e = 0; e < d; e++) {
+          const size_t at = off + (size_t)e * ld + i;
+          const double ref = o[e] / sum;
+          worst = fmax(worst, fabs(got[at] - ref));
+          worst_f32 = fmax(worst_f32, fabs(got[at] - f32[at]));
+          diff_f32 = fmax(diff_f32, fabs(f32[at] - ref));
+          twin[at] = (float)ref;
+        }
+      }
+    }
+    if (getenv("RV_TEST_VERBOSE") || worst > 4e-3 * maxv || worst_f32 > 3e-2 * maxv)
+      fprintf(stderr, "attention_bf16 heads %d d %d n %d: |got - twin| %.3g, |got - f32| %.3g "
+                      "(max|v| %.3g)\n", heads, d, n, worst, worst_f32, maxv);
+    assert_true(worst <= 4e-3 * maxv);
+    assert_true(worst_f32 <= 3e-2 * maxv);
+    if (diff_f32 > 1e-4 * maxv) seen_rounding = 1;
+    free(q), free(k), free(v), free(got), free(f32), free(twin), free(s), free(o);
+  }
+  assert_true(seen_rounding);
+  rv_arena_free(A);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_round),
       cmocka_unit_test(test_pointwise_bf16),
+      cmocka_unit_test(test_attention_bf16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
