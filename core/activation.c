@@ -22,7 +22,7 @@ RV_CLONES void rv_relu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : (x[i] != x[i] ? x[i] : 0.0f);
 }
 
-RV_CLONES void rv_gelu_serial_f32(float *x, size_t n) {
+RV_CLONES4 void rv_gelu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 
