@@ -2,7 +2,6 @@
  * the default build compiles the one-process stubs at the end. */
 #define _GNU_SOURCE
 #include "apps/mpi_run.h"
-#include "apps/cli.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -52,7 +51,7 @@ int rv_mpi_built(void) { return 1; }
 int rv_mpi_rank(void) { return mpi.rank; }
 int rv_mpi_size(void) { return mpi.size; }
 
-int rv_mpi_start(int *argc, char ***argv) {
+int rv_mpi_start(int *argc, char ***argv, rv_opts_globals *g) {
   if (env_world_size() == 0) return 0; /* a plain run never initialises MPI */
   int provided = 0;
   if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
@@ -68,15 +67,15 @@ int rv_mpi_start(int *argc, char ***argv) {
     MPI_Comm_size(node, &local);
     MPI_Comm_free(&node);
   }
-  int given = rv_cli.threads > 0;
-  if (!given) rv_cli.threads = threads_per_rank(local);
-  omp_set_num_threads(rv_cli.threads);
-  if (mpi.rank == 0 && !rv_cli.quiet)
+  int given = g->threads > 0;
+  if (!given) g->threads = threads_per_rank(local);
+  omp_set_num_threads(g->threads);
+  if (mpi.rank == 0 && !g->quiet)
     fprintf(stderr, "ravlt: MPI: %d rank%s (%d on this node), %d thread%s per rank%s\n", mpi.size,
-            mpi.size == 1 ? "" : "s", local, rv_cli.threads, rv_cli.threads == 1 ? "" : "s",
+            mpi.size == 1 ? "" : "s", local, g->threads, g->threads == 1 ? "" : "s",
             given ? " (--threads)" : "");
   if (mpi.rank > 0) { /* rank 0 prints the results and the errors */
-    rv_cli.quiet = 1;
+    g->quiet = 1;
     if (!freopen("/dev/null", "w", stdout)) fclose(stdout);
   }
   return 0;
@@ -165,9 +164,10 @@ rv_status rv_mpi_gather_bytes(char **all, size_t **offs, const void *buf, size_t
 int rv_mpi_built(void) { return 0; }
 int rv_mpi_rank(void) { return 0; }
 int rv_mpi_size(void) { return 1; }
-int rv_mpi_start(int *argc, char ***argv) {
+int rv_mpi_start(int *argc, char ***argv, rv_opts_globals *g) {
   (void)argc;
   (void)argv;
+  (void)g;
   (void)threads_per_rank;
   if (env_world_size() > 1) {
     fprintf(stderr, "ravlt: launched as %d MPI ranks, but this ravlt was built without MPI "

@@ -4,7 +4,7 @@
  * order). Built with -DRAVLT_MPI=ON (compile definition RAVLT_WITH_MPI); without it every
  * function here is a one-process stub and MPI is never needed.
  *
- *   rv_mpi_start(&argc, &argv);          // main: MPI_Init only when launched by mpirun/srun
+ *   rv_mpi_start(&argc, &argv, &rv_cli); // main: MPI_Init only when launched by mpirun/srun
  *   if (rv_mpi_size() > 1) ... rank r runs shard r/N ...
  *   st = rv_mpi_agree(st, ctx);          // every rank: the first failure, named by rank
  *   rv_mpi_sum_i64(areas, n, ctx);       // rank 0 gets the sums
@@ -14,6 +14,7 @@
 #ifndef RV_APPS_MPI_RUN_H
 #define RV_APPS_MPI_RUN_H
 
+#include "apps/opts.h"
 #include "core/rv.h"
 #include "datasets/coco.h"
 #include "eval/segmetrics.h"
@@ -25,10 +26,11 @@
 int rv_mpi_built(void);
 /* The environment says we run under an MPI launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
  * PMIX_RANK): initialise MPI then, and pick threads per rank (cores / ranks on this node,
- * capped by the CPUs the launcher bound the rank to) unless --threads was given. Returns 0,
+ * capped by the CPUs the launcher bound the rank to) into g->threads unless --threads was
+ * given; ranks other than 0 get g->quiet (rank 0 prints). Returns 0,
  * or -1 after printing why (launched under MPI but built without it: not an error when the
  * job has one rank). */
-int rv_mpi_start(int *argc, char ***argv);
+int rv_mpi_start(int *argc, char ***argv, rv_opts_globals *g);
 void rv_mpi_end(void);
 int rv_mpi_rank(void);
 int rv_mpi_size(void); /* 1 when not under MPI */
