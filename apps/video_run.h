@@ -1,6 +1,7 @@
-/* `ravlt video` as pieces that the one-process command (apps/cmd_video.c) and the MPI ranks
- * (apps/mpi_video.c) share: the model loaded once, then one input (or a frame range of one
- * file) run through the pipeline of models/video_pipeline.h into its outputs.
+/* `ravlt video` as pieces (apps/video_run.c) that the one-process command (apps/cmd_video.c)
+ * and the MPI ranks (apps/mpi_video.c) share: the model loaded once, then one input (or a
+ * frame range of one file) run through the pipeline of models/video_pipeline.h into its
+ * outputs.
  *
  *   rv_video_app *a;
  *   RV_TRY(rv_video_app_open(&a, &opts, ctx));
@@ -72,8 +73,10 @@ double rv_video_out_fps(const rv_video_info *info, const char *input, const char
 /* The FNV-1a 64-bit hash of a frame's pixels (seam checks). */
 uint64_t rv_video_frame_hash(const rv_image *frame);
 
-/* Set by SIGINT while rv_cmd_video runs (polled by the pipeline). */
+/* Set by SIGINT while rv_cmd_video runs, or by q / Esc in the --show window (polled by the
+ * pipeline); rv_video_interrupt_clear resets the window's flag before a run. */
 int rv_video_interrupted(void);
+void rv_video_interrupt_clear(void);
 
 /* `mpirun -np N ravlt video ...` (apps/mpi_video.c): several inputs, whole files per rank
  * (sorted, input k on rank k mod N, outputs as one process writes them under --out-dir);
