@@ -3,7 +3,11 @@
  * serial pass splits the list into element spans, then the elements are parsed in parallel
  * straight into rv_coco_obj, RLE strings decoded in place into per-thread pool blocks. Errors name the file and element
  * ("dt.json: results[12]: ..."). */
-#include "datasets/coco_internal.h"
+#define _POSIX_C_SOURCE 200809L
+#include "datasets/coco_json.h"
+#include "datasets/coco.h"
+
+#include "core/fs.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -98,8 +102,11 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm,
   return 1;
 }
 
-rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len, const char *name,
-                                rv_iou_type t, rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
+/* Parse a results list into r->dets (no loadRes rules yet: rv_coco_results_prepare). Masks are
+ * decoded when the evaluation needs them (segm, mask area mode, or a first result without a
+ * bbox). */
+static rv_status parse_results(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len, const char *name,
+                               rv_iou_type t, rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
   memset(r, 0, sizeof *r);
   rv_jcur c = {json, json + len, ""};
   if (rv_jpeek(&c, '{')) return rv_error(ctx, RV_ERR_FORMAT, "%s: results must be a JSON list of detections", name);
@@ -160,4 +167,129 @@ rv_status rv_coco_parse_results(rv_coco_results *r, const rv_coco *gt, const cha
     return rv_error(ctx, RV_ERR_FORMAT, "%s: results[%ld]: %s", name, first_bad, msg);
   }
   return RV_OK;
+}
+
+void rv_coco_results_free(rv_coco_results *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++) rv_rle_free(&r->dets[i].segm);
+  free(r->dets);
+  r->dets = NULL;
+  r->n = 0;
+  rv_coco_pool pool = {r->pool};
+  rv_coco_pool_free(&pool);
+  r->pool = NULL;
+}
+
+void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src) {
+  rv_coco_pool d = {dst->pool}, s = {src->pool};
+  rv_coco_pool_join(&d, &s);
+  dst->pool = d.head;
+  src->pool = NULL;
+}
+
+rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t, rv_coco_area_mode mode,
+                                  const char *what, rv_ctx *ctx) {
+  if (!what) what = "results";
+  r->n_unknown_category = 0;
+  if (r->n == 0) return RV_OK;
+  int box_branch = r->dets[0].has_bbox;
+  for (size_t i = 0; i < r->n; i++) {
+    rv_coco_obj *d = &r->dets[i];
+    const rv_coco_image *im = rv_coco_find_image(gt, d->image_id);
+    if (!im)
+      return rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: image_id %lld is not in the ground truth %s", what, i,
+                      (long long)d->image_id, gt->path ? gt->path : "");
+    if (!rv_coco_find_category(gt, d->category_id)) r->n_unknown_category++;
+    if (!isfinite(d->score))
+      return rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: score is not a finite number", what, i);
+    if (d->has_segm && (d->segm.h != (uint32_t)im->height || d->segm.w != (uint32_t)im->width))
+      return rv_error(ctx, RV_ERR_SHAPE, "%s: results[%zu]: mask size %ux%u differs from image %lld (%dx%d)", what, i,
+                      d->segm.h, d->segm.w, (long long)d->image_id, im->height, im->width);
+    d->id = (int64_t)i + 1;
+    d->iscrowd = 0;
+    if (box_branch) {
+      if (!d->has_bbox)
+        return rv_error(ctx, RV_ERR_FORMAT,
+                        "%s: results[%zu]: no 'bbox' although results[0] has one (pycocotools' loadRes needs it)",
+                        what, i);
+      if (t == RV_IOU_SEGM && !d->has_segm) {
+        double x1 = d->bbox[0], y1 = d->bbox[1], x2 = d->bbox[0] + d->bbox[2], y2 = d->bbox[1] + d->bbox[3];
+        double xy[8] = {x1, y1, x1, y2, x2, y2, x2, y1};
+        rv_status st = rv_rle_from_poly(&d->segm, xy, 4, (uint32_t)im->height, (uint32_t)im->width, ctx);
+        if (st != RV_OK) return rv_coco_prefix_error(ctx, st, what, "results", i);
+        d->has_segm = 1;
+      }
+      d->area = d->bbox[2] * d->bbox[3];
+      if (mode == RV_COCO_AREA_MASK && d->has_segm) d->area = (double)rv_rle_area(&d->segm);
+    } else {
+      if (!d->has_segm)
+        return rv_error(ctx, RV_ERR_FORMAT,
+                        "%s: results[%zu]: no 'segmentation' although results[0] has no bbox (pycocotools' "
+                        "loadRes needs it)",
+                        what, i);
+      rv_rle_info in; /* area and toBbox from one pass over the runs */
+      rv_rle_info_get(&in, &d->segm);
+      d->area = (double)in.area;
+      if (!d->has_bbox) {
+        memcpy(d->bbox, in.bb, sizeof in.bb);
+        d->has_bbox = 1;
+      }
+    }
+  }
+  return RV_OK;
+}
+
+rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt, const char *json, size_t len,
+                                   const char *name, rv_iou_type t, rv_coco_area_mode mode, int threads,
+                                   rv_ctx *ctx) {
+  double t0 = rv_coco_mono_s();
+  RV_TRY(parse_results(r, gt, json, len, name, t, mode, threads, ctx));
+  double t1 = rv_coco_mono_s();
+  rv_status st = rv_coco_results_prepare(r, gt, t, mode, name, ctx);
+  if (st != RV_OK) rv_coco_results_free(r);
+  else
+    rv_log(ctx, RV_LOG_DEBUG, "%s: parse and decode %.3f s, loadRes rules %.3f s", name, t1 - t0, rv_coco_mono_s() - t1);
+  return st;
+}
+
+rv_status rv_coco_load_results(rv_coco_results *r, const rv_coco *gt, const char *path, rv_iou_type t,
+                               rv_coco_area_mode mode, int threads, rv_ctx *ctx) {
+  rv_mapped_file f;
+  memset(r, 0, sizeof *r);
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = rv_coco_load_results_mem(r, gt, f.data, f.len, path, t, mode, threads, ctx);
+  rv_file_unmap(&f);
+  return st;
+}
+
+rv_status rv_coco_results_write(const char *path, const rv_coco_obj *dets, size_t n, int with_segm, rv_ctx *ctx) {
+  rv_out_file o;
+  RV_TRY(rv_out_open(&o, path, ctx));
+  FILE *f = o.f;
+  int bad = fputc('[', f) == EOF;
+  for (size_t i = 0; i < n && !bad; i++) {
+    const rv_coco_obj *d = &dets[i];
+    bad |= fprintf(f, "%s{\"image_id\": %lld, \"bbox\": [%.17g, %.17g, %.17g, %.17g], \"score\": %.17g, "
+                      "\"category_id\": %lld",
+                   i ? ", " : "", (long long)d->image_id, d->bbox[0], d->bbox[1], d->bbox[2], d->bbox[3], d->score,
+                   (long long)d->category_id) < 0;
+    if (with_segm && d->has_segm) {
+      char *s = rv_rle_to_string(&d->segm);
+      if (!s) {
+        rv_out_abort(&o);
+        return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
+      }
+      /* the alphabet '0'..'o' includes '\\' (92), which JSON must escape */
+      bad |= fprintf(f, ", \"segmentation\": {\"size\": [%u, %u], \"counts\": \"", d->segm.h, d->segm.w) < 0;
+      for (const char *c = s; *c && !bad; c++) {
+        if (*c == '\\') bad |= fputc('\\', f) == EOF;
+        bad |= fputc(*c, f) == EOF;
+      }
+      bad |= fputs("\"}", f) == EOF;
+      free(s);
+    }
+    bad |= fputc('}', f) == EOF;
+  }
+  fputs("]\n", f);
+  return rv_out_close(&o, ctx); /* checks the stream's error flag: "write failed" */
 }
