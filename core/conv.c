@@ -29,26 +29,6 @@
 #define SMALL_OHW 2048                /* outputs below this many pixels batch images */
 #define BATCH_COLS 16384              /* at most this many GEMM columns per batch */
 
-rv_conv_params rv_conv_default_params(int k, int stride, int pad) {
-  rv_conv_params p;
-  p.kh = p.kw = k;
-  p.sh = p.sw = stride;
-  p.ph = p.pw = pad;
-  p.dh = p.dw = 1;
-  p.groups = 1;
-  p.act = RV_ACT_NONE;
-  p.algo = RV_CONV_AUTO;
-  p.accumulate = 0;
-  return p;
-}
-
-/* floor((in + 2 pad - dilation (k - 1) - 1) / stride) + 1; <= 0 when the kernel does not fit */
-int rv_conv_out_size(int in, int k, int stride, int pad, int dilation) {
-  long num = (long)in + 2L * pad - (long)dilation * (k - 1) - 1;
-  if (num < 0) return 0;
-  return (int)(num / stride + 1);
-}
-
 static void check_params(const rv_conv_params *p, int cin, int cout) {
   RV_ASSERT(p->kh > 0 && p->kw > 0 && p->sh > 0 && p->sw > 0 && p->ph >= 0 && p->pw >= 0);
   RV_ASSERT(p->dh > 0 && p->dw > 0 && p->groups > 0);
