@@ -5,12 +5,8 @@
  *    RetinaNet).
  * Both are trained on `ravlt synth` shapes. RV_DEMO_SEG_FILE and RV_DEMO_DET_FILE (the files'
  * absolute paths) come from CMakeLists.txt, which also rebuilds this object when they change. */
-#include "apps/model_run.h"
+#include "apps/demo_model.h"
 
-#include "apps/cli.h"
-#include "apps/mpi_run.h"
-
-#include <stdio.h>
 #include <string.h>
 
 #ifndef RV_DEMO_SEG_FILE
@@ -37,20 +33,9 @@ int rv_cli_is_demo(const char *weights) {
   return !strcmp(weights, RV_CLI_DEMO) || !strcmp(weights, RV_CLI_DEMO_DET);
 }
 
-rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx) {
+const unsigned char *rv_cli_demo_bytes(int det, size_t *len) {
   const unsigned char *b = det ? rv_demo_det_begin : rv_demo_seg_begin;
   const unsigned char *e = det ? rv_demo_det_end : rv_demo_seg_end;
-  rv_weights *w = NULL;
-  RV_TRY(rv_safetensors_parse(&w, b, (size_t)(e - b), det ? "<built-in demo detector>" : "<built-in demo model>", ctx));
-  rv_status st = rv_model_from_weights(m, w, NULL, ctx);
-  rv_weights_free(w);
-  if (st == RV_OK) rv_cli_log_model(*m, ctx);
-  return st;
-}
-
-void rv_cli_demo_notice(const char *cmd, const rv_model *m) {
-  if (!rv_cli.quiet && rv_mpi_rank() == 0) /* under mpirun: once, not per rank */
-    fprintf(stderr, "ravlt %s: no --weights: using the built-in demo %s (synthetic shapes, %d classes); see "
-                    "'ravlt models' for real checkpoints\n", cmd,
-            rv_model_task(m) == RV_TASK_DETECT ? "detector" : "model", rv_model_num_classes(m));
+  *len = (size_t)(e - b);
+  return b;
 }

@@ -3,6 +3,7 @@
 #include "apps/model_run.h"
 
 #include "apps/cli.h"
+#include "apps/mpi_run.h"
 #include "models/zoo.h"
 
 #include <errno.h>
@@ -140,3 +141,20 @@ void rv_cli_out_name(char *out, size_t n, const char *dir, const char *path, con
   snprintf(out, n, "%s/%.*s%s", dir, len, base, suffix);
 }
 
+rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx) {
+  size_t len;
+  const unsigned char *b = rv_cli_demo_bytes(det, &len);
+  rv_weights *w = NULL;
+  RV_TRY(rv_safetensors_parse(&w, b, len, det ? "<built-in demo detector>" : "<built-in demo model>", ctx));
+  rv_status st = rv_model_from_weights(m, w, NULL, ctx);
+  rv_weights_free(w);
+  if (st == RV_OK) rv_cli_log_model(*m, ctx);
+  return st;
+}
+
+void rv_cli_demo_notice(const char *cmd, const rv_model *m) {
+  if (!rv_cli.quiet && rv_mpi_rank() == 0) /* under mpirun: once, not per rank */
+    fprintf(stderr, "ravlt %s: no --weights: using the built-in demo %s (synthetic shapes, %d classes); see "
+                    "'ravlt models' for real checkpoints\n", cmd,
+            rv_model_task(m) == RV_TASK_DETECT ? "detector" : "model", rv_model_num_classes(m));
+}

@@ -3,6 +3,7 @@
 #ifndef RV_APPS_MODEL_RUN_H
 #define RV_APPS_MODEL_RUN_H
 
+#include "apps/demo_model.h"
 #include "models/model.h"
 
 /* --weights W: an existing file is used as it is; else W may be a model-zoo name
@@ -16,18 +17,11 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
 /* The same with load options (opts->strict from a command's --strict; NULL: defaults). */
 rv_status rv_cli_load_model_ex(rv_model **m, const char *weights, const char *name,
                                const rv_model_load_opts *opts, rv_ctx *ctx);
-/* The offline demo models embedded in the binary (apps/demo_model.c): the segmentation model
- * (tools/train_demo.py, models/demo_seg.safetensors), --weights RV_CLI_DEMO, which `segment`
- * and `video` use without --weights; the detector (tools/train_det_demo.py, a RetinaNet,
- * models/demo_det.safetensors), --weights RV_CLI_DEMO_DET, which `detect` uses without
- * --weights. rv_cli_load_model loads them for those names unless a file of that name exists; the
- * commands run without --weights load them with rv_cli_load_demo whatever files exist. */
-#define RV_CLI_DEMO "demo"
-#define RV_CLI_DEMO_DET "demo-det"
+/* The demo models (apps/demo_model.h): rv_cli_load_model loads them for the names RV_CLI_DEMO
+ * and RV_CLI_DEMO_DET unless a file of that name exists; the commands run without --weights
+ * load them with rv_cli_load_demo whatever files exist. */
 /* The debug log line "model: ARCH segmentor|detector, N classes (architecture from ...)". */
 void rv_cli_log_model(const rv_model *m, rv_ctx *ctx);
-/* 1 if weights is one of the two demo names. */
-int rv_cli_is_demo(const char *weights);
 /* det 0: the segmentation model (RV_CLI_DEMO), 1: the detector (RV_CLI_DEMO_DET). */
 rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx);
 /* The one-line notice on stderr (not with --quiet; rank 0 only under mpirun) of a command run
