@@ -896,16 +896,27 @@ done:
   return rc;
 }
 
+/* Global options between `eval` and the dataset (ravlt eval -q coco ...): no options of its own. */
+static const rv_cmd_spec EVAL_GLOBALS = {"eval", "", NULL, (const rv_opt[]){RV_OPT_END}, 0, NULL, NULL, 0};
+
 int rv_cmd_eval(int argc, char **argv) {
-  if (argc < 2) {
+  int k = rv_opts_globals_end(argc, argv, 1); /* argv[k]: the dataset */
+  for (int j = 1; j < k; j += rv_opts_global_span(argc, argv, j))
+    if (rv_cli_is_help(argv[j])) {
+      fputs(EVAL_USAGE, stdout);
+      return 0;
+    }
+  int npos;
+  if (k > 1 && rv_cli_parse(&EVAL_GLOBALS, NULL, k, argv, &npos) >= 0) return 2; /* a usage error, printed */
+  if (k >= argc) {
     fputs(EVAL_USAGE, stderr);
     return 2;
   }
-  if (rv_cli_is_help(argv[1])) {
+  if (rv_cli_is_help(argv[k])) {
     fputs(EVAL_USAGE, stdout);
     return 0;
   }
-  if (strcmp(argv[1], "coco") == 0) return cmd_coco(argc - 1, argv + 1);
-  if (strcmp(argv[1], "ade20k") == 0) return cmd_ade20k(argc - 1, argv + 1);
-  return rv_cli_usage_error("eval", "unknown dataset '%s' (coco or ade20k)", argv[1]);
+  if (strcmp(argv[k], "coco") == 0) return cmd_coco(argc - k, argv + k);
+  if (strcmp(argv[k], "ade20k") == 0) return cmd_ade20k(argc - k, argv + k);
+  return rv_cli_usage_error("eval", "unknown dataset '%s' (coco or ade20k)", argv[k]);
 }

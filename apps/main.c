@@ -64,23 +64,18 @@ static int run(int argc, char **argv) {
   /* OpenBLAS 0.3.21 falls back to generic kernels on CPUs newer than its table (5-6x slower
    * SGEMM); pick the kernels the CPU supports unless OPENBLAS_CORETYPE is set (core/ops.h) */
   rv_blas_init();
-  int i = 1;
-  while (i < argc && argv[i][0] == '-' && strcmp(argv[i], "--")) { /* the globals' extent */
+  int i = 1; /* the options before the command: their extent from the globals' table */
+  for (; i < argc && rv_opts_is_option(argv[i]); i += rv_opts_global_span(argc, argv, i)) {
     if (rv_cli_is_help(argv[i])) { usage(stdout); return 0; }
     if (strcmp(argv[i], "--version") == 0) { printf("ravlt %s%s\n", rv_version(), rv_mpi_built() ? " (MPI)" : ""); return 0; }
-    i += (!strcmp(argv[i], "--threads") || !strcmp(argv[i], "--max-pixels")) && i + 1 < argc ? 2 : 1;
   }
   rv_opts_result r;
-  char **g = malloc(sizeof *g * (size_t)(i + 1));
-  if (!g) return 1;
-  memcpy(g, argv, sizeof *g * (size_t)i);
-  int bad = rv_opts_parse(&MAIN_SPEC, NULL, &rv_cli, i, g, &r);
-  free(g);
-  if (bad) { fprintf(stderr, "ravlt: %s (see 'ravlt --help')\n", r.err); return 2; }
+  /* argv[0 .. i-1] only options and their values: the parser moves no positional */
+  if (rv_opts_parse(&MAIN_SPEC, NULL, &rv_cli, i, argv, &r)) { fprintf(stderr, "ravlt: %s (see 'ravlt --help')\n", r.err); return 2; }
   if (i < argc && !strcmp(argv[i], "--")) i++;
   if (i >= argc) { usage(stderr); return 2; }
   /* under mpirun/srun only (apps/mpi_run.h): MPI_Init, threads per rank */
-  if (rv_mpi_start(&argc, &argv)) return 2;
+  if (rv_mpi_start(&argc, &argv, &rv_cli)) return 2;
   if (rv_mpi_size() > 1 && strcmp(argv[i], "eval") != 0 && strcmp(argv[i], "video") != 0) {
     if (rv_mpi_rank() == 0)
       fprintf(stderr, "ravlt: only 'ravlt eval' and 'ravlt video' run across MPI ranks, not '%s'\n", argv[i]);

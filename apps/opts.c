@@ -225,6 +225,21 @@ int rv_opts_parse(const rv_cmd_spec *spec, void *dst, rv_opts_globals *g, int ar
   return 0;
 }
 
+int rv_opts_is_option(const char *arg) { return arg[0] == '-' && arg[1] && strcmp(arg, "--"); }
+
+int rv_opts_global_span(int argc, char **argv, int i) {
+  const char *a = argv[i];
+  const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
+  int dep;
+  const rv_opt *o = find(GLOBALS, a, eq ? (size_t)(eq - a) : strlen(a), &dep);
+  return o && o->kind != RV_OPT_FLAG && !eq && i + 1 < argc ? 2 : 1;
+}
+
+int rv_opts_globals_end(int argc, char **argv, int i) {
+  while (i < argc && rv_opts_is_option(argv[i])) i += rv_opts_global_span(argc, argv, i);
+  return i < argc ? i : argc;
+}
+
 /* ---- help ---------------------------------------------------------------------------- */
 
 #define HELP_COL 24

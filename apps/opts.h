@@ -103,6 +103,17 @@ void rv_opts_help(const rv_cmd_spec *spec, FILE *f);
 /* The lines of the common options (also in `ravlt --help`). */
 void rv_opts_help_globals(FILE *f);
 
+/* The extent of a run of options before a command word (`ravlt -q --threads 4 segment ...`,
+ * `ravlt eval -v coco ...`), from the globals' table: which of them take a value.
+ * rv_opts_is_option: a word starting with '-' but not "-" or "--". rv_opts_global_span: the
+ * words the option argv[i] spans: 2 for a global that takes a value given as the next word
+ * (--threads N), else 1 (a flag, --opt=value, or an unknown option the parser will report).
+ * rv_opts_globals_end: the index of the first word from argv[i] on that is not an option or
+ * an option's value (argc when there is none). */
+int rv_opts_is_option(const char *arg);
+int rv_opts_global_span(int argc, char **argv, int i);
+int rv_opts_globals_end(int argc, char **argv, int i);
+
 /* Strict number parsing as the parser does it: the whole string, within [lo, hi]; 0 or -1. */
 int rv_opts_parse_long(const char *s, long lo, long hi, long *out);
 int rv_opts_parse_double(const char *s, double lo, double hi, int open, double *out);

@@ -64,6 +64,25 @@ out=$("$BIN" info ravlt-t --json - --threads 1 -q) && echo "$out" | isjson && ok
 "$BIN" synth --task seg --out-dir "$T/q" --count 1 --backgrounds none --quiet 2> "$T/err" && [ ! -s "$T/err" ] &&
   ok "--quiet after the command silences the summary" || fail "--quiet after synth: $(cat "$T/err")"
 expect_err 2 "--threads needs" "$BIN" info ravlt-t --threads -1
+# between `eval` and its dataset, as before the command: `eval -q coco` runs as `-q eval coco`
+# (same stdout and stderr), -v there turns on the debug lines, --threads N takes its value;
+# a bad value or an unknown option is a usage error of `eval`
+C01="--ann $FIX/coco_eval/01_tiny/gt.json --results $FIX/coco_eval/01_tiny/dt_bbox.json --json -"
+# shellcheck disable=SC2086
+{ "$BIN" eval -q coco $C01 > "$T/eq.json" 2> "$T/eq.err" && "$BIN" -q eval coco $C01 > "$T/qe.json" 2> "$T/qe.err" &&
+  isjson < "$T/eq.json" && cmp -s "$T/eq.json" "$T/qe.json" && cmp -s "$T/eq.err" "$T/qe.err"; } &&
+  ok "eval -q coco == -q eval coco" || fail "eval -q coco: $(head -3 "$T/eq.err")"
+# shellcheck disable=SC2086
+"$BIN" eval --threads 1 -v coco $C01 > "$T/et.json" 2> "$T/err" && cmp -s "$T/eq.json" "$T/et.json" &&
+  grep -q "debug:" "$T/err" && ! grep -q "debug:" "$T/eq.err" &&
+  ok "eval --threads 1 -v coco: same JSON, debug lines" || fail "eval --threads 1 -v coco: $(head -3 "$T/err")"
+expect_err 2 "ravlt eval: --threads needs an integer in 0..4096, not 'x'" "$BIN" eval --threads x coco
+expect_err 2 "ravlt eval: unknown option '--bogus'" "$BIN" eval --bogus coco
+expect_err 2 "unknown dataset 'cocoa'" "$BIN" eval -q cocoa
+"$BIN" eval -q --help | grep -q "coco" && ok "eval -q --help: the eval usage" || fail "eval -q --help"
+# the globals' extent before the command: --max-pixels takes a value, -q none
+"$BIN" --max-pixels 100 -q info ravlt-t --json - | isjson && ok "--max-pixels N -q before the command" ||
+  fail "--max-pixels N -q before the command"
 
 # 4. synth --size HxW: height first
 "$BIN" -q synth --task det --out-dir "$T/syn" --count 1 --size 128x192 --backgrounds none &&
