@@ -1,5 +1,6 @@
 /* `ravlt bench MODEL [--size HxW] [--runs N] [--random-weights] [--json FILE|-]`:
  * times the RAVLT forward pass (warm-up, then N timed runs). */
+#include "apps/bench_models.h"
 #include "apps/cli.h"
 #include "apps/model_args.h"
 #include "apps/model_run.h"
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -52,23 +54,41 @@ static const rv_opt OPTS[] = {
 
 const rv_cmd_spec rv_spec_bench = {
     "bench", "MODEL [--size HxW] [--runs N] [--warmup N] [--random-weights] [--backbone] [--json FILE|-]\n"
+    "NAME --random-weights [--size HxW] [--runs N] [--warmup N] [--json FILE|-]\n"
     "--weights CKPT [--name NAME] [--size HxW] [--runs N] [--warmup N] [--json FILE|-]",
     "Times the RAVLT forward pass on a random input: warm-up runs, then N timed runs;\n"
     "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
     "peak resident memory. MODEL is a checkpoint, or a preset with --random-weights\n"
-    "(ravlt-t/s/b/l: classifiers; ravlt-t/s/b/l-backbone or --backbone: the backbone).\n"
+    "(ravlt-t/s/b/l: classifiers; ravlt-t/s/b/l-backbone or --backbone: the backbone), or a\n"
+    "whole model name with --random-weights (below).\n"
     "'ravlt bench sgemm --size N' measures the SGEMM rate (N x N x N) for reference.\n"
     "\n"
     "--weights: a whole dense model (segmentor or detector, models/model.h) end to end on a\n"
     "random BGR image of --size, with the per-stage breakdown of the median run: preprocess,\n"
     "backbone, then neck+head and post (resize + argmax) for segmentors, or neck, rpn, roi,\n"
     "mask and post (the rest: box/mask post-processing) for detectors. Threads: the common\n"
-    "--threads N (default all cores).\n",
+    "--threads N (default all cores).\n"
+    "\n"
+    "NAME --random-weights, NAME a whole model of 'ravlt models' (semantic-fpn-ravlt-t/s/b/l,\n"
+    "upernet-ravlt-s/b/l, retinanet-ravlt-t/s/b/l, mask-rcnn-ravlt-t/s/b/l,\n"
+    "cascade-mask-rcnn-ravlt-s/b/l): the same end-to-end run and breakdown without a\n"
+    "checkpoint: the backbone preset and the official neck/heads (UperNet 512 channels,\n"
+    "Semantic FPN 256/128, 150 classes; FPN 256, RPN, RoI fcs 1024, 80 classes) with random\n"
+    "weights (fixed seed), at the official test size by default (segmentors 512x2048;\n"
+    "detectors 800x1333, padded to 800x1344 as mmdet does); --size HxW: the image and the\n"
+    "network input (no resize; detectors pad to multiples of 32). Detection counts are set to a\n"
+    "trained model's on a busy photograph, since random weights give 0 or thousands: Mask\n"
+    "R-CNN / Cascade keep their RPN test_cfg (1000 proposals per image) with rcnn score_thr\n"
+    "0, so 100 detections, each with its mask pasted; RetinaNet keeps its test_cfg (score_thr\n"
+    "0.05, 100 per image) with retina_cls's bias at mmdet's prior 0.01 except one class at\n"
+    "0.1, whose 1000 best anchors per level pass: 100 detections. The JSON adds \"model\", \"network_input\" (after resize and pad), \"proposals\" and\n"
+    "\"detections\".\n",
     OPTS, 1,
     "If OpenBLAS fell back to its SSE3 kernels on an AVX-512/AVX2 CPU it does not know, its\n"
     "AVX-512/AVX2 kernels are selected (rv_blas_init; set OPENBLAS_CORETYPE to override).\n",
     "  ravlt bench ravlt-s-backbone --random-weights --size 512x512 --threads 8 --runs 5\n"
     "  ravlt bench --weights upernet_ravlt_s.pth --json bench.json\n"
+    "  ravlt bench cascade-mask-rcnn-ravlt-s --random-weights --threads 2 --runs 3 --json -\n"
     "  ravlt bench sgemm --size 2048 --json -\n",
     sizeof(bench_opts)};
 
@@ -149,33 +169,58 @@ static void det_trace(void *user, const char *name, const float *data, const int
   if (s >= 0) c->last[s] = rv_now();
 }
 
-/* One run of a whole model; st_ms[ST_N] receives the stage times (0 = not present). */
-static rv_status dense_run(rv_model *m, const rv_image *img, int32_t *labels, rv_arena *arena,
-                           double *st_ms, rv_ctx *ctx) {
+/* A whole dense model's parts, from a checkpoint (rv_model) or random (bench_models.h). */
+typedef struct {
+  rv_task task;
+  const char *arch;
+  const rv_ravlt *backbone;
+  const rv_seg_decoder *decoder;
+  rv_seg_test_cfg seg_test;
+  const rv_detector *detector;
+  rv_preprocess_params pre;
+} dense_model;
+
+/* Detector trace hook: stage times (det_trace) and the number of RPN proposals. */
+typedef struct {
+  det_clock clock;
+  int proposals;
+} det_watch;
+
+static void det_watch_trace(void *user, const char *name, const float *data, const int *shape, int ndim) {
+  det_watch *dw = user;
+  det_trace(&dw->clock, name, data, shape, ndim);
+  if (strcmp(name, "rpn.proposals") == 0 && ndim >= 1) dw->proposals = shape[0];
+}
+
+/* One run of a whole model; st_ms[ST_N] receives the stage times (0 = not present), counts[4]
+ * the RPN proposals and final detections (detectors; -1 when not applicable) and the
+ * network's input size (after resize and pad). */
+static rv_status dense_run(const dense_model *m, const rv_image *img, int32_t *labels, rv_arena *arena,
+                           double *st_ms, int *counts, rv_ctx *ctx) {
   for (int i = 0; i < ST_N; i++) st_ms[i] = 0;
+  counts[0] = counts[1] = counts[2] = counts[3] = -1;
   rv_arena_mark mark = rv_arena_get_mark(arena);
-  rv_preprocess_params pre = rv_model_preprocess(m);
   rv_tensor x, feats[RV_RAVLT_STAGES];
   rv_img_meta meta;
   rv_status st;
   double t0 = rv_now();
-  if ((st = rv_preprocess(&x, &meta, img, &pre, arena, ctx)) != RV_OK) goto out;
+  if ((st = rv_preprocess(&x, &meta, img, &m->pre, arena, ctx)) != RV_OK) goto out;
   double t1 = rv_now();
   st_ms[ST_PRE] = (t1 - t0) * 1e3;
-  if (rv_model_task(m) == RV_TASK_SEGMENT) {
-    rv_seg_test_cfg *tc = rv_model_seg_test_cfg(m);
-    if (tc->mode != RV_SEG_MODE_WHOLE) { /* slide: windows interleave backbone and head */
-      rv_segmentor seg = {rv_model_seg_decoder(m), rv_seg_ravlt_backbone, (void *)rv_model_backbone(m), *tc};
+  counts[2] = x.h;
+  counts[3] = x.w;
+  if (m->task == RV_TASK_SEGMENT) {
+    if (m->seg_test.mode != RV_SEG_MODE_WHOLE) { /* slide: windows interleave backbone and head */
+      rv_segmentor seg = {m->decoder, rv_seg_ravlt_backbone, (void *)m->backbone, m->seg_test};
       st = rv_seg_simple_test(&seg, labels, x, img->h, img->w, arena, ctx);
       st_ms[ST_HEAD] = (rv_now() - t1) * 1e3;
       goto out;
     }
-    const rv_seg_decoder *dec = rv_model_seg_decoder(m);
-    int nf = rv_seg_decoder_num_inputs(dec);
-    if ((st = rv_seg_ravlt_backbone((void *)rv_model_backbone(m), feats, nf, x, arena, ctx)) != RV_OK) goto out;
+    int nf = rv_seg_decoder_num_inputs(m->decoder);
+    if ((st = rv_seg_ravlt_backbone((void *)m->backbone, feats, nf, x, arena, ctx)) != RV_OK) goto out;
     double t2 = rv_now();
     rv_tensor logits;
-    if ((st = rv_seg_decoder_forward(dec, &logits, feats, nf, NULL, arena, ctx)) != RV_OK) goto out;
+    if ((st = rv_seg_decoder_forward(m->decoder, &logits, feats, nf, NULL, arena, ctx)) != RV_OK) goto out;
     double t3 = rv_now();
     if (rv_seg_resize2_argmax(labels, logits.data, logits.c, logits.h, logits.w, x.h, x.w, img->h,
                               img->w, arena) != RV_OK) {
@@ -187,19 +232,21 @@ static rv_status dense_run(rv_model *m, const rv_image *img, int32_t *labels, rv
     st_ms[ST_HEAD] = (t3 - t2) * 1e3;
     st_ms[ST_POST] = (t4 - t3) * 1e3;
   } else {
-    if ((st = rv_model_features(m, feats, x, arena, ctx)) != RV_OK) goto out;
+    if ((st = rv_ravlt_forward(m->backbone, arena, x, feats, ctx)) != RV_OK) goto out;
     double t2 = rv_now();
-    det_clock c = {{0}};
-    rv_det_trace tr = {det_trace, &c, 1};
+    det_watch c = {{{0}}, -1};
+    rv_det_trace tr = {det_watch_trace, &c, 1};
     rv_detections det;
-    if ((st = rv_detector_forward(rv_model_detector(m), &det, feats, &meta, &tr, arena, ctx)) != RV_OK) goto out;
+    if ((st = rv_detector_forward(m->detector, &det, feats, &meta, &tr, arena, ctx)) != RV_OK) goto out;
     double t3 = rv_now();
+    counts[0] = c.proposals;
+    counts[1] = det.n;
     st_ms[ST_BACKBONE] = (t2 - t1) * 1e3;
     double prev = t2;
     for (int s = ST_NECK; s <= ST_MASK; s++)
-      if (c.last[s] > 0) {
-        st_ms[s] = (c.last[s] - prev) * 1e3;
-        prev = c.last[s];
+      if (c.clock.last[s] > 0) {
+        st_ms[s] = (c.clock.last[s] - prev) * 1e3;
+        prev = c.clock.last[s];
       }
     st_ms[ST_POST] = (t3 - prev) * 1e3;
   }
@@ -216,6 +263,7 @@ static double max_rss_mb(void) {
   return ru.ru_maxrss / 1024.0;
 }
 
+/* path: a checkpoint (name: its --name), or NULL for the random model `name`. */
 static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
                        int threads, int runs, int warmup, const char *json, double start_mb,
                        const char *precision, const rv_model_load_opts *lo) {
@@ -229,15 +277,31 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   if (nthreads == 0) nthreads = omp_get_max_threads();
 #endif
   int rc = 1;
-  rv_model *m = NULL;
+  rv_model *model = NULL;
+  rv_bench_model rnd = {0};
+  dense_model m = {0};
   rv_arena *arena = NULL;
   rv_image img = {0};
   int32_t *labels = NULL;
   double *tot = NULL, *cpu = NULL, *stg = NULL;
-  rv_status st = rv_model_load_ex(&m, path, name, lo, ctx);
-  if (st == RV_OK) st = rv_cli_set_precision(m, precision, ctx);
+  rv_status st = path ? rv_model_load_ex(&model, path, name, lo, ctx) : rv_bench_model_create(&rnd, name, 1, ctx);
+  if (st == RV_OK && model) st = rv_cli_set_precision(model, precision, ctx);
+  if (st == RV_OK && !model && precision && strcmp(precision, "f32") != 0) { /* as rv_model_set_precision */
+    rv_precision p;
+    st = rv_precision_parse(precision, &p, ctx);
+    if (st == RV_OK) st = rv_ravlt_set_bf16(rnd.backbone, p == RV_PRECISION_BF16, ctx);
+  }
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
-  int seg = rv_model_task(m) == RV_TASK_SEGMENT;
+  if (model) {
+    m = (dense_model){rv_model_task(model), rv_model_arch(model), rv_model_backbone(model),
+                      rv_model_seg_decoder(model), *rv_model_seg_test_cfg(model), rv_model_detector(model),
+                      rv_model_preprocess(model)};
+  } else {
+    m = (dense_model){rnd.task, rnd.arch, rnd.backbone, rnd.decoder, rnd.seg_test, rnd.detector, rnd.pre};
+  }
+  /* a random model's --size is the network's input (no resize; detectors pad to 32) */
+  if (!path && size_given) m.pre.scale_w = m.pre.scale_h = 0;
+  int seg = m.task == RV_TASK_SEGMENT;
   if (!size_given) { h = seg ? 512 : 800; w = seg ? 2048 : 1333; }
   if ((st = rv_image_alloc(&img, h, w, 3, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   uint64_t seed = 42;
@@ -251,10 +315,11 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   stg = malloc(sizeof(double) * (size_t)runs * ST_N);
   arena = rv_arena_create(0);
   if ((seg && !labels) || !tot || !cpu || !stg || !arena) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); goto done; }
+  int counts[4] = {-1, -1, -1, -1};
   for (int r = 0; r < warmup + runs; r++) {
     double s_ms[ST_N];
     double c0 = cpu_seconds(), t0 = rv_now();
-    st = dense_run(m, &img, labels, arena, s_ms, ctx);
+    st = dense_run(&m, &img, labels, arena, s_ms, counts, ctx);
     double dt = rv_now() - t0;
     if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
     if (r < warmup) continue;
@@ -280,11 +345,17 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   double rss_mb = max_rss_mb();
   if (json) {
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "weights", path);
-    cJSON_AddStringToObject(o, "arch", rv_model_arch(m));
+    cJSON_AddStringToObject(o, "weights", path ? path : "random");
+    if (!path) cJSON_AddStringToObject(o, "model", name);
+    cJSON_AddStringToObject(o, "arch", m.arch);
     cJSON *sz = cJSON_AddArrayToObject(o, "input");
     cJSON_AddItemToArray(sz, cJSON_CreateNumber(h));
     cJSON_AddItemToArray(sz, cJSON_CreateNumber(w));
+    cJSON *nz = cJSON_AddArrayToObject(o, "network_input"); /* resized and padded */
+    cJSON_AddItemToArray(nz, cJSON_CreateNumber(counts[2]));
+    cJSON_AddItemToArray(nz, cJSON_CreateNumber(counts[3]));
+    if (counts[0] >= 0) cJSON_AddNumberToObject(o, "proposals", counts[0]);
+    if (counts[1] >= 0) cJSON_AddNumberToObject(o, "detections", counts[1]);
     cJSON_AddNumberToObject(o, "threads", nthreads);
     cJSON_AddNumberToObject(o, "runs", runs);
     cJSON_AddNumberToObject(o, "median_ms", med);
@@ -305,19 +376,23 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     if (jst != RV_OK) { rc = rv_cli_fail(ctx, "bench", jst); goto done; }
   }
   if (!rv_cli_json_stdout(json)) {
-    printf("%s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
+    printf("%s %dx%d (network %dx%d), %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
            "peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n"
            "  stages (median run):",
-           rv_model_arch(m), h, w, nthreads, nthreads == 1 ? "" : "s", med, tot[0], tot[runs - 1],
+           path ? m.arch : name, h, w, counts[2], counts[3], nthreads, nthreads == 1 ? "" : "s", med, tot[0], tot[runs - 1],
            runs, cpu_med, rss_mb, start_mb, rv_arena_peak(arena) / 1048576.0,
            openblas_get_corename());
     for (int s = 0; s < ST_N; s++)
       if (bd[s] > 0) printf(" %s %.1f", STAGE_NAMES[s], bd[s]);
-    printf(" ms\n");
+    printf(" ms");
+    if (counts[0] >= 0) printf("; %d proposals", counts[0]);
+    if (counts[1] >= 0) printf("; %d detections", counts[1]);
+    printf("\n");
   }
   rc = 0;
 done:
-  rv_model_free(m);
+  rv_model_free(model);
+  rv_bench_model_free(&rnd);
   rv_arena_free(arena);
   rv_image_free(&img);
   free(labels);
@@ -351,6 +426,21 @@ int rv_cmd_bench(int argc, char **argv) {
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
   rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
   if (strcmp(model, "sgemm") == 0) return bench_sgemm(h, threads, runs, json);
+  if (random && rv_bench_is_model_name(model)) { /* a whole dense model (bench_models.h) */
+    if (backbone) return rv_cli_usage_error(cmd, "--backbone applies to classifier presets, not to '%s'", model);
+    return bench_dense(NULL, model, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision, NULL);
+  }
+  if (rv_bench_is_model_name(model))
+    return rv_cli_usage_error(cmd, "'%s' is a whole model: add --random-weights (or give its checkpoint: --weights CKPT)", model);
+  struct stat sb;
+  int preset = 0;
+  for (const char *const *pn = rv_ravlt_preset_names(); *pn; pn++) preset |= strcmp(*pn, model) == 0;
+  if (random && !preset && stat(model, &sb) != 0) {
+    char list[1024];
+    rv_bench_model_list(list, sizeof list);
+    return rv_cli_usage_error(cmd, "unknown model '%s': with --random-weights MODEL is a backbone preset (ravlt-t/s/b/l, "
+                              "ravlt-t/s/b/l-backbone) or a whole model (%s)", model, list);
+  }
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   rv_ctx_set_threads(ctx, threads);
