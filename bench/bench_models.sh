@@ -17,6 +17,8 @@
 #                maskrcnn-t retinanet-s (default: all)
 #   --out DIR    raw JSON of every program (DIR/raw.jsonl) and the exported graphs' checks
 #                (default BUILD_DIR/bench_models)
+#   --table RAW  only print the table of an earlier run's raw.jsonl (rows without records
+#                left out)
 #
 # Every program runs with OMP_WAIT_POLICY=passive (libgomp's busy waiting makes 2 threads on
 # a shared 2-core machine several times slower) and OPENBLAS_CORETYPE=SkylakeX (AVX-512) or
@@ -44,7 +46,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then B=$1; shift; fi
-THREADS=2 RUNS=3 TORCH=1 ORT=1 OUT="" ROWS="bb-s-512 bb-s-800 fpn-t upernet-s upernet-s-576 cascade-s maskrcnn-t retinanet-s"
+THREADS=2 RUNS=3 TORCH=1 ORT=1 OUT="" TABLE="" ROWS="bb-s-512 bb-s-800 fpn-t upernet-s upernet-s-576 cascade-s maskrcnn-t retinanet-s"
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) THREADS=$2; shift 2 ;;
@@ -54,10 +56,74 @@ while [ $# -gt 0 ]; do
     --no-ort) ORT=0; shift ;;
     --rows) ROWS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --table) TABLE=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench_models.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+# the table (markdown) from the raw records
+PY=/usr/bin/python3
+table() { # raw.jsonl
+"$PY" - "$1" "$ROWS" "$TORCH" "$ORT" << 'EOF'
+import json, sys
+raw = [json.loads(l) for l in open(sys.argv[1])]
+rows, torch_on, ort_on = sys.argv[2].split(), sys.argv[3] == "1", sys.argv[4] == "1"
+labels = {"bb-s-512": ("RAVLT-S backbone", "512x512"), "bb-s-800": ("RAVLT-S backbone", "800x1344"),
+          "fpn-t": ("Semantic FPN-T", "512x2048"), "upernet-s": ("UperNet-S", "512x2048"),
+          "upernet-s-576": ("UperNet-S", "576x2304"), "cascade-s": ("Cascade Mask R-CNN-S", "800x1344"),
+          "maskrcnn-t": ("Mask R-CNN-T", "800x1344"), "retinanet-s": ("RetinaNet-S", "800x1344")}
+sg = next((d for d in raw if d["row"] == "sgemm"), {}).get("gmacs_per_s")
+print("SGEMM 2048^3: %s GMAC/s (%s)" % (("%.1f" % sg) if sg else "?",
+      next((d for d in raw if d["row"] == "sgemm"), {}).get("blas_core", "?")))
+print()
+print("| model, input | ravlt ms | PyTorch ms | ONNX Runtime ms (detectors: backbone+FPN) | vs PyTorch | vs ORT | %SGEMM | peak RSS MB ravlt / PyTorch / ORT | ORT - PyTorch max abs |")
+print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+notes = []
+for r in rows:
+    rec = {d["program"]: d for d in raw if d["row"] == r}
+    if not rec:
+        continue
+    rv, tq, oq = rec.get("ravlt", {}), rec.get("torch", {}), rec.get("ort", {})
+    def ms(d):
+        return "%.0f" % d["median_ms"] if "median_ms" in d else None
+    cells = [ms(rv) or ("error: " + rv.get("error", "?"))[:60]]
+    cells.append(ms(tq) or (("error: " + tq["error"])[:60] if "error" in tq else "-"))
+    if "median_ms" in oq:
+        cells.append(ms(oq))
+    elif "error" in oq:
+        notes.append("%s %s: %s" % (labels[r][0], labels[r][1], oq["error"]))
+        cells.append(oq["error"].split(":")[0] + ": see note %d" % len(notes))
+    else:
+        cells.append("-")
+    cells.append("%.2fx" % (tq["median_ms"] / rv["median_ms"]) if "median_ms" in tq and "median_ms" in rv else "")
+    if "median_ms" in oq and "median_ms" in rv:
+        st = rv.get("stages_ms", {})
+        base = rv["median_ms"]
+        if oq.get("part") == "backbone+neck":
+            base = st.get("backbone", 0) + st.get("neck", 0)
+            cells.append("%.2fx (of %.0f)" % (oq["median_ms"] / base, base))
+        else:
+            cells.append("%.2fx" % (oq["median_ms"] / base))
+    else:
+        cells.append("")
+    if sg and rv.get("gmacs") and rv.get("min_ms"):
+        cells.append("%.0f%%" % (100 * rv["gmacs"] / (rv["median_ms"] / 1e3) / sg))
+    else:
+        cells.append("")
+    cells.append(" / ".join("%.0f" % d["peak_rss_mb"] if "peak_rss_mb" in d else "-" for d in (rv, tq, oq)))
+    if "max_abs_diff" in oq:
+        c = "%.1e" % oq["max_abs_diff"]
+        if oq.get("label_agree") is not None:
+            c += ", labels %.4f%% equal" % (100 * oq["label_agree"])
+        cells.append(c)
+    else:
+        cells.append("")
+    print("| %s %s | %s |" % (labels[r][0], labels[r][1], " | ".join(cells)))
+for i, n in enumerate(notes):
+    print("\nNote %d: %s" % (i + 1, n))
+EOF
+}
+if [ -n "$TABLE" ]; then table "$TABLE"; exit 0; fi
 BIN=$B/ravlt
 [ -x "$BIN" ] || { echo "bench_models.sh: no $BIN: build first (cmake -S . -B $B && cmake --build $B)" >&2; exit 1; }
 OUT=${OUT:-$B/bench_models}
@@ -66,7 +132,6 @@ export RAVLT_ORT_DIR=$ORT_DIR
 mkdir -p "$OUT"
 RAW=$OUT/raw.jsonl
 : > "$RAW"
-PY=/usr/bin/python3
 if [ "$TORCH" = 1 ] || [ "$ORT" = 1 ]; then
   "$PY" -c 'import torch' 2>/dev/null || { echo "bench_models.sh: $PY cannot import torch (apt install python3-torch), or pass --no-torch --no-ort" >&2; exit 1; }
 fi
@@ -145,61 +210,5 @@ for r in $ROWS; do
   fi
 done
 
-# the table (markdown) from the raw records
-"$PY" - "$RAW" "$ROWS" "$TORCH" "$ORT" << 'EOF'
-import json, sys
-raw = [json.loads(l) for l in open(sys.argv[1])]
-rows, torch_on, ort_on = sys.argv[2].split(), sys.argv[3] == "1", sys.argv[4] == "1"
-labels = {"bb-s-512": ("RAVLT-S backbone", "512x512"), "bb-s-800": ("RAVLT-S backbone", "800x1344"),
-          "fpn-t": ("Semantic FPN-T", "512x2048"), "upernet-s": ("UperNet-S", "512x2048"),
-          "upernet-s-576": ("UperNet-S", "576x2304"), "cascade-s": ("Cascade Mask R-CNN-S", "800x1344"),
-          "maskrcnn-t": ("Mask R-CNN-T", "800x1344"), "retinanet-s": ("RetinaNet-S", "800x1344")}
-sg = next((d for d in raw if d["row"] == "sgemm"), {}).get("gmacs_per_s")
-print("SGEMM 2048^3: %s GMAC/s (%s)" % (("%.1f" % sg) if sg else "?",
-      next((d for d in raw if d["row"] == "sgemm"), {}).get("blas_core", "?")))
-print()
-print("| model, input | ravlt ms | PyTorch ms | ONNX Runtime ms (detectors: backbone+FPN) | vs PyTorch | vs ORT | %SGEMM | peak RSS MB ravlt / PyTorch / ORT | ORT - PyTorch max abs |")
-print("|---|---:|---:|---:|---:|---:|---:|---|---|")
-notes = []
-for r in rows:
-    rec = {d["program"]: d for d in raw if d["row"] == r}
-    rv, tq, oq = rec.get("ravlt", {}), rec.get("torch", {}), rec.get("ort", {})
-    def ms(d):
-        return "%.0f" % d["median_ms"] if "median_ms" in d else None
-    cells = [ms(rv) or ("error: " + rv.get("error", "?"))[:60]]
-    cells.append(ms(tq) or (("error: " + tq["error"])[:60] if "error" in tq else "-"))
-    if "median_ms" in oq:
-        cells.append(ms(oq))
-    elif "error" in oq:
-        notes.append("%s %s: %s" % (labels[r][0], labels[r][1], oq["error"]))
-        cells.append(oq["error"].split(":")[0] + ": see note %d" % len(notes))
-    else:
-        cells.append("-")
-    cells.append("%.2fx" % (tq["median_ms"] / rv["median_ms"]) if "median_ms" in tq and "median_ms" in rv else "")
-    if "median_ms" in oq and "median_ms" in rv:
-        st = rv.get("stages_ms", {})
-        base = rv["median_ms"]
-        if oq.get("part") == "backbone+neck":
-            base = st.get("backbone", 0) + st.get("neck", 0)
-            cells.append("%.2fx (of %.0f)" % (oq["median_ms"] / base, base))
-        else:
-            cells.append("%.2fx" % (oq["median_ms"] / base))
-    else:
-        cells.append("")
-    if sg and rv.get("gmacs") and rv.get("min_ms"):
-        cells.append("%.0f%%" % (100 * rv["gmacs"] / (rv["median_ms"] / 1e3) / sg))
-    else:
-        cells.append("")
-    cells.append(" / ".join("%.0f" % d["peak_rss_mb"] if "peak_rss_mb" in d else "-" for d in (rv, tq, oq)))
-    if "max_abs_diff" in oq:
-        c = "%.1e" % oq["max_abs_diff"]
-        if oq.get("label_agree") is not None:
-            c += ", labels %.4f%% equal" % (100 * oq["label_agree"])
-        cells.append(c)
-    else:
-        cells.append("")
-    print("| %s %s | %s |" % (labels[r][0], labels[r][1], " | ".join(cells)))
-for i, n in enumerate(notes):
-    print("\nNote %d: %s" % (i + 1, n))
-EOF
+table "$RAW"
 echo "# raw JSON: $RAW"
