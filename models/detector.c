@@ -76,7 +76,7 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
   return RV_OK;
 }
 
-const rv_family_ops rv_family_ops_RETINANET = {0, 1, retina_fpn, retina_load, retina_free,
+static const rv_family_ops rv_family_ops_RETINANET = {0, 1, retina_fpn, retina_load, retina_free,
                                                retina_forward, no_masks};
 
 /* ---- two-stage: RPN + RoI heads (Mask R-CNN: 1 stage, Cascade Mask R-CNN: 3) --------- */
@@ -160,16 +160,23 @@ static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, con
                                  ctx);
 }
 
-const rv_family_ops rv_family_ops_CASCADE_MASK_RCNN = {1, 0, two_stage_fpn, cascade_load, two_stage_free,
+static const rv_family_ops rv_family_ops_CASCADE_MASK_RCNN = {1, 0, two_stage_fpn, cascade_load, two_stage_free,
                                                        two_stage_forward, two_stage_masks};
-const rv_family_ops rv_family_ops_MASK_RCNN = {1, 0, two_stage_fpn, mask_rcnn_load, two_stage_free,
+static const rv_family_ops rv_family_ops_MASK_RCNN = {1, 0, two_stage_fpn, mask_rcnn_load, two_stage_free,
                                                two_stage_forward, two_stage_masks};
 
 /* ---- the detector: FPN + the family's head -------------------------------------------- */
 
+/* the table's ops column (models/family.h), indexed by family id */
+static const rv_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {
+#define RV_FAMILY_OPS_(id, arch, alias, prefix, type, head, sniff, task, ops) ops,
+    RV_MODEL_FAMILIES(RV_FAMILY_OPS_)
+#undef RV_FAMILY_OPS_
+};
+
 const rv_family_ops *rv_det_arch_ops(rv_det_arch a) {
   const rv_family *f = rv_family_get((int)a);
-  return f && f->task == RV_TASK_DETECT ? f->ops : NULL;
+  return f && f->task == RV_TASK_DETECT ? FAMILY_OPS[f->id] : NULL;
 }
 
 const char *rv_det_arch_name(rv_det_arch a) {

@@ -82,6 +82,7 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
 
 /* A detection family's loader and forward (the ops column of models/family.h), defined in
  * models/detector.c; the detector dispatches every per-family step through them. */
+typedef struct rv_family_ops rv_family_ops;
 struct rv_family_ops {
   int two_stage;           /* 1: RPN + RoI heads (test_cfg.rpn / .rcnn); 0: one dense head */
   int fpn_first_level;     /* backbone level of the FPN's first input (RetinaNet: 1) */

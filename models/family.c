@@ -5,7 +5,7 @@
 
 static const rv_family FAMILIES[RV_FAMILY_COUNT] = {
 #define RV_FAMILY_ROW_(id, arch, alias, prefix, type, head, sniff, task, ops) \
-  {RV_FAMILY_##id, arch, alias, prefix, type, head, sniff, task, ops},
+  {RV_FAMILY_##id, arch, alias, prefix, type, head, sniff, task},
     RV_MODEL_FAMILIES(RV_FAMILY_ROW_)
 #undef RV_FAMILY_ROW_
 };

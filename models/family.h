@@ -25,7 +25,9 @@ extern "C" {
 /* X(ID, arch, alias, name prefix, mmcv model.type, mmcv decode_head.type, sniff key, task,
  *   ops): ops is the family's loader and forward, rv_family_ops_ID, defined next to its
  * assembly (models/detector.c for detection families; NULL: the segmentor builds it from
- * the checkpoint's keys, models/segmentor.c). Sniffing tries the rows in this order. */
+ * the checkpoint's keys, models/segmentor.c). The ops column is expanded where the ops are
+ * defined (detector.c's FAMILY_OPS), not in rv_family: the table stays below the detector
+ * (no call cycle family <-> detector). Sniffing tries the rows in this order. */
 #define RV_MODEL_FAMILIES(X)                                                                       \
   X(SEMANTIC_FPN, "semantic_fpn", NULL, "semantic-fpn-", "EncoderDecoder", "FPNHead",             \
     "decode_head.scale_heads.0.0.conv.weight", RV_TASK_SEGMENT, NULL)                              \
@@ -38,11 +40,6 @@ extern "C" {
   X(MASK_RCNN, "mask_rcnn", "maskrcnn", "mask-rcnn-", "MaskRCNN", NULL,                            \
     "roi_head.bbox_head.fc_cls.weight", RV_TASK_DETECT, &rv_family_ops_MASK_RCNN)
 
-/* The loader and forward of a family (the type is defined where they are: models/detector.h). */
-typedef struct rv_family_ops rv_family_ops;
-#define RV_FAMILY_OPS_DECL_(id, ...) extern const rv_family_ops rv_family_ops_##id;
-RV_MODEL_FAMILIES(RV_FAMILY_OPS_DECL_)
-#undef RV_FAMILY_OPS_DECL_
 
 typedef enum {
 #define RV_FAMILY_ENUM_(id, ...) RV_FAMILY_##id,
@@ -60,7 +57,6 @@ typedef struct {
   const char *mmcv_head;   /* model.decode_head.type (EncoderDecoder families), else NULL */
   const char *sniff_key;   /* a state_dict key only this family has */
   rv_task task;
-  const rv_family_ops *ops; /* load / forward / free (NULL: built by the segmentor) */
 } rv_family;
 
 /* Row id (RV_FAMILY_COUNT rows), NULL when out of range. */

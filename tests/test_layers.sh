@@ -14,8 +14,8 @@ build=$(dirname "$(readlink -f "$1")")
 out=$(python3 "$root/tools/check_layers.py" "$root" --build "$build") && ok "the sources and libraries are layered" ||
   bad "the sources and libraries: $out"
 echo "$out" | tail -1
-echo "$out" | tail -1 | grep -q "^0 upward includes, 0 include cycles, 0 upward calls, [0-9]* call cycles" &&
-  ok "all four counts printed, no include violation" || bad "counts: $(echo "$out" | tail -1)"
+echo "$out" | tail -1 | grep -q "^0 upward includes, 0 include cycles, 0 upward calls, 0 call cycles" &&
+  ok "all four counts 0" || bad "counts: $(echo "$out" | tail -1)"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
