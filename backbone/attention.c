@@ -109,47 +109,68 @@ static void flash_tile(float *res, int ldr, const float *q, const float *k, cons
   }
 }
 
-rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
-                                   const float *v, int ld, int heads, int d, int n,
-                                   float scale, rv_arena *arena) {
-  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
-  const int nqt = (n + BQ - 1) / BQ;
-  const int tasks = heads * nqt;
+/* One call's tasks (head, query tile) and what they share. */
+typedef struct {
+  float *res;
+  int ldr, ld, d, n, nqt;
+  const float *q, *k, *v;
+  float scale;
+  float *scratch; /* per floats per thread */
+  size_t per;
+  const uint32_t *packed; /* bf16: K and V of every head (kwords + vwords each) */
+  size_t kwords, vwords, kgw, vgw;
+} att_job;
+
+typedef void (*att_task)(const att_job *j, int t, int tid);
+
+static int att_threads(int tasks) {
   int nth = 1;
 #ifdef _OPENMP
   nth = omp_get_max_threads();
 #endif
   if (nth > tasks) nth = tasks;
-  if (nth < 1) nth = 1;
-  const size_t per = (size_t)BQ * BK + (size_t)BQ * d + 2 * (size_t)BQ + 16;
-  rv_arena_mark mk = rv_arena_get_mark(arena);
-  float *scratch = rv_arena_floats(arena, per * nth);
-  if (!scratch) return RV_ERR_NOMEM;
-#define RUN_TASK(t, tid)                                                                        \
-  do {                                                                                         \
-    float *s_ = scratch + per * (tid), *o_ = s_ + (size_t)BQ * BK, *m_ = o_ + (size_t)BQ * d;  \
-    const int h_ = (t) / nqt, q0_ = ((t) % nqt) * BQ, bq_ = n - q0_ < BQ ? n - q0_ : BQ;       \
-    const size_t off_ = (size_t)h_ * d * ld;                                                   \
-    flash_tile(res + (size_t)h_ * d * ldr, ldr, q + off_, k + off_, v + off_, ld, d, n, scale, \
-               q0_, bq_, s_, o_, m_, m_ + BQ);                                                 \
-  } while (0)
+  return nth < 1 ? 1 : nth;
+}
+
+/* tasks 0..tasks-1 on nth threads, one at a time each (dynamic) */
+static void att_run(const att_job *j, int tasks, int nth, att_task fn) {
   if (nth == 1) {
     /* not an inactive parallel region: inside one, OpenBLAS (omp_in_parallel() false) would
      * fork its own team, which LLVM's libomp (clang builds) serialises while OpenBLAS's
      * workers wait on each other: a sched_yield livelock */
-    for (int t = 0; t < tasks; t++) RUN_TASK(t, 0);
-  } else {
+    for (int t = 0; t < tasks; t++) fn(j, t, 0);
+    return;
+  }
 #pragma omp parallel num_threads(nth)
-    {
-      int tid = 0;
+  {
+    int tid = 0;
 #ifdef _OPENMP
-      tid = omp_get_thread_num();
+    tid = omp_get_thread_num();
 #endif
 #pragma omp for schedule(dynamic, 1)
-      for (int t = 0; t < tasks; t++) RUN_TASK(t, tid);
-    }
+    for (int t = 0; t < tasks; t++) fn(j, t, tid);
   }
-#undef RUN_TASK
+}
+
+static void f32_task(const att_job *j, int t, int tid) {
+  float *s = j->scratch + j->per * tid, *o = s + (size_t)BQ * BK, *m = o + (size_t)BQ * j->d;
+  const int h = t / j->nqt, q0 = (t % j->nqt) * BQ, bq = j->n - q0 < BQ ? j->n - q0 : BQ;
+  const size_t off = (size_t)h * j->d * j->ld;
+  flash_tile(j->res + (size_t)h * j->d * j->ldr, j->ldr, j->q + off, j->k + off, j->v + off,
+             j->ld, j->d, j->n, j->scale, q0, bq, s, o, m, m + BQ);
+}
+
+rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
+                                   const float *v, int ld, int heads, int d, int n,
+                                   float scale, rv_arena *arena) {
+  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
+  const int nqt = (n + BQ - 1) / BQ, tasks = heads * nqt, nth = att_threads(tasks);
+  const size_t per = (size_t)BQ * BK + (size_t)BQ * d + 2 * (size_t)BQ + 16;
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  float *scratch = rv_arena_floats(arena, per * nth);
+  if (!scratch) return RV_ERR_NOMEM;
+  const att_job j = {res, ldr, ld, d, n, nqt, q, k, v, scale, scratch, per, NULL, 0, 0, 0, 0};
+  att_run(&j, tasks, nth, f32_task);
   rv_arena_release(arena, mk);
   return RV_OK;
 }
@@ -227,18 +248,25 @@ static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint3
   }
 }
 
+static void bf16_task(const att_job *j, int t, int tid) {
+  float *base = j->scratch + j->per * tid;
+  uint32_t *qpan = (uint32_t *)base, *ppan = qpan + rv_bf16_panel_words(j->d, BQ16);
+  float *st = (float *)(ppan + rv_bf16_panel_words(BK, BQ16));
+  float *ot = st + (size_t)BK * BQ16, *m = ot + (size_t)j->d * BQ16;
+  const int h = t / j->nqt, q0 = (t % j->nqt) * BQ16;
+  const int bq = j->n - q0 < BQ16 ? j->n - q0 : BQ16;
+  const uint32_t *kp = j->packed + (size_t)h * (j->kwords + j->vwords);
+  flash_tile_bf16(j->res + (size_t)h * j->d * j->ldr, j->ldr, kp, kp + j->kwords, j->kgw,
+                  j->vgw, j->q + (size_t)h * j->d * j->ld, j->ld, j->d, j->n, q0, bq, qpan,
+                  ppan, st, ot, m, m + BQ16, m + 2 * BQ16);
+}
+
 rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const float *k,
                                     const float *v, int ld, int heads, int d, int n,
                                     float scale, rv_arena *arena) {
   RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
   RV_ASSERT(rv_bf16_supported());
-  const int nqt = (n + BQ16 - 1) / BQ16, tasks = heads * nqt;
-  int nth = 1;
-#ifdef _OPENMP
-  nth = omp_get_max_threads();
-#endif
-  if (nth > tasks) nth = tasks;
-  if (nth < 1) nth = 1;
+  const int nqt = (n + BQ16 - 1) / BQ16, tasks = heads * nqt, nth = att_threads(tasks);
   const int np = (n + 7) / 8 * 8, dp = (d + 7) / 8 * 8;
   const size_t kgw = (size_t)8 * ((d + 1) / 2); /* K packed: rows = keys, k = channels */
   const size_t vgw = (size_t)8 * ((np + 1) / 2); /* V packed: rows = channels, k = keys */
@@ -260,34 +288,9 @@ rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const f
     if (h % 2 == 0) rv_bf16_pack_cols(dst, kgw, k + off, (size_t)ld, n, d, scale);
     else rv_bf16_pack_rows(dst + kwords, vgw, v + off, (size_t)ld, d, n, 1.0f);
   }
-#define RUN_TASK(t, tid)                                                                      \
-  do {                                                                                       \
-    float *base_ = scratch + per * (tid);                                                    \
-    uint32_t *qpan_ = (uint32_t *)base_;                                                     \
-    uint32_t *ppan_ = qpan_ + rv_bf16_panel_words(d, BQ16);                                  \
-    float *st_ = (float *)(ppan_ + rv_bf16_panel_words(BK, BQ16));                           \
-    float *ot_ = st_ + (size_t)BK * BQ16, *m_ = ot_ + (size_t)d * BQ16;                      \
-    const int h_ = (t) / nqt, q0_ = ((t) % nqt) * BQ16;                                      \
-    const int bq_ = n - q0_ < BQ16 ? n - q0_ : BQ16;                                         \
-    const uint32_t *kp_ = packed + (size_t)h_ * (kwords + vwords);                           \
-    flash_tile_bf16(res + (size_t)h_ * d * ldr, ldr, kp_, kp_ + kwords, kgw, vgw,            \
-                    q + (size_t)h_ * d * ld, ld, d, n, q0_, bq_, qpan_, ppan_, st_, ot_, m_, \
-                    m_ + BQ16, m_ + 2 * BQ16);                                               \
-  } while (0)
-  if (nth == 1) {
-    for (int t = 0; t < tasks; t++) RUN_TASK(t, 0);
-  } else {
-#pragma omp parallel num_threads(nth)
-    {
-      int tid = 0;
-#ifdef _OPENMP
-      tid = omp_get_thread_num();
-#endif
-#pragma omp for schedule(dynamic, 1)
-      for (int t = 0; t < tasks; t++) RUN_TASK(t, tid);
-    }
-  }
-#undef RUN_TASK
+  const att_job j = {res,   ldr,     ld,   d,      n,      nqt,    q,   k,  v,
+                     scale, scratch, per,  packed, kwords, vwords, kgw, vgw};
+  att_run(&j, tasks, nth, bf16_task);
   rv_arena_release(arena, mk);
   return RV_OK;
 }
