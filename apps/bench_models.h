@@ -5,7 +5,7 @@
  * classes; FPN 256, RPN, RoI heads with 1024-wide fcs, 80 classes).
  *
  * Detection counts are forced to realistic values (random weights otherwise give 0 or
- * thousands of boxes), as bench/bench_det.c does:
+ * thousands of boxes):
  *   - Mask R-CNN / Cascade: the RPN keeps its test_cfg (nms_pre 1000 per level, NMS 0.7,
  *     1000 proposals per image: random scores fill them); rcnn score_thr 0, so the RoI head
  *     keeps max_per_img = 100 detections, each with its mask pasted at image size.

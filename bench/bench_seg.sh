@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Whole segmentation model benchmark: ravlt (bench/bench_seg.c) against the PyTorch port of
+# Whole segmentation model benchmark: ravlt (`ravlt bench NAME --random-weights`) against the PyTorch port of
 # the official mmseg/GLTA code (tools/seg_torch.py + tools/ravlt_torch.py: same semantics,
 # checked against the head fixtures) on the same machine, threads, random weights and input.
 # Both time backbone + decode head + resize to the input + rescale + argmax (whole mode);
 # PyTorch also materialises the logits and the softmax, as mmseg does. Not a test: minutes.
+# MODEL upernet-s / fpn-t ... is the PyTorch port's short name; ravlt runs the published model
+# of that name (upernet-ravlt-s, semantic-fpn-ravlt-t: `ravlt models`; others are refused).
 #
 #   bash bench/bench_seg.sh [BUILD_DIR=build] [--threads N] [--runs N]
 #                           [--models "upernet-s fpn-t"] [--sizes "512x2048"] [--no-torch]
@@ -25,10 +27,9 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[ -f "$B/libravlt.a" ] || { echo "build the library first: cmake -S . -B $B && cmake --build $B" >&2; exit 1; }
-gcc -std=c11 -O2 -fopenmp -I. -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/bench_seg.c \
-  "$B/libravlt.a" $(pkg-config --libs opencv4 libcjson libzip) \
-  -L/usr/lib/x86_64-linux-gnu/openblas-openmp -lopenblas -lstdc++ -lm -o "$B/bench_seg"
+[ -x "$B/ravlt" ] || { echo "build ravlt first: cmake -S . -B $B && cmake --build $B" >&2; exit 1; }
+# the PyTorch port's short name -> the model name ravlt bench takes
+full_name() { case $1 in upernet-*) echo "upernet-ravlt-${1#upernet-}" ;; fpn-*) echo "semantic-fpn-ravlt-${1#fpn-}" ;; *) echo "$1" ;; esac; }
 if [ -z "${OPENBLAS_CORETYPE+x}" ]; then
   if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
   elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell; fi
@@ -43,9 +44,9 @@ printf "%-10s %-9s %9s %8s %8s %8s %7s | %9s %8s %8s %8s %7s | %7s\n" model size
   torch_ms backbone head post RSS_MB speedup
 for m in $MODELS; do
   for s in $SIZES; do
-    r=$("$B/bench_seg" "$m" "$s" "$RUNS" --json)
+    r=$("$B/ravlt" bench "$(full_name "$m")" --random-weights --size "$s" --threads "$THREADS" --runs "$RUNS" --json -)
     line=$(printf "%-10s %-9s %9.0f %8.0f %8.0f %8.0f %7.0f" "$m" "$s" "$(num "$r" median_ms)" \
-      "$(num "$r" backbone_ms)" "$(num "$r" head_ms)" "$(num "$r" post_ms)" "$(num "$r" peak_rss_mb)")
+      "$(num "$r" backbone)" "$(num "$r" head)" "$(num "$r" post)" "$(num "$r" peak_rss_mb)")
     if [ "$TORCH" = 1 ]; then
       t=$(/usr/bin/python3 tools/seg_torch.py bench "$m" --size "$s" --threads "$THREADS" --runs "$RUNS" --json)
       sp=$(awk -v a="$(num "$t" median_ms)" -v b="$(num "$r" median_ms)" 'BEGIN { printf "%.2fx", a / b }')
