@@ -285,12 +285,9 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   int32_t *labels = NULL;
   double *tot = NULL, *cpu = NULL, *stg = NULL;
   rv_status st = path ? rv_model_load_ex(&model, path, name, lo, ctx) : rv_bench_model_create(&rnd, name, 1, ctx);
-  if (st == RV_OK && model) st = rv_cli_set_precision(model, precision, ctx);
-  if (st == RV_OK && !model && precision && strcmp(precision, "f32") != 0) { /* as rv_model_set_precision */
-    rv_precision p;
-    st = rv_precision_parse(precision, &p, ctx);
-    if (st == RV_OK) st = rv_ravlt_set_bf16(rnd.backbone, p == RV_PRECISION_BF16, ctx);
-  }
+  if (st == RV_OK)
+    st = model ? rv_cli_set_precision(model, precision, ctx)
+               : rv_cli_set_backbone_precision(rnd.backbone, precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   if (model) {
     m = (dense_model){rv_model_task(model), rv_model_arch(model), rv_model_backbone(model),
@@ -473,7 +470,7 @@ int rv_cmd_bench(int argc, char **argv) {
   st = wts ? rv_ravlt_create(&m, &cfg, wts, NULL, ctx) : rv_ravlt_create_random(&m, &cfg, 1, ctx);
   rv_weights_free(wts);
   wts = NULL;
-  if (st == RV_OK && bo.precision && !strcmp(bo.precision, "bf16")) st = rv_ravlt_set_bf16(m, 1, ctx);
+  if (st == RV_OK) st = rv_cli_set_backbone_precision(m, bo.precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_ravlt_costs cost;
   if ((st = rv_ravlt_count(&cfg, h, w, &cost, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }

@@ -88,7 +88,7 @@ int rv_cmd_classify(int argc, char **argv) {
     if (st == RV_OK) st = rv_params_check_unused(&P, NULL, co.strict, "classifier", ctx);
     rv_params_free(&P);
   }
-  if (st == RV_OK && co.precision && !strcmp(co.precision, "bf16")) st = rv_ravlt_set_bf16(m, 1, ctx);
+  if (st == RV_OK) st = rv_cli_set_backbone_precision(m, co.precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_weights_free(w);
   w = NULL;

@@ -96,7 +96,7 @@ static const rv_opt OPTS[] = {
     {"--no-seek", NULL, RV_OPT_FLAG, VO(no_seek), 0, 0, NULL, NULL,
      "under mpirun: ranks reach their first frame by decoding from frame 0\n"
      "instead of seeking (for files whose seeking is not frame-exact)", 0},
-    {"--precision", NULL, RV_OPT_CHOICE, VO(precision), 0, 0, "f32|bf16", "P", RV_CLI_PRECISION_HELP, 0},
+    RV_CLI_PRECISION_OPT(video_cli_opts, v.precision),
     RV_OPT_STRICT(video_cli_opts, v.strict),
     RV_OPT_END};
 #undef VO

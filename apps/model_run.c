@@ -107,6 +107,13 @@ rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx) 
   return rv_model_set_precision(m, p, ctx);
 }
 
+rv_status rv_cli_set_backbone_precision(rv_ravlt *b, const char *precision, rv_ctx *ctx) {
+  if (!precision || !strcmp(precision, "f32")) return RV_OK;
+  rv_precision p;
+  RV_TRY(rv_precision_parse(precision, &p, ctx));
+  return rv_ravlt_set_bf16(b, p == RV_PRECISION_BF16, ctx);
+}
+
 rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights, const char *use, rv_ctx *ctx) {
   if (rv_model_task(m) == want) return RV_OK;
   const int det = want == RV_TASK_DETECT;

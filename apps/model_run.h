@@ -40,6 +40,8 @@ rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights
 #define RV_CLI_PRECISION_OPT(T, f)                                                              \
   {"--precision", NULL, RV_OPT_CHOICE, offsetof(T, f), 0, 0, "f32|bf16", "P", RV_CLI_PRECISION_HELP, 0}
 rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx);
+/* The same for a bare backbone (classifier presets and checkpoints, random models of bench). */
+rv_status rv_cli_set_backbone_precision(rv_ravlt *b, const char *precision, rv_ctx *ctx);
 /* Class names and RGB palette arrays of the model (malloc'd; free with free()). */
 int rv_cli_class_tables(const rv_model *m, const char ***names, unsigned char (**palette)[3]);
 /* out = dir + "/" + basename(path) without extension + suffix. */
