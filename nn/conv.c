@@ -25,10 +25,51 @@ void rv_convmod_free(rv_convmod *m) {
   m->w = m->b = NULL;
 }
 
+rv_status rv_mod_read(rv_convmod *m, rv_params *p, rv_mod_kind kind, const char *wkey,
+                      const int64_t *want, const char *bkey, const char *bn, rv_ctx *ctx) {
+  memset(m, 0, sizeof *m);
+  m->kind = kind;
+  const rv_wtensor *wt;
+  RV_TRY(rv_param_alloc(p, &m->w, &wt, wkey, kind == RV_MOD_LINEAR ? 2 : 4, want, ctx));
+  if (kind == RV_MOD_CONV && (wt->shape[2] != wt->shape[3] || wt->shape[2] % 2 != 1 ||
+                              wt->shape[0] > (1 << 20) || wt->shape[1] > (1 << 20))) {
+    char s[96];
+    rv_param_shape_str(s, sizeof s, wt->ndim, wt->shape);
+    rv_convmod_free(m);
+    return rv_error(ctx, RV_ERR_MODEL, "%s: key '%s' has shape %s, expected [cout, cin, k, k] with odd k",
+                    rv_params_path(p), wkey, s);
+  }
+  /* linear [cout, cin]; conv [cout, cin, k, k]; transposed conv [cin, cout, k, k] */
+  m->cout = (int)wt->shape[kind == RV_MOD_DECONV ? 1 : 0];
+  m->cin = (int)wt->shape[kind == RV_MOD_DECONV ? 0 : 1];
+  m->k = kind == RV_MOD_LINEAR ? 0 : (int)wt->shape[2];
+  m->stride = 1;
+  m->pad = m->k / 2;
+  m->act = RV_ACT_NONE;
+  m->algo = RV_CONV_AUTO;
+  m->b = rv_calloc((size_t)m->cout, sizeof(float));
+  if (!m->b) {
+    rv_convmod_free(m);
+    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory for key '%s'", rv_params_path(p), wkey);
+  }
+  rv_status st = RV_OK;
+  const int64_t vec[1] = {m->cout};
+  if (bkey && rv_param_find(p, bkey)) st = rv_param_read(p, m->b, bkey, 1, vec, ctx);
+  if (st == RV_OK && bn) {
+    char key[512];
+    snprintf(key, sizeof key, "%s.weight", bn);
+    if (rv_param_find(p, key))
+      st = rv_param_bn_fold(p, m->w, m->b, m->cout, (size_t)m->cin * (size_t)m->k * (size_t)m->k, bn,
+                            BN_EPS, ctx);
+  }
+  if (st != RV_OK) rv_convmod_free(m);
+  return st;
+}
+
 rv_status rv_convmod_load(rv_convmod *m, rv_params *p, const char *prefix, int cin, int cout,
                           int k, int stride, rv_act act, rv_ctx *ctx) {
   memset(m, 0, sizeof *m);
-  char name[512], bname[512];
+  char name[512], bname[512], bn[512];
   /* a ConvModule (P.conv.weight) or a plain conv (P.weight) */
   int is_module = find_fmt(p, name, sizeof name, prefix, ".conv.weight") != NULL;
   if (!is_module && !find_fmt(p, name, sizeof name, prefix, ".weight")) {
@@ -37,40 +78,13 @@ rv_status rv_convmod_load(rv_convmod *m, rv_params *p, const char *prefix, int c
                 !find_fmt(p, bname, sizeof bname, prefix, ".conv.bias");
     snprintf(name, sizeof name, "%s%s", prefix, plain ? ".weight" : ".conv.weight");
   }
+  snprintf(bname, sizeof bname, "%s%s", prefix, is_module ? ".conv.bias" : ".bias");
+  snprintf(bn, sizeof bn, "%s.bn", prefix);
   const int64_t want[4] = {cout, cin, k, k};
-  const rv_wtensor *wt;
-  RV_TRY(rv_param_get(p, &wt, name, 4, want, ctx));
-  if (wt->shape[2] != wt->shape[3] || wt->shape[2] % 2 != 1 || wt->shape[0] > (1 << 20) ||
-      wt->shape[1] > (1 << 20)) {
-    char s[96];
-    rv_param_shape_str(s, sizeof s, wt->ndim, wt->shape);
-    return rv_error(ctx, RV_ERR_MODEL, "%s: key '%s' has shape %s, expected [cout, cin, k, k] with odd k",
-                    rv_params_path(p), name, s);
-  }
-  m->cout = (int)wt->shape[0];
-  m->cin = (int)wt->shape[1];
-  m->k = (int)wt->shape[2];
+  RV_TRY(rv_mod_read(m, p, RV_MOD_CONV, name, want, bname, is_module ? bn : NULL, ctx));
   m->stride = stride;
-  m->pad = (m->k - 1) / 2;
   m->act = act;
-  size_t per_out = (size_t)m->cin * (size_t)m->k * (size_t)m->k;
-  m->w = rv_malloc((size_t)m->cout * per_out * sizeof(float));
-  m->b = rv_calloc((size_t)m->cout, sizeof(float));
-  if (!m->w || !m->b) {
-    rv_convmod_free(m);
-    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory loading '%s'", rv_params_path(p), name);
-  }
-  rv_wtensor_to_f32(wt, m->w);
-  rv_status st = RV_OK;
-  const int64_t vec[1] = {m->cout};
-  if (find_fmt(p, bname, sizeof bname, prefix, is_module ? ".conv.bias" : ".bias"))
-    st = rv_param_read(p, m->b, bname, 1, vec, ctx);
-  if (st == RV_OK && is_module && find_fmt(p, bname, sizeof bname, prefix, ".bn.weight")) {
-    snprintf(bname, sizeof bname, "%s.bn", prefix);
-    st = rv_param_bn_fold(p, m->w, m->b, m->cout, per_out, bname, BN_EPS, ctx);
-  }
-  if (st != RV_OK) rv_convmod_free(m);
-  return st;
+  return RV_OK;
 }
 
 void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow) {
@@ -78,19 +92,21 @@ void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow) {
   *ow = rv_conv_out_size(w, m->k, m->stride, m->pad, 1);
 }
 
-static rv_status forward_into(const rv_convmod *m, float *y, size_t y_batch_stride, rv_tensor x,
-                              int accumulate, rv_arena *a, rv_ctx *ctx) {
+rv_status rv_convmod_run(const rv_convmod *m, float *y, size_t y_batch_stride, rv_tensor x,
+                         rv_act act, int accumulate, rv_arena *a, rv_ctx *ctx) {
   RV_ASSERT(m && m->w && y && x.data);
   if (x.c != m->cin)
     return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
   rv_conv_params p = rv_conv_default_params(m->k, m->stride, m->pad);
-  p.act = m->act;
+  p.act = act;
   p.algo = m->algo;
   p.accumulate = accumulate;
+  /* stride 0: the whole batch in one call; else item by item */
+  const int calls = y_batch_stride ? x.n : 1, n = y_batch_stride ? 1 : x.n;
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
-  for (int i = 0; i < x.n; i++) {
+  for (int i = 0; i < calls; i++) {
     rv_status st = rv_conv2d_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item, m->w,
-                                 m->b, 1, x.c, x.h, x.w, m->cout, p, a);
+                                 m->b, n, x.c, x.h, x.w, m->cout, p, a);
     if (st != RV_OK)
       return rv_error(ctx, st, "conv %dx%d (%d -> %d channels, %dx%d input): %s", m->k, m->k, m->cin,
                       m->cout, x.h, x.w, rv_status_str(st));
@@ -100,12 +116,12 @@ static rv_status forward_into(const rv_convmod *m, float *y, size_t y_batch_stri
 
 rv_status rv_convmod_forward_into(const rv_convmod *m, float *y, size_t y_batch_stride,
                                   rv_tensor x, rv_arena *a, rv_ctx *ctx) {
-  return forward_into(m, y, y_batch_stride, x, 0, a, ctx);
+  return rv_convmod_run(m, y, y_batch_stride, x, m->act, 0, a, ctx);
 }
 
 rv_status rv_convmod_accumulate_into(const rv_convmod *m, float *y, size_t y_batch_stride,
                                      rv_tensor x, rv_arena *a, rv_ctx *ctx) {
-  return forward_into(m, y, y_batch_stride, x, 1, a, ctx);
+  return rv_convmod_run(m, y, y_batch_stride, x, m->act, 1, a, ctx);
 }
 
 rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batch_stride,

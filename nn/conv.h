@@ -47,6 +47,15 @@ typedef struct {
   rv_mod_kind kind;
 } rv_convmod;
 
+/* The one reading path of the module type (rv_convmod_load and nn/layer.h's loaders are
+ * wrappers): the weight `wkey` through nn/param.h (want: the expected shape, -1 any; ndim 2
+ * for RV_MOD_LINEAR [cout, cin], else 4: conv [cout, cin, k, k] with a square odd k,
+ * transposed [cin, cout, k, k]), the bias `bkey` when present (else zeros; bkey may be
+ * NULL), BatchNorm at `bn` ("P.bn", eps 1e-5) folded when `bn`.weight is present (bn may be
+ * NULL). Leaves stride 1, pad k/2, act none, algo RV_CONV_AUTO; m is zeroed on error. */
+rv_status rv_mod_read(rv_convmod *m, rv_params *p, rv_mod_kind kind, const char *wkey,
+                      const int64_t *want, const char *bkey, const char *bn, rv_ctx *ctx);
+
 /* Load the module at `prefix`. cin / cout / k: expected values, or -1 to accept the
  * checkpoint's. RV_ERR_NOTFOUND when no weight exists, RV_ERR_MODEL on a shape mismatch
  * (nn/param.h's wording: the key and both shapes). */
@@ -58,6 +67,13 @@ void rv_convmod_free(rv_convmod *m);
 
 /* Output spatial size for an input of h x w. */
 void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow);
+
+/* The one conv forward (every forward below and rv_layer_conv): y = act([y if accumulate]
+ * + conv(x) + b) with the module's weights, stride, pad and algo and the given act; batch
+ * item i at y + i*y_batch_stride (floats), or with y_batch_stride 0 the whole batch in one
+ * kernel call (y contiguous [x.n, cout, oh, ow]: the RoI heads' convs over all rois). */
+rv_status rv_convmod_run(const rv_convmod *m, float *y, size_t y_batch_stride, rv_tensor x,
+                         rv_act act, int accumulate, rv_arena *a, rv_ctx *ctx);
 
 /* y = act(conv(x) + b), y allocated from the arena as [x.n, cout, oh, ow]. */
 rv_status rv_convmod_forward(const rv_convmod *m, rv_tensor *y, rv_tensor x, rv_arena *a,

@@ -5,36 +5,13 @@
 #include <string.h>
 
 rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_ctx *ctx) {
-  memset(l, 0, sizeof *l);
-  l->algo = RV_CONV_AUTO;
-  char key[512];
-  snprintf(key, sizeof key, "%s.weight", name);
+  char wkey[512], bkey[512];
+  snprintf(wkey, sizeof wkey, "%s.weight", name);
+  snprintf(bkey, sizeof bkey, "%s.bias", name);
   const int kk = k < 0 ? -k : k;
-  l->kind = k == 0 ? RV_MOD_LINEAR : k < 0 ? RV_MOD_DECONV : RV_MOD_CONV;
-  l->stride = 1;
-  l->pad = kk / 2;
-  /* linear [cout, cin]; conv [cout, cin, k, k]; transposed conv (k < 0) [cin, cout, k, k] */
-  const int64_t shape[4] = {-1, -1, kk, kk};
-  RV_TRY(rv_param_alloc(p, &l->w, NULL, key, k == 0 ? 2 : 4, shape, ctx));
-  const rv_wtensor *tw = rv_param_find(p, key);
-  l->cout = (int)tw->shape[k < 0 ? 1 : 0];
-  l->cin = (int)tw->shape[k < 0 ? 0 : 1];
-  l->k = kk;
-  snprintf(key, sizeof key, "%s.bias", name);
-  l->b = rv_calloc((size_t)l->cout, sizeof(float));
-  if (!l->b) {
-    rv_layer_free(l);
-    return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory for key '%s'", rv_params_path(p), key);
-  }
-  if (rv_param_find(p, key)) {
-    const int64_t vec[1] = {l->cout};
-    rv_status st = rv_param_read(p, l->b, key, 1, vec, ctx);
-    if (st != RV_OK) {
-      rv_layer_free(l);
-      return st;
-    }
-  }
-  return RV_OK;
+  const int64_t want[4] = {-1, -1, kk, kk};
+  return rv_mod_read(l, p, k == 0 ? RV_MOD_LINEAR : k < 0 ? RV_MOD_DECONV : RV_MOD_CONV, wkey, want,
+                     bkey, NULL, ctx);
 }
 
 rv_status rv_layer_load_convmodule(rv_layer *l, rv_params *p, const char *prefix, int k,
@@ -54,10 +31,11 @@ void rv_layer_free(rv_layer *l) { rv_convmod_free(l); }
 
 rv_status rv_layer_conv(float *y, const rv_layer *l, const float *x, int n, int h, int w,
                         rv_act act, rv_arena *scratch) {
-  rv_conv_params p = rv_conv_default_params(l->k, 1, l->k / 2);
-  p.act = act;
-  p.algo = l->algo;
-  return rv_conv2d_f32(y, x, l->w, l->b, n, l->cin, h, w, l->cout, p, scratch);
+  rv_layer m = *l; /* stride 1, pad k/2 whatever a hand-built layer holds */
+  m.stride = 1;
+  m.pad = l->k / 2;
+  const rv_tensor xt = {(float *)x, n, l->cin, h, w};
+  return rv_convmod_run(&m, y, 0, xt, act, 0, scratch, NULL);
 }
 
 void rv_layer_linear(float *y, const rv_layer *l, const float *x, int n, rv_act act) {

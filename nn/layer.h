@@ -1,6 +1,7 @@
 /* A plain layer read from a checkpoint: nn.Linear, nn.Conv2d (k x k, stride 1, pad k/2) or
  * nn.ConvTranspose2d (2x2, stride 2), bias zeros when absent, a ConvModule's BatchNorm folded
- * in at load; all read through nn/param.h. The detection heads are built of these.
+ * in at load; all read by nn/conv.h's rv_mod_read (through nn/param.h) and run by its
+ * rv_convmod_run. The detection heads are built of these.
  *
  *   rv_layer fc;
  *   rv_params P = rv_params_view(w);
@@ -33,7 +34,8 @@ rv_status rv_layer_load(rv_layer *l, rv_params *p, const char *name, int k, rv_c
 rv_status rv_layer_load_convmodule(rv_layer *l, rv_params *p, const char *prefix, int k,
                                    rv_ctx *ctx);
 void rv_layer_free(rv_layer *l);
-/* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3), with l->algo. */
+/* y[n, cout, h, w] = act(conv(x)), stride 1, pad k/2 (k = 1 or 3), with l->algo: the whole
+ * batch in one rv_convmod_run call. */
 rv_status rv_layer_conv(float *y, const rv_layer *l, const float *x, int n, int h, int w,
                         rv_act act, rv_arena *scratch);
 /* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */

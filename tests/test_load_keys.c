@@ -4,9 +4,11 @@
  * and Mask R-CNN fixtures written back as safetensors with keys added or renamed. */
 #define _POSIX_C_SOURCE 200809L
 #include "models/model.h"
+#include "nn/layer.h"
 #include "nn/param.h"
 #include "test_util.h"
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -163,9 +165,88 @@ static void test_param_loader(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* nn/'s one reading path and one conv forward: a plain conv read by rv_layer_load and by
+ * rv_convmod_load is the same module (weights, bias, shape), and rv_layer_conv (the batch in
+ * one call) equals rv_convmod_forward_into (item by item) bit for bit; a ConvModule with BN
+ * folds it (rv_layer_load_convmodule == rv_convmod_load) and consumes every BN key; an even
+ * kernel and a missing weight are refused with nn/param.h's wording. */
+static void test_module_reader(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_weights *w = rv_weights_new("mem.safetensors");
+  enum { CO = 5, CI = 4 };
+  float cw[CO * CI * 9], cb[CO], bn[4][CO], ew[CO * CI * 4];
+  for (int i = 0; i < CO * CI * 9; i++) cw[i] = (float)((i * 37) % 19 - 9) / 16.0f;
+  for (int i = 0; i < CO * CI * 4; i++) ew[i] = 1.0f;
+  for (int c = 0; c < CO; c++) {
+    cb[c] = 0.25f * (float)c - 0.5f;
+    bn[0][c] = 0.1f * (float)c;          /* running_mean */
+    bn[1][c] = 1.0f + 0.5f * (float)c;   /* running_var */
+    bn[2][c] = 2.0f - 0.25f * (float)c;  /* weight */
+    bn[3][c] = -0.3f + 0.2f * (float)c;  /* bias */
+  }
+  const int64_t s4[4] = {CO, CI, 3, 3}, s1[1] = {CO}, e4[4] = {CO, CI, 2, 2};
+  static const char *const bnk[4] = {"running_mean", "running_var", "weight", "bias"};
+  assert_int_equal(rv_weights_add(w, "plain.weight", RV_DT_F32, 4, s4, cw, sizeof cw, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_add(w, "plain.bias", RV_DT_F32, 1, s1, cb, sizeof cb, 0, ctx), RV_OK);
+  assert_int_equal(rv_weights_add(w, "cm.conv.weight", RV_DT_F32, 4, s4, cw, sizeof cw, 0, ctx), RV_OK);
+  for (int i = 0; i < 4; i++) {
+    char k[64];
+    snprintf(k, sizeof k, "cm.bn.%s", bnk[i]);
+    assert_int_equal(rv_weights_add(w, k, RV_DT_F32, 1, s1, bn[i], sizeof bn[i], 0, ctx), RV_OK);
+  }
+  assert_int_equal(rv_weights_add(w, "even.weight", RV_DT_F32, 4, e4, ew, sizeof ew, 0, ctx), RV_OK);
+  rv_params p;
+  assert_int_equal(rv_params_init(&p, w, ctx), RV_OK);
+  rv_layer l, cm, lm;
+  rv_convmod m;
+  assert_int_equal(rv_layer_load(&l, &p, "plain", 3, ctx), RV_OK);
+  assert_int_equal(rv_convmod_load(&m, &p, "plain", CI, CO, 3, 1, RV_ACT_NONE, ctx), RV_OK);
+  assert_int_equal(l.cin, CI), assert_int_equal(l.cout, CO), assert_int_equal(l.k, 3);
+  assert_int_equal(m.cin, l.cin), assert_int_equal(m.cout, l.cout), assert_int_equal(m.k, l.k);
+  assert_int_equal(m.pad, l.pad), assert_int_equal(m.stride, l.stride);
+  assert_memory_equal(l.w, m.w, sizeof cw);
+  assert_memory_equal(l.b, cb, sizeof cb);
+  assert_memory_equal(m.b, cb, sizeof cb);
+  /* one forward: the batch in one call == item by item */
+  enum { N = 2, H = 6, W = 7 };
+  float x[N * CI * H * W], y1[N * CO * H * W], y2[N * CO * H * W];
+  for (int i = 0; i < N * CI * H * W; i++) x[i] = (float)((i * 13) % 23 - 11) / 8.0f;
+  rv_arena *a = rv_arena_create(0);
+  assert_int_equal(rv_layer_conv(y1, &l, x, N, H, W, RV_ACT_RELU, a), RV_OK);
+  m.act = RV_ACT_RELU;
+  rv_tensor xt = {x, N, CI, H, W};
+  assert_int_equal(rv_convmod_forward_into(&m, y2, (size_t)CO * H * W, xt, a, ctx), RV_OK);
+  assert_memory_equal(y1, y2, sizeof y1);
+  /* BN folded: w' = w g / sqrt(v + 1e-5), b' = beta - mean g / sqrt(v + 1e-5) */
+  assert_int_equal(rv_layer_load_convmodule(&lm, &p, "cm", 3, ctx), RV_OK);
+  assert_int_equal(rv_convmod_load(&cm, &p, "cm", -1, -1, 3, 1, RV_ACT_NONE, ctx), RV_OK);
+  assert_memory_equal(lm.w, cm.w, sizeof cw);
+  assert_memory_equal(lm.b, cm.b, sizeof cb);
+  for (int c = 0; c < CO; c++) {
+    double g = bn[2][c] / sqrt((double)bn[1][c] + 1e-5);
+    assert_float_equal(cm.w[c * CI * 9 + 4], cw[c * CI * 9 + 4] * g, 1e-6);
+    assert_float_equal(cm.b[c], bn[3][c] - bn[0][c] * g, 1e-6);
+  }
+  /* refusals */
+  rv_convmod bad;
+  assert_int_equal(rv_convmod_load(&bad, &p, "even", -1, -1, -1, 1, RV_ACT_NONE, ctx), RV_ERR_MODEL);
+  assert_string_equal(rv_ctx_errmsg(ctx), "mem.safetensors: key 'even.weight' has shape [5, 4, 2, 2], "
+                                          "expected [cout, cin, k, k] with odd k");
+  assert_null(bad.w);
+  assert_int_equal(rv_layer_load(&bad, &p, "none", 1, ctx), RV_ERR_NOTFOUND);
+  assert_string_equal(rv_ctx_errmsg(ctx), "mem.safetensors: missing key 'none.weight' (expected shape [?, ?, 1, 1])");
+  rv_layer_free(&l), rv_layer_free(&lm), rv_convmod_free(&m), rv_convmod_free(&cm);
+  rv_arena_free(a);
+  rv_params_free(&p);
+  rv_weights_free(w);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_param_loader),
+      cmocka_unit_test(test_module_reader),
       cmocka_unit_test(test_semantic_fpn),
       cmocka_unit_test(test_mask_rcnn),
   };
