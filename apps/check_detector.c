@@ -15,6 +15,7 @@
  * roi.stageS.*, mask.*, det.masks) are then compared in the matched order, and the number
  * of rows so matched is printed. */
 #include "apps/check_fixture.h"
+#include "eval/compare.h"
 #include "models/detector.h"
 
 #include <math.h>
@@ -90,50 +91,29 @@ static saved_t *find_saved(trace_ctx *t, const char *name) {
 
 /* Near ties: float32 cannot order two rows whose scores differ by less than its own error,
  * so a row i of the reference may be matched to a computed row order[j] a few places away
- * when (a) the reference scores of rows i and j are within tie_tol of each other, and (b)
- * the computed row agrees with reference row i (label, box within box_tol, score within
- * tie_tol). order[] comes in as the base order (identity, or class order) and leaves with
- * the matched one; returns the number of rows matched away from their base place. */
+ * (WINDOW) when (a) the reference scores of rows i and j are within tie_tol of each other,
+ * and (b) the computed row agrees with reference row i (label, box within box_tol, score
+ * within tie_tol): eval/compare.h's matcher. order[] comes in as the base order (identity,
+ * or class order) and leaves with the matched one (an unmatched row keeps its base place);
+ * returns the number of rows matched away from their base place. */
 static int match_near_ties(int *order, int n, const float *rbox, int rstride, const float *rscore,
                            const float *rlabel, const float *box, const float *score,
                            const int *label, double box_tol, double tie_tol) {
   enum { WINDOW = 16 };
-  int *base = malloc(sizeof(int) * (size_t)(n + 1)), *used = calloc((size_t)n + 1, sizeof(int));
-  if (!base || !used) {
-    free(base);
-    free(used);
-    return 0;
-  }
-  memcpy(base, order, sizeof(int) * (size_t)n);
+  int *base = malloc(sizeof(int) * (size_t)(n + 1)), *match = malloc(sizeof(int) * (size_t)(n + 1));
+  int *match_got = malloc(sizeof(int) * (size_t)(n + 1));
   int moved = 0;
-#define ROW_OK(i, c)                                                                      \
-  ((!rlabel || label[c] == (int)rlabel[i]) && fabs((double)score[c] - rscore[i]) <= tie_tol && \
-   fabs((double)box[(c)*4] - rbox[(size_t)(i)*rstride]) <= box_tol &&                       \
-   fabs((double)box[(c)*4 + 1] - rbox[(size_t)(i)*rstride + 1]) <= box_tol &&               \
-   fabs((double)box[(c)*4 + 2] - rbox[(size_t)(i)*rstride + 2]) <= box_tol &&               \
-   fabs((double)box[(c)*4 + 3] - rbox[(size_t)(i)*rstride + 3]) <= box_tol)
-  for (int i = 0; i < n; i++) {
-    int c = base[i];
-    if (!used[i] && ROW_OK(i, c)) {
-      order[i] = c;
-      used[i] = 1;
-      continue;
-    }
-    order[i] = c;
-    int lo = i - WINDOW < 0 ? 0 : i - WINDOW, hi = i + WINDOW >= n ? n - 1 : i + WINDOW;
-    for (int k = lo; k <= hi; k++) {
-      if (used[k] || fabs((double)rscore[k] - rscore[i]) > tie_tol) continue;
-      if (ROW_OK(i, base[k])) {
-        order[i] = base[k];
-        used[k] = 1;
-        moved += k != i;
-        break;
-      }
-    }
+  if (base && match && match_got) {
+    memcpy(base, order, sizeof(int) * (size_t)n);
+    const rv_det_list ref = {n, rbox, rstride, rscore, 1, NULL, rlabel, NULL};
+    const rv_det_list got = {n, box, 4, score, 1, label, NULL, base};
+    const rv_det_match_opts o = {tie_tol, box_tol, 0, 0, 1, 1, WINDOW, tie_tol};
+    moved = rv_match_detections(match, match_got, &ref, &got, &o).moved;
+    for (int i = 0; i < n; i++) order[i] = base[match[i] >= 0 ? match[i] : i];
   }
-#undef ROW_OK
   free(base);
-  free(used);
+  free(match);
+  free(match_got);
   return moved;
 }
 

@@ -9,8 +9,9 @@
  *  - segmentation: label_map identical wherever label_margin > 1e-3;
  *  - detection: detections in mmdet's bbox2result order (class-major); each reference
  *    detection matched to a computed one with the same label, score within 1e-4 and
- *    coordinates within 0.05 px (same position first, else among tied scores, which the
- *    reference's unstable sort orders arbitrarily); unmatched detections on either side only
+ *    coordinates within 0.05 px (eval/compare.h's matcher: same position first, else the
+ *    closest elsewhere, as the reference's unstable sort orders tied scores arbitrarily);
+ *    unmatched detections on either side only
  *    within 1e-4 of the 0.05 score threshold; masks (rows det_masks_index) IoU >= 0.99
  *    with the reference; matched mask areas within 1% (+2 px) of det_mask_areas.
  */
@@ -215,50 +216,29 @@ static void check_detection(rv_check_state *s, const rv_model *m, const rv_image
   }
   int nref = (int)nlab;
   rv_detections_class_order(order, &det);
-  /* Match reference detections to computed ones: the same position when it agrees, else
-   * any unmatched detection of the same label within the score and box tolerances (tied
-   * scores are ordered arbitrarily by the reference's unstable sort). Unmatched detections
-   * are allowed only next to the score threshold. */
+  /* Match reference detections to computed ones (eval/compare.h): the same position when it
+   * agrees, else the closest unmatched detection of the same label within the score and box
+   * tolerances (tied scores are ordered arbitrarily by the reference's unstable sort).
+   * Unmatched detections are allowed only next to the score threshold. */
   int *match = malloc(sizeof(int) * (size_t)(nref + 1));
-  char *used = calloc((size_t)det.n + 1, 1);
-  if (!match || !used) {
+  int *match_got = malloc(sizeof(int) * (size_t)(det.n + 1));
+  if (!match || !match_got) {
     free(match);
-    free(used);
+    free(match_got);
     rv_check_report(s, "detections", 0, "out of memory");
     goto out;
   }
-  double box_err = 0, score_err = 0;
-  int unmatched_ref = 0, unmatched_near = 0, reordered = 0;
-  for (int i = 0; i < nref; i++) {
-    match[i] = -1;
-    for (int pass = 0; pass < 2 && match[i] < 0; pass++) {
-      for (int j = pass ? 0 : i; j < (pass ? det.n : (i < det.n ? i + 1 : i)); j++) {
-        int k = order[j];
-        if (used[j] || det.labels[k] != (int)rl[i] || fabs((double)det.scores[k] - rb[5 * i + 4]) > SCORE_TOL) continue;
-        double e = 0;
-        for (int c = 0; c < 4; c++) e = fmax(e, fabs((double)det.bboxes[4 * k + c] - rb[5 * i + c]));
-        if (e > BOX_TOL) continue;
-        match[i] = j;
-        used[j] = 1;
-        reordered += j != i;
-        break;
-      }
-    }
-    if (match[i] < 0) {
-      unmatched_ref++;
-      unmatched_near += fabs(rb[5 * i + 4] - 0.05) < SCORE_TOL;
-      continue;
-    }
-    int k = order[match[i]];
-    for (int c = 0; c < 4; c++) box_err = fmax(box_err, fabs((double)det.bboxes[4 * k + c] - rb[5 * i + c]));
-    score_err = fmax(score_err, fabs((double)det.scores[k] - rb[5 * i + 4]));
-  }
-  int extra = 0, extra_near = 0;
+  const rv_det_list rlist = {nref, rb, 5, rb + 4, 5, NULL, rl, NULL};
+  const rv_det_list glist = {det.n, det.bboxes, 4, det.scores, 1, det.labels, NULL, order};
+  const rv_det_match_opts mo = {SCORE_TOL, BOX_TOL, 0, 0, 1, 1, -1, -1};
+  const rv_det_match dm = rv_match_detections(match, match_got, &rlist, &glist, &mo);
+  const double box_err = dm.max_box_err, score_err = dm.max_score_err;
+  const int unmatched_ref = dm.unmatched_ref, extra = dm.unmatched_got, reordered = dm.moved;
+  int unmatched_near = 0, extra_near = 0;
+  for (int i = 0; i < nref; i++)
+    if (match[i] < 0) unmatched_near += fabs(rb[5 * i + 4] - 0.05) < SCORE_TOL;
   for (int j = 0; j < det.n; j++)
-    if (!used[j]) {
-      extra++;
-      extra_near += fabs((double)det.scores[order[j]] - 0.05) < SCORE_TOL;
-    }
+    if (match_got[j] < 0) extra_near += fabs((double)det.scores[order[j]] - 0.05) < SCORE_TOL;
   rv_check_report(s, "detections", unmatched_ref == unmatched_near && extra == extra_near,
                   "%d computed, %d reference; %d matched (%d among tied scores in another order), %d reference and %d "
                   "computed unmatched (%d and %d next to the 0.05 threshold, allowed)",
@@ -311,7 +291,7 @@ static void check_detection(rv_check_state *s, const rv_model *m, const rv_image
   free(idx);
   free(areas);
   free(match);
-  free(used);
+  free(match_got);
 out:
   free(order);
   free(rb);

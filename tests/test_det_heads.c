@@ -176,21 +176,23 @@ static void run_two_stage(const char *kind, rv_det_arch want, int expect_traced,
   int nref = rb.h;
   printf("  detections: got %d, ref %d\n", d.n, nref);
   assert_int_equal(d.n, nref);
-  double bmax = 0, smax = 0;
-  for (int i = 0; i < nref; i++) {
-    assert_int_equal(d.labels[i], (int)lb[i]);
-    for (int k = 0; k < 4; k++) {
-      double e = fabs((double)d.bboxes[i * 4 + k] - bb[i * 4 + k]);
-      if (e > bmax) bmax = e;
-    }
-    double e = fabs((double)d.scores[i] - sc[i]);
-    if (e > smax) smax = e;
-    if (getenv("RV_DET_DEBUG") && e > 5e-6) printf("    det %d score %.7f ref %.7f\n", i, d.scores[i], sc[i]);
-  }
-  printf("  boxes max err %.3g px (tol 1e-2), scores max err %.3g (tol %.0e)\n", bmax, smax,
-         score_tol);
-  assert_true(bmax <= 1e-2);
-  assert_true(smax <= score_tol);
+  /* the library's matcher (eval/compare.h) at each row's own place only: same labels and
+   * order, boxes within 1e-2, scores within score_tol */
+  int *match = malloc(sizeof(int) * (size_t)(nref + 1)), *match_got = malloc(sizeof(int) * (size_t)(nref + 1));
+  assert_true(match && match_got);
+  const rv_det_list rlist = {nref, bb, 4, sc, 1, NULL, lb, NULL};
+  const rv_det_list glist = {d.n, d.bboxes, 4, d.scores, 1, d.labels, NULL, NULL};
+  const rv_det_match_opts mo = {score_tol, 1e-2, 0, 0, 1, 1, 0, -1};
+  const rv_det_match dm = rv_match_detections(match, match_got, &rlist, &glist, &mo);
+  if (getenv("RV_DET_DEBUG"))
+    for (int i = 0; i < nref; i++)
+      if (fabs((double)d.scores[i] - sc[i]) > 5e-6) printf("    det %d score %.7f ref %.7f\n", i, d.scores[i], sc[i]);
+  printf("  %d of %d matched in place; boxes max err %.3g px (tol 1e-2), scores max err %.3g (tol %.0e)\n",
+         dm.matched, nref, dm.max_box_err, dm.max_score_err, score_tol);
+  assert_int_equal(dm.matched, nref);
+  assert_int_equal(dm.moved, 0);
+  free(match);
+  free(match_got);
 
   /* masks: first K stored */
   const rv_wtensor *wm = rv_weights_find(io, "det.masks");
@@ -473,21 +475,20 @@ static void test_retinanet_e2e_features(void **state) {
   printf("  retinanet: %d detections (ref %d), wall %.2fs\n", d.n, nref, t1 - t0);
   assert_int_equal(d.n, nref);
   int *order = malloc(sizeof(int) * (size_t)(d.n + 1));
+  int *match = malloc(sizeof(int) * (size_t)(nref + 1)), *match_got = malloc(sizeof(int) * (size_t)(d.n + 1));
+  assert_true(order && match && match_got);
   rv_detections_class_order(order, &d);
-  double bmax = 0, smax = 0;
-  for (int i = 0; i < nref; i++) {
-    int j = order[i];
-    assert_int_equal(d.labels[j], (int)lb[i]);
-    for (int k = 0; k < 4; k++) {
-      double e = fabs((double)d.bboxes[j * 4 + k] - bb[i * 5 + k]);
-      if (e > bmax) bmax = e;
-    }
-    double e = fabs((double)d.scores[j] - bb[i * 5 + 4]);
-    if (e > smax) smax = e;
-  }
-  printf("  boxes max err %.3g px (tol 0.05), scores max err %.3g (tol 1e-4)\n", bmax, smax);
-  assert_true(bmax <= 0.05);
-  assert_true(smax <= 1e-4);
+  /* the library's matcher, each row at its own place of the class order */
+  const rv_det_list rlist = {nref, bb, 5, bb + 4, 5, NULL, lb, NULL};
+  const rv_det_list glist = {d.n, d.bboxes, 4, d.scores, 1, d.labels, NULL, order};
+  const rv_det_match_opts mo = {1e-4, 0.05, 0, 0, 1, 1, 0, -1};
+  const rv_det_match dm = rv_match_detections(match, match_got, &rlist, &glist, &mo);
+  printf("  %d of %d matched in place; boxes max err %.3g px (tol 0.05), scores max err %.3g (tol 1e-4)\n",
+         dm.matched, nref, dm.max_box_err, dm.max_score_err);
+  assert_int_equal(dm.matched, nref);
+  assert_int_equal(dm.moved, 0);
+  free(match);
+  free(match_got);
   free(order);
   free(bb);
   free(lb);
