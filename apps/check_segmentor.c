@@ -9,6 +9,7 @@
  * float32 and float64 and are reported but not counted. */
 #include "apps/check_fixture.h"
 #include "eval/compare.h"
+#include "models/family.h"
 #include "models/segmentor.h"
 
 #include <stdio.h>
@@ -42,9 +43,10 @@ int rv_check_segmentor_head(rv_check_state *s) {
   cJSON *kind = cJSON_GetObjectItemCaseSensitive(s->config, "kind");
   const char *k = cJSON_IsString(kind) ? kind->valuestring : "";
   rv_seg_decoder_config dc = rv_seg_decoder_default_config();
-  if (strcmp(k, "upernet") == 0) dc.arch = RV_SEG_ARCH_UPERNET;
-  else if (strcmp(k, "semantic_fpn") == 0) dc.arch = RV_SEG_ARCH_SEMANTIC_FPN;
-  else return rv_error(ctx, RV_ERR_ARG, "%s: kind '%s' is not a segmentation head fixture", s->dir, k);
+  const rv_family *fam = rv_family_by_arch(k);
+  if (!fam || fam->task != RV_TASK_SEGMENT)
+    return rv_error(ctx, RV_ERR_ARG, "%s: kind '%s' is not a segmentation head fixture", s->dir, k);
+  dc.arch = (rv_seg_arch)fam->id;
 
   /* What the config states explicitly overrides the defaults; the rest comes from the weights. */
   cJSON *model = jpath(s->config, "model", NULL);
@@ -105,7 +107,7 @@ int rv_check_segmentor_head(rv_check_state *s) {
   if (!a) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   rv_tensor logits, neck_outs[2 * RV_FPN_MAX_LEVELS];
   if (st == RV_OK) st = rv_seg_decoder_forward(dec, &logits, feats, nin, neck_outs, a, ctx);
-  if (st == RV_OK && rv_seg_decoder_arch(dec) == RV_SEG_ARCH_SEMANTIC_FPN) {
+  if (st == RV_OK && rv_seg_decoder_fpn(dec)) { /* a family with an FPN neck */
     const rv_fpn_config *fc = rv_fpn_config_of(rv_seg_decoder_fpn(dec));
     for (int i = 0; i < fc->num_outs; i++) {
       char name[32];

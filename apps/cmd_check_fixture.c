@@ -6,6 +6,7 @@
 #include "apps/cli.h"
 #include "core/ops.h"
 #include "apps/commands.h"
+#include "models/family.h"
 
 #include <stddef.h>
 
@@ -66,12 +67,12 @@ typedef int (*checker_fn)(rv_check_state *s);
 
 static checker_fn pick(const char *kind, const char **family) {
   if (strcmp(kind, "backbone") == 0) { *family = "backbone"; return rv_check_backbone; }
-  if (strcmp(kind, "upernet") == 0 || strcmp(kind, "semantic_fpn") == 0) {
+  const rv_family *f = rv_family_by_arch(kind); /* a head fixture's kind: its family's arch */
+  if (f && f->task == RV_TASK_SEGMENT) {
     *family = "segmentor head";
     return rv_check_segmentor_head;
   }
-  if (strcmp(kind, "cascade_mask_rcnn") == 0 || strcmp(kind, "mask_rcnn") == 0 ||
-      strcmp(kind, "retinanet") == 0) {
+  if (f && f->task == RV_TASK_DETECT) {
     *family = "detector head";
     return rv_check_detector_head;
   }

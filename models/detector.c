@@ -167,12 +167,9 @@ static const rv_family_ops rv_family_ops_MASK_RCNN = {1, 0, two_stage_fpn, mask_
 
 /* ---- the detector: FPN + the family's head -------------------------------------------- */
 
-/* the table's ops column (models/family.h), indexed by family id */
+/* the table's det_ops column (models/family.h), indexed by family id */
 static const rv_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {
-#define RV_FAMILY_OPS_(id, arch, alias, prefix, type, head, sniff, task, ops) ops,
-    RV_MODEL_FAMILIES(RV_FAMILY_OPS_)
-#undef RV_FAMILY_OPS_
-};
+    RV_MODEL_FAMILIES(RV_FAMILY_DET_OPS)};
 
 const rv_family_ops *rv_det_arch_ops(rv_det_arch a) {
   const rv_family *f = rv_family_get((int)a);

@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const rv_family FAMILIES[RV_FAMILY_COUNT] = {
-#define RV_FAMILY_ROW_(id, arch, alias, prefix, type, head, sniff, task, ops) \
-  {RV_FAMILY_##id, arch, alias, prefix, type, head, sniff, task},
+#define RV_FAMILY_ROW_(id, arch, alias, title, prefix, type, head, sniff, task, det_ops, seg_ops) \
+  {RV_FAMILY_##id, arch, alias, title, prefix, type, head, sniff, task},
     RV_MODEL_FAMILIES(RV_FAMILY_ROW_)
 #undef RV_FAMILY_ROW_
 };

@@ -11,13 +11,12 @@
 
 struct rv_seg_decoder {
   rv_seg_arch arch;
+  const rv_seg_family_ops *ops;
   int num_classes;
   int num_ins;
   int in_channels[RV_FPN_MAX_LEVELS];
-  rv_fpn *fpn;            /* Semantic FPN */
-  rv_fpn_head *fpn_head;
-  rv_uper *uper;          /* UperNet */
-  rv_convmod conv_seg;    /* UperNet classifier */
+  rv_fpn *fpn;            /* the FPN neck of a family that has one (ops->load sets it) */
+  void *head;             /* the family's head state (ops->load, ops->free) */
 };
 
 const char *rv_seg_arch_name(rv_seg_arch a) {
@@ -46,10 +45,8 @@ rv_seg_test_cfg rv_seg_default_test_cfg(void) {
 
 void rv_seg_decoder_free(rv_seg_decoder *d) {
   if (!d) return;
+  if (d->ops) d->ops->free(d);
   rv_fpn_free(d->fpn);
-  rv_fpn_head_free(d->fpn_head);
-  rv_uper_free(d->uper);
-  rv_convmod_free(&d->conv_seg);
   rv_free(d);
 }
 
@@ -63,6 +60,111 @@ const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d) { return d->fpn; }
 
 static int has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
 
+static int count_prefix(const rv_weights *w, const char *prefix) {
+  int n = 0;
+  for (int i = 0; i < rv_weights_count(w); i++) n += has_prefix(rv_weights_get(w, i)->name, prefix);
+  return n;
+}
+
+/* ---- Semantic FPN: FPN neck + FPNHead (heads/seg_heads.h) ----------------------------- */
+
+static rv_status semantic_fpn_load(rv_seg_decoder *d, const rv_seg_decoder_config *cfg, rv_params *p,
+                                   rv_ctx *ctx) {
+  if (count_prefix(p->w, "neck.") == 0)
+    return rv_error(ctx, RV_ERR_MODEL, "%s: Semantic FPN needs an FPN neck but the checkpoint has no neck.* keys",
+                    rv_params_path(p));
+  RV_TRY(rv_fpn_load(&d->fpn, &cfg->fpn, p, "neck.", ctx));
+  const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
+  rv_fpn_head_config hc = cfg->fpn_head;
+  if (hc.num_levels != fc->num_outs)
+    return rv_error(ctx, RV_ERR_MODEL, "Semantic FPN: the head takes %d levels but the neck gives %d",
+                    hc.num_levels, fc->num_outs);
+  for (int i = 0; i < hc.num_levels && i < RV_FPN_HEAD_MAX_LEVELS; i++)
+    if (hc.in_channels[i] < 0) hc.in_channels[i] = fc->out_channels;
+  hc.num_classes = cfg->num_classes;
+  rv_fpn_head *h = NULL;
+  RV_TRY(rv_fpn_head_load(&h, &hc, p, "decode_head.", ctx));
+  d->head = h;
+  d->num_classes = rv_fpn_head_config_of(h)->num_classes;
+  d->num_ins = fc->num_ins;
+  memcpy(d->in_channels, fc->in_channels, sizeof d->in_channels);
+  return RV_OK;
+}
+
+static void semantic_fpn_free(rv_seg_decoder *d) { rv_fpn_head_free(d->head); }
+
+static rv_status semantic_fpn_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
+                                      int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx) {
+  const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
+  rv_tensor local[2 * RV_FPN_MAX_LEVELS];
+  rv_tensor *outs = neck_outs ? neck_outs : local;
+  /* The neck outputs stay in the arena (below the logits) until the caller releases. */
+  RV_TRY(rv_fpn_forward(d->fpn, outs, feats, num_feats, a, ctx));
+  return rv_fpn_head_forward(d->head, logits, outs, fc->num_outs, a, ctx);
+}
+
+static const rv_seg_family_ops rv_seg_family_ops_SEMANTIC_FPN = {semantic_fpn_load, semantic_fpn_free,
+                                                                 semantic_fpn_forward};
+
+/* ---- UperNet: UPerHead fusion (necks/uper.h) + conv_seg -------------------------------- */
+
+typedef struct {
+  rv_uper *uper;
+  rv_convmod conv_seg;
+} uper_head;
+
+static rv_status upernet_load(rv_seg_decoder *d, const rv_seg_decoder_config *cfg, rv_params *p,
+                              rv_ctx *ctx) {
+  uper_head *h = rv_calloc(1, sizeof *h);
+  if (!h) return rv_error(ctx, RV_ERR_NOMEM, "out of memory (segmentation decoder)");
+  d->head = h;
+  RV_TRY(rv_uper_load(&h->uper, &cfg->uper, p, "decode_head.", ctx));
+  const rv_uper_config *uc = rv_uper_config_of(h->uper);
+  RV_TRY(rv_seg_classifier_load(&h->conv_seg, p, "decode_head.", uc->channels, cfg->num_classes, ctx));
+  d->num_classes = h->conv_seg.cout;
+  d->num_ins = uc->num_ins;
+  for (int i = 0; i < uc->num_ins && i < RV_FPN_MAX_LEVELS; i++) d->in_channels[i] = uc->in_channels[i];
+  return RV_OK;
+}
+
+static void upernet_free(rv_seg_decoder *d) {
+  uper_head *h = d->head;
+  if (!h) return;
+  rv_uper_free(h->uper);
+  rv_convmod_free(&h->conv_seg);
+  rv_free(h);
+}
+
+static rv_status upernet_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
+                                 int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx) {
+  (void)neck_outs;
+  const uper_head *h = d->head;
+  int h0 = feats[0].h, w0 = feats[0].w;
+  *logits = rv_tensor_new(a, feats[0].n, d->num_classes, h0, w0);
+  if (!logits->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (logits)");
+  rv_arena_mark m = rv_arena_get_mark(a);
+  rv_tensor fused;
+  rv_status st = rv_uper_forward(h->uper, &fused, feats, num_feats, a, ctx);
+  if (st == RV_OK)
+    st = rv_convmod_forward_into(&h->conv_seg, logits->data,
+                                 (size_t)d->num_classes * (size_t)h0 * (size_t)w0, fused, a, ctx);
+  rv_arena_release(a, m);
+  return st;
+}
+
+static const rv_seg_family_ops rv_seg_family_ops_UPERNET = {upernet_load, upernet_free, upernet_forward};
+
+/* ---- the decoder: the family's ops ------------------------------------------------------ */
+
+/* the table's seg_ops column (models/family.h), indexed by family id */
+static const rv_seg_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {
+    RV_MODEL_FAMILIES(RV_FAMILY_SEG_OPS)};
+
+const rv_seg_family_ops *rv_seg_arch_ops(rv_seg_arch a) {
+  const rv_family *f = rv_family_get((int)a);
+  return f && f->task == RV_TASK_SEGMENT ? FAMILY_OPS[f->id] : NULL;
+}
+
 rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
                               const rv_weights *w, rv_ctx *ctx) {
   rv_params p = rv_params_view(w);
@@ -73,79 +175,46 @@ rv_status rv_seg_decoder_load_params(rv_seg_decoder **out, const rv_seg_decoder_
                                      rv_params *p, rv_ctx *ctx) {
   *out = NULL;
   const rv_weights *w = p->w;
-  int n_aux = 0, n_psp = 0, n_scale = 0, n_neck = 0, n_head = 0;
+  int n_aux = 0, n_head = 0;
   const char *det_key = NULL;
   for (int i = 0; i < rv_weights_count(w); i++) {
     const char *k = rv_weights_get(w, i)->name;
     if (has_prefix(k, "auxiliary_head.")) n_aux++;
     if (has_prefix(k, "decode_head.")) n_head++;
-    if (has_prefix(k, "decode_head.psp_modules.")) n_psp++;
-    if (has_prefix(k, "decode_head.scale_heads.")) n_scale++;
-    if (has_prefix(k, "neck.")) n_neck++;
     if (!det_key && (has_prefix(k, "rpn_head.") || has_prefix(k, "roi_head.") ||
                      has_prefix(k, "bbox_head.")))
       det_key = k;
   }
-  const char *path = rv_weights_path(w) ? rv_weights_path(w) : "weights";
+  const char *path = rv_params_path(p);
   if (det_key && n_head == 0)
     return rv_error(ctx, RV_ERR_MODEL, "%s: this is a detection checkpoint (has '%s'), not a segmentation model",
                     path, det_key);
-  rv_seg_arch arch = cfg->arch;
-  if (arch == RV_SEG_ARCH_AUTO) {
-    if (n_psp > 0) arch = RV_SEG_ARCH_UPERNET;
-    else if (n_scale > 0) arch = RV_SEG_ARCH_SEMANTIC_FPN;
-    else
-      return rv_error(ctx, RV_ERR_MODEL,
-                      "%s: no UperNet (decode_head.psp_modules.*) or Semantic FPN (decode_head.scale_heads.*) "
-                      "head in the checkpoint", path);
+  /* the family: the one asked for, else the one whose sniff key the checkpoint has */
+  const rv_family *found = rv_family_sniff(w, RV_TASK_SEGMENT);
+  const rv_family *fam = cfg->arch == RV_SEG_ARCH_AUTO ? found : rv_family_get((int)cfg->arch);
+  if (!fam || fam->task != RV_TASK_SEGMENT) {
+    if (fam || cfg->arch != RV_SEG_ARCH_AUTO)
+      return rv_error(ctx, RV_ERR_ARG, "unknown segmentation architecture %d", (int)cfg->arch);
+    char list[512];
+    size_t o = 0;
+    list[0] = 0;
+    for (int i = 0; i < RV_FAMILY_COUNT; i++) {
+      const rv_family *f = rv_family_get(i);
+      if (f->task == RV_TASK_SEGMENT && o < sizeof list)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s (%s)", o ? ", " : "", f->title, f->sniff_key);
+    }
+    return rv_error(ctx, RV_ERR_MODEL, "%s: no segmentation head in the checkpoint (looked for %s)", path, list);
   }
-  if (arch == RV_SEG_ARCH_UPERNET && n_psp == 0 && n_scale > 0)
-    return rv_error(ctx, RV_ERR_MODEL, "%s: this is a Semantic FPN checkpoint (decode_head.scale_heads.*), not UperNet",
-                    path);
-  if (arch == RV_SEG_ARCH_SEMANTIC_FPN && n_scale == 0 && n_psp > 0)
-    return rv_error(ctx, RV_ERR_MODEL, "%s: this is an UperNet checkpoint (decode_head.psp_modules.*), not Semantic FPN",
-                    path);
-  if (arch == RV_SEG_ARCH_SEMANTIC_FPN && n_neck == 0)
-    return rv_error(ctx, RV_ERR_MODEL, "%s: Semantic FPN needs an FPN neck but the checkpoint has no neck.* keys",
-                    path);
+  if (found && found != fam && !rv_weights_find(w, fam->sniff_key))
+    return rv_error(ctx, RV_ERR_MODEL, "%s: this is a %s checkpoint (has '%s'), not %s", path, found->title,
+                    found->sniff_key, fam->title);
   if (n_aux > 0)
     rv_log(ctx, RV_LOG_INFO, "ignoring %d auxiliary_head.* tensors (training-only auxiliary head)", n_aux);
   rv_seg_decoder *d = rv_calloc(1, sizeof *d);
   if (!d) return rv_error(ctx, RV_ERR_NOMEM, "out of memory (segmentation decoder)");
-  d->arch = arch;
-  rv_status st = RV_OK;
-  if (arch == RV_SEG_ARCH_SEMANTIC_FPN) {
-    st = rv_fpn_load(&d->fpn, &cfg->fpn, p, "neck.", ctx);
-    if (st == RV_OK) {
-      const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
-      rv_fpn_head_config hc = cfg->fpn_head;
-      if (hc.num_levels != fc->num_outs)
-        st = rv_error(ctx, RV_ERR_MODEL, "Semantic FPN: the head takes %d levels but the neck gives %d",
-                      hc.num_levels, fc->num_outs);
-      for (int i = 0; i < hc.num_levels && i < RV_FPN_HEAD_MAX_LEVELS; i++)
-        if (hc.in_channels[i] < 0) hc.in_channels[i] = fc->out_channels;
-      hc.num_classes = cfg->num_classes;
-      if (st == RV_OK) st = rv_fpn_head_load(&d->fpn_head, &hc, p, "decode_head.", ctx);
-      if (st == RV_OK) {
-        d->num_classes = rv_fpn_head_config_of(d->fpn_head)->num_classes;
-        d->num_ins = fc->num_ins;
-        memcpy(d->in_channels, fc->in_channels, sizeof d->in_channels);
-      }
-    }
-  } else if (arch == RV_SEG_ARCH_UPERNET) {
-    st = rv_uper_load(&d->uper, &cfg->uper, p, "decode_head.", ctx);
-    if (st == RV_OK) {
-      const rv_uper_config *uc = rv_uper_config_of(d->uper);
-      st = rv_seg_classifier_load(&d->conv_seg, p, "decode_head.", uc->channels, cfg->num_classes, ctx);
-      if (st == RV_OK) {
-        d->num_classes = d->conv_seg.cout;
-        d->num_ins = uc->num_ins;
-        for (int i = 0; i < uc->num_ins && i < RV_FPN_MAX_LEVELS; i++) d->in_channels[i] = uc->in_channels[i];
-      }
-    }
-  } else {
-    st = rv_error(ctx, RV_ERR_ARG, "unknown segmentation architecture %d", (int)arch);
-  }
+  d->arch = (rv_seg_arch)fam->id;
+  d->ops = rv_seg_arch_ops(d->arch);
+  rv_status st = d->ops->load(d, cfg, p, ctx);
   if (st != RV_OK) {
     rv_seg_decoder_free(d);
     return st;
@@ -159,25 +228,7 @@ rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, con
   if (num_feats != d->num_ins)
     return rv_error(ctx, RV_ERR_SHAPE, "the %s decoder takes %d backbone features, got %d",
                     rv_seg_arch_name(d->arch), d->num_ins, num_feats);
-  if (d->arch == RV_SEG_ARCH_UPERNET) {
-    int h0 = feats[0].h, w0 = feats[0].w;
-    *logits = rv_tensor_new(a, feats[0].n, d->num_classes, h0, w0);
-    if (!logits->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (logits)");
-    rv_arena_mark m = rv_arena_get_mark(a);
-    rv_tensor fused;
-    rv_status st = rv_uper_forward(d->uper, &fused, feats, num_feats, a, ctx);
-    if (st == RV_OK)
-      st = rv_convmod_forward_into(&d->conv_seg, logits->data,
-                                   (size_t)d->num_classes * (size_t)h0 * (size_t)w0, fused, a, ctx);
-    rv_arena_release(a, m);
-    return st;
-  }
-  const rv_fpn_config *fc = rv_fpn_config_of(d->fpn);
-  rv_tensor local[2 * RV_FPN_MAX_LEVELS];
-  rv_tensor *outs = neck_outs ? neck_outs : local;
-  /* The neck outputs stay in the arena (below the logits) until the caller releases. */
-  RV_TRY(rv_fpn_forward(d->fpn, outs, feats, num_feats, a, ctx));
-  return rv_fpn_head_forward(d->fpn_head, logits, outs, fc->num_outs, a, ctx);
+  return d->ops->forward(d, logits, feats, num_feats, neck_outs, a, ctx);
 }
 
 /* ---- test-time inference ---------------------------------------------------------------- */

@@ -82,7 +82,7 @@ int rv_seg_decoder_num_classes(const rv_seg_decoder *d);
 int rv_seg_decoder_num_inputs(const rv_seg_decoder *d);
 /* Backbone channels the decoder expects at input i. */
 int rv_seg_decoder_in_channels(const rv_seg_decoder *d, int i);
-/* FPN neck of a Semantic FPN decoder (NULL for UperNet). */
+/* The FPN neck of a decoder whose family has one (Semantic FPN), else NULL. */
 const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d);
 
 /* Backbone features -> logits at the resolution of feats[0] (1/4), from the arena. If
@@ -90,6 +90,22 @@ const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d);
  * are allocated from the arena either way: release with a mark taken before the call). */
 rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
                                  int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx);
+
+/* A segmentation family's decoder (the seg_ops column of models/family.h), defined in
+ * models/segmentor.c; the decoder dispatches every per-family step through them. */
+typedef struct rv_seg_family_ops rv_seg_family_ops;
+struct rv_seg_family_ops {
+  /* neck and head from p (cfg's part for the family): sets the decoder's head state,
+   * classes, inputs and their channels, and its FPN neck when the family has one */
+  rv_status (*load)(rv_seg_decoder *d, const rv_seg_decoder_config *cfg, rv_params *p,
+                    rv_ctx *ctx);
+  void (*free)(rv_seg_decoder *d);
+  /* backbone features -> logits at the resolution of feats[0] (rv_seg_decoder_forward) */
+  rv_status (*forward)(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
+                       int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx);
+};
+/* The ops of a segmentation family id; NULL when a is not one. */
+const rv_seg_family_ops *rv_seg_arch_ops(rv_seg_arch a);
 
 /* ---- test-time inference ---------------------------------------------------------------- */
 typedef rv_status (*rv_seg_backbone_fn)(void *user, rv_tensor *feats, int num_feats, rv_tensor img,

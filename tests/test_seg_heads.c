@@ -622,6 +622,15 @@ static void test_load_errors(void **state) {
   /* the architecture forced to Semantic FPN on an UperNet checkpoint */
   dc.arch = RV_SEG_ARCH_SEMANTIC_FPN;
   assert_int_equal(rv_seg_decoder_load(&dec, &dc, up, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "this is a UperNet checkpoint (has "
+                                             "'decode_head.psp_modules.0.1.conv.weight'), not Semantic FPN"));
+  /* the family table says which decoder a family uses: seg ops for its segmentation rows
+   * only; a detection family forced on the decoder is refused */
+  for (int i = 0; i < RV_FAMILY_COUNT; i++)
+    assert_int_equal(rv_seg_arch_ops((rv_seg_arch)i) != NULL, rv_family_get(i)->task == RV_TASK_SEGMENT);
+  dc.arch = (rv_seg_arch)RV_FAMILY_RETINANET;
+  assert_int_equal(rv_seg_decoder_load(&dec, &dc, up, ctx), RV_ERR_ARG);
+  assert_null(dec);
   dc.arch = RV_SEG_ARCH_AUTO;
   /* a detector checkpoint */
   rv_weights *det = rv_weights_new("det");
@@ -635,6 +644,7 @@ static void test_load_errors(void **state) {
   /* nothing recognisable */
   rv_weights *empty = rv_weights_new("empty");
   assert_int_equal(rv_seg_decoder_load(&dec, &dc, empty, ctx), RV_ERR_MODEL);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "no segmentation head in the checkpoint (looked for Semantic FPN"));
   rv_weights_free(empty);
   rv_arena_free(a);
   rv_weights_free(up);
