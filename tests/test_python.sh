@@ -14,10 +14,10 @@ PY=/usr/bin/python3
 "$PY" -c 'import numpy, pytest' || { echo "test_python: $PY lacks numpy or pytest (scripts/install-deps.sh installs python3-numpy python3-pytest)" >&2; exit 1; }
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 
-# The shared library: the build's libravlt.so.0 when the build makes one, else a development
-# copy linked here from the static library (all of it, with the static library's link line).
+# The .so the Python package loads: the build's libravlt.so.0 when the build makes one, else a
+# development .so linked here from the whole static archive libravlt.a (with its link line).
 LIB=""
-# (a shared library without the package's entry points, rv_py_*, is not used)
+# (a .so without the package's entry points, rv_py_*, is not used)
 for c in "$BUILD/libravlt.so.0" "$BUILD/libravlt.so"; do
   [ -e "$c" ] && nm -D --defined-only "$c" 2>/dev/null | grep ' rv_py_abi$' > /dev/null && { LIB=$c; break; }
 done
