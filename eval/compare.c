@@ -85,7 +85,7 @@ static int pair_ok(const rv_det_list *ref, int i, const rv_det_list *got, int j,
   double e = 0;
   for (int c = 0; c < 4; c++) {
     double d = fabs((double)b[c] - a[c]);
-    e = d > e || d != d ? d : e;
+    if (d > e || isnan(d)) e = d; /* NaN: never within a tolerance */
   }
   if (o->box_tol >= 0 && !(e <= o->box_tol)) return 0;
   if (o->min_iou > 0) {
