@@ -298,6 +298,115 @@ BF16_TARGET void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
     _mm256_mask_storeu_epi16((void *)(out + i), m, (__m256i)h);
   }
 }
+/* ---- linear layers: y[n x cout] = x[n x cin] W^T (+ y), W packed once ------------------
+ * W as panels of BN output features: wq[s][i][t] = pair (W[BN s + t][2i], W[BN s + t][2i+1])
+ * (zeros past cout / cin); x's rows packed per call, a block of LKC pairs of inputs at a
+ * time, as rv_bf16_pack_rows lays them out; y accumulated block by block (float32). */
+enum { LKC = 512 }; /* pairs of inputs per block: a panel block is LKC x BN words (96 KB) */
+
+size_t rv_bf16_linear_words(int cout, int cin) {
+  return (size_t)((cout + BN - 1) / BN) * BN * (size_t)((cin + 1) / 2);
+}
+
+void rv_bf16_linear_pack(uint32_t *wq, const float *w, int cout, int cin) {
+  const int k2 = (cin + 1) / 2, strips = (cout + BN - 1) / BN;
+  for (int s = 0; s < strips; s++)
+    for (int i = 0; i < k2; i++)
+      for (int t = 0; t < BN; t++) {
+        const int co = s * BN + t;
+        uint32_t lo = 0, hi = 0;
+        if (co < cout) {
+          lo = rv_f32_to_bf16(w[(size_t)co * cin + 2 * i]);
+          hi = 2 * i + 1 < cin ? rv_f32_to_bf16(w[(size_t)co * cin + 2 * i + 1]) : 0;
+        }
+        wq[((size_t)s * k2 + i) * BN + t] = lo | hi << 16;
+      }
+}
+
+rv_status rv_linear_bf16(float *y, const uint32_t *wq, const float *x, int n, int cout,
+                         int cin, rv_arena *scratch) {
+  RV_ASSERT(n >= 0 && cout > 0 && cin > 0 && wq && scratch != NULL);
+  RV_ASSERT(cpu_bf16());
+  if (n == 0) return RV_OK;
+  const int k2 = (cin + 1) / 2, strips = (cout + BN - 1) / BN, groups = (n + BM - 1) / BM;
+  const int kc = k2 < LKC ? k2 : LKC;
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  uint32_t *xa = (uint32_t *)rv_arena_floats(scratch, (size_t)groups * BM * kc);
+  if (!xa) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+  const int par = (size_t)n * cout * cin >= 1000000;
+#pragma omp parallel if (par)
+  for (int i0 = 0; i0 < k2; i0 += kc) {
+    const int kb = k2 - i0 < kc ? k2 - i0 : kc;      /* pairs in this block */
+    const int kcols = 2 * i0 + 2 * kb > cin ? cin - 2 * i0 : 2 * kb; /* inputs */
+#pragma omp for schedule(static)
+    for (int g = 0; g < groups; g++) {
+      const int r0 = g * BM, rows = n - r0 < BM ? n - r0 : BM;
+      rv_bf16_pack_rows(xa + (size_t)g * BM * kb, (size_t)BM * kb, x + (size_t)r0 * cin + 2 * i0,
+                        (size_t)cin, rows, kcols, 1.0f);
+    }
+#pragma omp for schedule(static)
+    for (int s = 0; s < strips; s++) {
+      const uint32_t *v = wq + ((size_t)s * k2 + i0) * BN;
+      const int nt = cout - s * BN < BN ? cout - s * BN : BN;
+      for (int g = 0; g < groups; g++) {
+        const int r0 = g * BM, rows = n - r0 < BM ? n - r0 : BM;
+        kernel(y + (size_t)r0 * cout + s * BN, (size_t)cout, xa + (size_t)g * BM * kb, v, BN, kb,
+               rows, nt, NULL, 1);
+      }
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
+
+/* One 8 x 48 block (the kernel itself) for GEMMs laid out by their caller (Winograd). */
+BF16_TARGET void rv_bf16_block(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
+                               size_t ldv, int k2, int rows, int nt, const float *bias,
+                               int accumulate) {
+  kernel(c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+}
+
+/* c[r ldc + j] = sum_{i < k2} dot(a[r lda + i], b[i 64 + j]) for r < 6, j < 64: rows of
+ * pairs broadcast, b packed in panels of 64 columns (the channels-last Winograd GEMM) */
+BF16_TARGET void rv_bf16_rows_block(float *c, size_t ldc, const uint32_t *a, size_t lda,
+                                    const uint32_t *b, int k2) {
+  __m512 acc[6][4];
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
+  for (int i = 0; i < k2; i++) {
+    const uint32_t *bi = b + (size_t)i * 64;
+    const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)bi);
+    const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(bi + 16));
+    const __m512bh b2 = (__m512bh)_mm512_loadu_si512((const void *)(bi + 32));
+    const __m512bh b3 = (__m512bh)_mm512_loadu_si512((const void *)(bi + 48));
+#pragma GCC unroll 6
+    for (int r = 0; r < 6; r++) {
+      const __m512bh s = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * lda + i]);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], s, b0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], s, b1);
+      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], s, b2);
+      acc[r][3] = _mm512_dpbf16_ps(acc[r][3], s, b3);
+    }
+  }
+  for (int r = 0; r < 6; r++)
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(c + (size_t)r * ldc + 16 * q, acc[r][q]);
+}
+
+/* vp[i ldv + t] = pair (x[2i ldx + t], x[(2i + 1) ldx + t]) for i < (k + 1) / 2, t < n
+ * (n a multiple of 16; x rows past k read as zeros) */
+BF16_TARGET void rv_bf16_pack_pairs(uint32_t *vp, size_t ldv, const float *x, size_t ldx, int k,
+                                    int n) {
+  for (int i = 0; i < (k + 1) / 2; i++) {
+    const float *x0 = x + (size_t)(2 * i) * ldx;
+    const float *x1 = 2 * i + 1 < k ? x0 + ldx : NULL;
+    for (int t = 0; t < n; t += 16)
+      _mm512_storeu_si512((void *)(vp + (size_t)i * ldv + t),
+                          pack16(x0 + t, x1 ? x1 + t : NULL, (__mmask16)0xffff));
+  }
+}
 #else
 int rv_bf16_supported(void) { return 0; }
 void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a, size_t lda, int m,
@@ -331,5 +440,33 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
   (void)out, (void)x, (void)n;
   RV_ASSERT(0 && "rv_bf16_convert_vec without AVX512_BF16");
+}
+size_t rv_bf16_linear_words(int cout, int cin) {
+  return (size_t)((cout + 47) / 48) * 48 * (size_t)((cin + 1) / 2);
+}
+void rv_bf16_linear_pack(uint32_t *wq, const float *w, int cout, int cin) {
+  (void)wq, (void)w, (void)cout, (void)cin;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+rv_status rv_linear_bf16(float *y, const uint32_t *wq, const float *x, int n, int cout,
+                         int cin, rv_arena *scratch) {
+  (void)y, (void)wq, (void)x, (void)n, (void)cout, (void)cin, (void)scratch;
+  RV_ASSERT(0 && "rv_linear_bf16 without AVX512_BF16");
+  return RV_ERR_UNSUPPORTED;
+}
+void rv_bf16_block(float *c, size_t ldc, const uint32_t *u, const uint32_t *v, size_t ldv,
+                   int k2, int rows, int nt, const float *bias, int accumulate) {
+  (void)c, (void)ldc, (void)u, (void)v, (void)ldv, (void)k2, (void)rows, (void)nt;
+  (void)bias, (void)accumulate;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+void rv_bf16_pack_pairs(uint32_t *vp, size_t ldv, const float *x, size_t ldx, int k, int n) {
+  (void)vp, (void)ldv, (void)x, (void)ldx, (void)k, (void)n;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+void rv_bf16_rows_block(float *c, size_t ldc, const uint32_t *a, size_t lda, const uint32_t *b,
+                        int k2) {
+  (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)k2;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
 }
 #endif

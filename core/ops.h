@@ -99,6 +99,29 @@ void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap, size_t group_w
                         const uint32_t *vp, int m, int k, int n, int accumulate);
 /* out[i] = bf16(x[i]) by the vector instruction (tests: the twin's rounding is the kernel's). */
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n);
+/* Linear layers (the RoI heads' fc): y[n x cout] += x[n x cin] W^T with both operands
+ * rounded to bf16 and float32 sums (the caller writes the bias into y first). W packed once
+ * by rv_bf16_linear_pack into rv_bf16_linear_words(cout, cin) words (panels of 48 outputs);
+ * x's rows packed per call in blocks of 1024 inputs. Workspace: 8 ceil(n / 8) * 512 words;
+ * RV_ERR_NOMEM if scratch is short. Twin: rv_pointwise_bf16_naive on the transposes. */
+size_t rv_bf16_linear_words(int cout, int cin);
+void rv_bf16_linear_pack(uint32_t *wq, const float *w, int cout, int cin);
+rv_status rv_linear_bf16(float *y, const uint32_t *wq, const float *x, int n, int cout,
+                         int cin, rv_arena *scratch);
+/* The kernel on one block for GEMMs laid out by their caller (the bf16 Winograd):
+ * c[r ldc + t] = (accumulate ? c[r ldc + t] : bias ? bias[r] : 0) + sum_{i < k2}
+ * dot(u[i 8 + r], v[i ldv + t]) for r < rows <= 8, t < nt <= 48 (u, v pairs of bf16 as
+ * rv_bf16_pack_weights / rv_bf16_pack_pairs lay them out). */
+void rv_bf16_block(float *c, size_t ldc, const uint32_t *u, const uint32_t *v, size_t ldv,
+                   int k2, int rows, int nt, const float *bias, int accumulate);
+/* vp[i ldv + t] = bf16 pair (x[2i ldx + t], x[(2i+1) ldx + t]) for i < (k+1)/2, t < n (n a
+ * multiple of 16; the row past an odd k reads as zeros). */
+void rv_bf16_pack_pairs(uint32_t *vp, size_t ldv, const float *x, size_t ldx, int k, int n);
+/* c[r ldc + j] = sum_{i < k2} dot(a[r lda + i], b[i 64 + j]) for r < 6, j < 64 (stored, not
+ * added): rows of bf16 pairs broadcast (a row of bf16 values read as pairs), b in panels of
+ * 64 columns (the channels-last Winograd GEMM of the RoI heads in bf16). */
+void rv_bf16_rows_block(float *c, size_t ldc, const uint32_t *a, size_t lda, const uint32_t *b,
+                        int k2);
 
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the
@@ -169,6 +192,25 @@ rv_status rv_conv2d_winograd_path_f32(float *y, const float *x, const float *w, 
  * for each of at most 48 tiles, or one image's) and one zero-padded image. */
 enum { RV_ROIS_IN_NCHW = 1, RV_ROIS_OUT_NCHW = 2 };
 int rv_winograd_rois_supported(void);
+/* The same convolution as rv_conv2d_winograd_f32 with m = 4 (pad any, act, accumulate),
+ * its a^2 GEMMs in bf16 (core/gemm_bf16.c: U and V rounded to bfloat16, M summed in
+ * float32; the transforms, bias and act in float32): wp from rv_winograd_bf16_pack (the
+ * transformed weights, rv_winograd_bf16_words(cout, cin) words, packed once). Only where
+ * rv_bf16_supported(). Workspace: per thread 36 (cin + cout + cin / 2) 48 floats and the
+ * transforms' buffer; RV_ERR_NOMEM if scratch is short. */
+/* The channels-last RoI path (rv_conv2d_winograd_rois_f32, m = 4) with its GEMMs in bf16
+ * the same way: wp from rv_winograd_rois_bf16_pack (U in panels of 64 output channels,
+ * rv_winograd_rois_bf16_words words); cin even. */
+size_t rv_winograd_rois_bf16_words(int cout, int cin);
+rv_status rv_winograd_rois_bf16_pack(uint32_t *wp, const float *w, int cout, int cin);
+rv_status rv_conv2d_winograd_rois_bf16(float *y, const float *x, const uint32_t *wp,
+                                       const float *b, int n, int cin, int h, int wd, int cout,
+                                       int pad, rv_act act, int layout, rv_arena *scratch);
+size_t rv_winograd_bf16_words(int cout, int cin);
+rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin); /* NOMEM */
+rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
+                                  int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                  rv_arena *scratch);
 rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
                                       int n, int cin, int h, int wd, int cout, int pad,
                                       rv_act act, int m, int layout, rv_arena *scratch);
@@ -183,6 +225,12 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
 rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                    rv_act act, int accumulate, rv_arena *scratch);
+/* The same with the taps' GEMM in bf16 (rv_pointwise_bf16; its weights rounded and packed
+ * per call, 9 cout cin words of workspace more): the bf16 mode of UperNet's fusion conv.
+ * Only where rv_bf16_supported(). */
+rv_status rv_conv3x3_upsampled_bf16(float *y, const float *x, const float *w, const float *b,
+                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
+                                    rv_act act, int accumulate, rv_arena *scratch);
 /* Its twin: the naive resize into a buffer, then the naive conv (core/naive.c). */
 rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *w,
                                          const float *b, int n, int cin, int ih, int iw,

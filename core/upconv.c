@@ -106,9 +106,10 @@ static void scatter_channel(float *y, const float *const g[9], float bias, int i
   }
 }
 
-rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
-                                   int n, int cin, int ih, int iw, int cout, int oh, int ow,
-                                   rv_act act, int accumulate, rv_arena *scratch) {
+/* bf16: the tap GEMM on rv_pointwise_bf16 (its weights packed here, per call) */
+static rv_status upsampled_run(float *y, const float *x, const float *w, const float *b, int n,
+                               int cin, int ih, int iw, int cout, int oh, int ow, rv_act act,
+                               int accumulate, int bf16, rv_arena *scratch) {
   RV_ASSERT(n > 0 && cin > 0 && cout > 0 && ih > 0 && iw > 0 && oh > 0 && ow > 0 && scratch);
   RV_ASSERT(act == RV_ACT_NONE || act == RV_ACT_RELU);
   const size_t ihw = (size_t)ih * (size_t)iw, ohw = (size_t)oh * (size_t)ow;
@@ -124,7 +125,9 @@ rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, con
   float *cache = rv_arena_floats(scratch, (size_t)7 * ow * nth);
   int *idx = rv_arena_alloc(scratch, (size_t)2 * ow * sizeof(int));
   float *lw = rv_arena_floats(scratch, (size_t)2 * ow);
-  if (!wp || !G || !cache || !idx || !lw) {
+  uint32_t *wpb = bf16 ? (uint32_t *)rv_arena_floats(scratch, rv_bf16_packed_words(9 * cb, cin))
+                       : NULL;
+  if (!wp || !G || !cache || !idx || !lw || (bf16 && !wpb)) {
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
@@ -145,9 +148,13 @@ rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, con
         const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
         for (int t = 0; t < 9; t++) wp[((size_t)t * cn + j) * cin + ci] = wk[t];
       }
+    if (bf16) rv_bf16_pack_weights(wpb, wp, 9 * cn, cin);
     for (int bi = 0; bi < n && st == RV_OK; bi++) {
       float *yb = y + (size_t)bi * cout * ohw;
-      st = rv_pointwise_f32(G, wp, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw, scratch);
+      st = bf16 ? rv_pointwise_bf16(G, wpb, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw,
+                                    NULL, scratch)
+                : rv_pointwise_f32(G, wp, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw,
+                                   scratch);
       if (st != RV_OK) break;
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)cn * ohw >= 65536)
       for (int j = 0; j < cn; j++) {
@@ -160,4 +167,17 @@ rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, con
   }
   rv_arena_release(scratch, mark);
   return st;
+}
+
+rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
+                                   int n, int cin, int ih, int iw, int cout, int oh, int ow,
+                                   rv_act act, int accumulate, rv_arena *scratch) {
+  return upsampled_run(y, x, w, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 0, scratch);
+}
+
+rv_status rv_conv3x3_upsampled_bf16(float *y, const float *x, const float *w, const float *b,
+                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
+                                    rv_act act, int accumulate, rv_arena *scratch) {
+  RV_ASSERT(rv_bf16_supported());
+  return upsampled_run(y, x, w, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 1, scratch);
 }

@@ -662,6 +662,8 @@ typedef struct {
   const float *up, *b;
   rv_act act;
   int in_nchw, out_nchw;
+  const uint32_t *upb; /* bf16 (rv_conv2d_winograd_rois_bf16): U as pairs, else NULL */
+  size_t ksvb;         /* words between positions k of the bf16 vt */
 } rois_plan;
 
 /* image j's padded copy [PH][PW][cin] with zero borders */
@@ -694,7 +696,7 @@ static void rois_pad(float *pad, const float *x, const rois_plan *P, int j) {
 
 /* one block: images [n0, n0 + nb) */
 static void rois_block(float *y, const float *x, const rois_plan *P, int n0, int nb, float *vt,
-                       float *mt, float *pad, float *tmp) {
+                       float *mt, float *pad, float *tmp, uint32_t *vtb) {
   const wino_geom *g = &P->g;
   const int m = g->m, a = g->a, cin = g->cin, cout = g->cout;
   const size_t PW = pad_cols(g), a2 = (size_t)a * a;
@@ -713,6 +715,17 @@ static void rois_block(float *y, const float *x, const rois_plan *P, int n0, int
       }
   }
   const int rows = (nb * P->tpi + NR - 1) / NR * NR;
+  if (P->upb) { /* bf16: vt rounded (rows of pairs of channels), the bf16 kernel */
+    const int k2 = cin / 2;
+    for (size_t k = 0; k < a2; k++) {
+      rv_bf16_convert_vec((uint16_t *)(vtb + k * P->ksvb), vt + k * P->ksv, (size_t)rows * cin);
+      for (int cb = 0; cb < P->coutp; cb += NC)
+        for (int t0 = 0; t0 < rows; t0 += NR)
+          rv_bf16_rows_block(mt + k * P->ksm + (size_t)t0 * P->coutp + cb, (size_t)P->coutp,
+                             vtb + k * P->ksvb + (size_t)t0 * k2, (size_t)k2,
+                             P->upb + (k * P->coutp + cb) * k2, k2);
+    }
+  } else
   for (size_t k = 0; k < a2; k++)
     for (int cb = 0; cb < P->coutp; cb += NC)
       for (int t0 = 0; t0 < rows; t0 += NR)
@@ -756,9 +769,10 @@ static void rois_block(float *y, const float *x, const rois_plan *P, int n0, int
 
 int rv_winograd_rois_supported(void) { return rv_ukernel_supported(); }
 
-rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
-                                      int n, int cin, int h, int wd, int cout, int pad,
-                                      rv_act act, int m, int layout, rv_arena *scratch) {
+/* the float32 path (w, upb NULL) or the bf16 one (upb: rv_winograd_rois_bf16_pack's U) */
+static rv_status rois_run(float *y, const float *x, const float *w, const uint32_t *upb,
+                          const float *b, int n, int cin, int h, int wd, int cout, int pad,
+                          rv_act act, int m, int layout, rv_arena *scratch) {
   RV_ASSERT((m == 2 || m == 4) && pad >= 0 && n >= 0 && cin > 0 && cout > 0 && scratch);
   RV_ASSERT(act == RV_ACT_NONE || act == RV_ACT_RELU);
   if (!rv_ukernel_supported()) return RV_ERR_UNSUPPORTED;
@@ -781,33 +795,182 @@ rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, 
   }
   P.tbp = (P.nbi * P.tpi + NR - 1) / NR * NR;
   P.ksv = (size_t)P.tbp * cin + 16, P.ksm = (size_t)P.tbp * P.coutp + 16;
+  P.upb = upb, P.ksvb = upb ? (size_t)P.tbp * (cin / 2) + 16 : 0;
   P.b = b, P.act = act;
   P.in_nchw = (layout & RV_ROIS_IN_NCHW) != 0, P.out_nchw = (layout & RV_ROIS_OUT_NCHW) != 0;
   const size_t pad_f = pad_rows(g) * pad_cols(g) * cin;
   /* tmp: the input transform's [a][a][cin], then the output's [a][m][cout] + [m][m][cout] */
   const size_t tmp_in = a2 * cin, tmp_out = ((size_t)g->a * m + (size_t)m * m) * cout;
   const size_t tmp_f = tmp_in > tmp_out ? tmp_in : tmp_out;
-  const size_t per_thread = a2 * (P.ksv + P.ksm) + pad_f + tmp_f;
+  const size_t per_thread = a2 * (P.ksv + P.ksm + P.ksvb) + pad_f + tmp_f;
   const size_t blocks = ((size_t)n + P.nbi - 1) / P.nbi;
   const int nth = omp_get_max_threads();
   rv_arena_mark mark = rv_arena_get_mark(scratch);
-  float *up = rv_arena_floats(scratch, a2 * P.coutp * cin);
+  float *up = upb ? NULL : rv_arena_floats(scratch, a2 * P.coutp * cin);
   float *tb = rv_arena_floats(scratch, per_thread * nth);
-  if (!up || !tb) {
+  if ((!upb && !up) || !tb) {
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
-  weight_transform_panels(up, w, cout, P.coutp, cin, m, NC);
+  if (!upb) weight_transform_panels(up, w, cout, P.coutp, cin, m, NC);
   P.up = up;
 #pragma omp parallel if (blocks > 1)
   {
     float *vt = tb + per_thread * (size_t)omp_get_thread_num();
     float *mt = vt + a2 * P.ksv, *padb = mt + a2 * P.ksm, *tmp = padb + pad_f;
+    uint32_t *vtb = upb ? (uint32_t *)(tmp + tmp_f) : NULL;
     memset(vt, 0, sizeof(float) * a2 * P.ksv); /* rows of a partial block: finite */
 #pragma omp for schedule(dynamic)
     for (size_t i = 0; i < blocks; i++) {
       const int n0 = (int)i * P.nbi, nb = n - n0 < P.nbi ? n - n0 : P.nbi;
-      rois_block(y, x, &P, n0, nb, vt, mt, padb, tmp);
+      rois_block(y, x, &P, n0, nb, vt, mt, padb, tmp, vtb);
+    }
+  }
+  rv_arena_release(scratch, mark);
+  return RV_OK;
+}
+
+rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
+                                      int n, int cin, int h, int wd, int cout, int pad,
+                                      rv_act act, int m, int layout, rv_arena *scratch) {
+  return rois_run(y, x, w, NULL, b, n, cin, h, wd, cout, pad, act, m, layout, scratch);
+}
+
+/* bf16: U as [k][co / 64][ci / 2][co % 64] pairs (cin even), F(4x4) */
+size_t rv_winograd_rois_bf16_words(int cout, int cin) {
+  return (size_t)36 * (size_t)((cout + NC - 1) / NC * NC) * (size_t)(cin / 2);
+}
+
+rv_status rv_winograd_rois_bf16_pack(uint32_t *wp, const float *w, int cout, int cin) {
+  RV_ASSERT(cin % 2 == 0);
+  const int coutp = (cout + NC - 1) / NC * NC, k2 = cin / 2;
+  float *up = rv_malloc(sizeof(float) * 36 * coutp * cin);
+  if (!up) return RV_ERR_NOMEM;
+  weight_transform_panels(up, w, cout, coutp, cin, 4, NC); /* [k][co/64][ci][co%64] */
+  for (size_t k = 0; k < 36; k++)
+    for (int g = 0; g < coutp / NC; g++) {
+      const float *s = up + (k * coutp + (size_t)g * NC) * cin;
+      uint32_t *d = wp + (k * coutp + (size_t)g * NC) * k2;
+      for (int i = 0; i < k2; i++)
+        for (int j = 0; j < NC; j++)
+          d[(size_t)i * NC + j] = (uint32_t)rv_f32_to_bf16(s[(size_t)(2 * i) * NC + j]) |
+                                  (uint32_t)rv_f32_to_bf16(s[(size_t)(2 * i + 1) * NC + j]) << 16;
+    }
+  rv_free(up);
+  return RV_OK;
+}
+
+rv_status rv_conv2d_winograd_rois_bf16(float *y, const float *x, const uint32_t *wp,
+                                       const float *b, int n, int cin, int h, int wd, int cout,
+                                       int pad, rv_act act, int layout, rv_arena *scratch) {
+  RV_ASSERT(wp != NULL && cin % 2 == 0 && rv_bf16_supported());
+  return rois_run(y, x, NULL, wp, b, n, cin, h, wd, cout, pad, act, 4, layout, scratch);
+}
+
+/* ---- bf16 F(4x4, 3x3) ---------------------------------------------------------------------
+ * rv_conv2d_winograd_bf16 (core/ops.h): the fused path above with its a^2 GEMMs on the bf16
+ * kernel (core/gemm_bf16.c): U transformed in double and rounded to float32 as above, then
+ * to bf16 once (rv_winograd_bf16_pack: [k][co / 8][ci / 2][co % 8] pairs); each block's V
+ * transformed in float32 and rounded to bf16 pairs [k][ci / 2][tile]; M summed in float32;
+ * the output transform, bias, act and accumulate in float32. */
+#define WB_M 4
+#define WB_A2 ((size_t)(WB_M + 2) * (WB_M + 2))
+
+size_t rv_winograd_bf16_words(int cout, int cin) {
+  return WB_A2 * (size_t)((cout + MR - 1) / MR * MR) * (size_t)((cin + 1) / 2);
+}
+
+rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin) {
+  const int coutp = (cout + MR - 1) / MR * MR, k2 = (cin + 1) / 2;
+  float *up = rv_malloc(sizeof(float) * WB_A2 * coutp * cin);
+  if (!up) return RV_ERR_NOMEM;
+  weight_transform_panels(up, w, cout, coutp, cin, WB_M, MR); /* [k][co/8][ci][co%8] */
+  for (size_t k = 0; k < WB_A2; k++)
+    for (int g = 0; g < coutp / MR; g++) {
+      const float *s = up + (k * coutp + (size_t)g * MR) * cin;
+      uint32_t *d = wp + (k * coutp + (size_t)g * MR) * k2;
+      for (int i = 0; i < k2; i++)
+        for (int r = 0; r < MR; r++) {
+          uint32_t lo = rv_f32_to_bf16(s[(size_t)(2 * i) * MR + r]);
+          uint32_t hi = 2 * i + 1 < cin ? rv_f32_to_bf16(s[(size_t)(2 * i + 1) * MR + r]) : 0;
+          d[(size_t)i * MR + r] = lo | hi << 16;
+        }
+    }
+  rv_free(up);
+  return RV_OK;
+}
+
+static void fused_block_bf16(float *y, const float *x, const uint32_t *up, const float *b,
+                             const wino_geom *g, rv_conv_params p, int coutp, int batched,
+                             size_t t0, int cnt, int n0, int nb, float *v, uint32_t *vb,
+                             float *mm, float *buf) {
+  const int k2 = (g->cin + 1) / 2;
+  for (int c = 0; c < g->cin; c++) {
+    if (batched)
+      input_transform_batched(v, TB, VKS(g->cin), x, g, c, n0, nb, buf);
+    else
+      input_transform_channel(v, TB, VKS(g->cin), x, g, c, t0, cnt, buf);
+  }
+  for (size_t k = 0; k < WB_A2; k++) {
+    uint32_t *vk = vb + k * k2 * TB;
+    rv_bf16_pack_pairs(vk, TB, v + k * VKS(g->cin), TB, g->cin, TB);
+    for (int cb = 0; cb < coutp; cb += MR)
+      rv_bf16_block(mm + k * VKS(coutp) + (size_t)cb * TB, TB, up + (k * coutp + cb) * k2, vk,
+                    TB, k2, MR, TB, NULL, 0);
+  }
+  const size_t ks = VKS(coutp);
+  for (int co = 0; co < g->cout; co++) {
+    const float bias = b ? b[co] : 0.0f;
+    if (batched)
+      output_transform_batched(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               n0, nb, buf);
+    else
+      output_transform_channel(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               t0, cnt, buf);
+  }
+}
+
+rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
+                                  int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                  rv_arena *scratch) {
+  RV_ASSERT(p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1);
+  RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0);
+  RV_ASSERT(n >= 0 && cin > 0 && cout > 0 && scratch != NULL && wp != NULL);
+  RV_ASSERT(rv_bf16_supported());
+  wino_geom gg, *g = &gg;
+  if (!make_geom(g, WB_M, p.ph, p.pw, h, wd, cin, cout)) return RV_ERR_SHAPE;
+  if (n == 0) return RV_OK;
+  const size_t tpi = (size_t)g->th * g->tw, total = (size_t)n * tpi;
+  const int coutp = (cout + MR - 1) / MR * MR, k2 = (cin + 1) / 2;
+  const int batched = small_images(g, n) && tpi <= TB;
+  const int nbi = batched ? (int)(TB / tpi) : 0;
+  const size_t blocks = batched ? ((size_t)n + nbi - 1) / nbi : (total + TB - 1) / TB;
+  const int nth = omp_get_max_threads();
+  const size_t vbw = WB_A2 * (size_t)k2 * TB; /* words of bf16 V */
+  const size_t per_thread = transform_buf(g, batched) + WB_A2 * (VKS(cin) + VKS(coutp)) + vbw;
+  rv_arena_mark mark = rv_arena_get_mark(scratch);
+  float *tb = rv_arena_floats(scratch, per_thread * nth);
+  if (!tb) {
+    rv_arena_release(scratch, mark);
+    return RV_ERR_NOMEM;
+  }
+#pragma omp parallel if (blocks > 1)
+  {
+    float *v = tb + per_thread * (size_t)omp_get_thread_num();
+    float *mm = v + WB_A2 * VKS(cin);
+    uint32_t *vb = (uint32_t *)(mm + WB_A2 * VKS(coutp));
+    float *buf = (float *)(vb + vbw);
+    memset(v, 0, sizeof(float) * WB_A2 * VKS(cin));
+#pragma omp for schedule(dynamic)
+    for (size_t i = 0; i < blocks; i++) {
+      if (batched) {
+        const int n0 = (int)i * nbi, nb = n - n0 < nbi ? n - n0 : nbi;
+        fused_block_bf16(y, x, wp, b, g, p, coutp, 1, 0, 0, n0, nb, v, vb, mm, buf);
+      } else {
+        const size_t t0 = i * TB;
+        const int cnt = (int)(total - t0 < TB ? total - t0 : TB);
+        fused_block_bf16(y, x, wp, b, g, p, coutp, 0, t0, cnt, 0, 0, v, vb, mm, buf);
+      }
     }
   }
   rv_arena_release(scratch, mark);

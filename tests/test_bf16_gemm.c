@@ -135,6 +135,183 @@ static void test_pointwise_bf16(void **state) {
   rv_arena_free(scratch);
 }
 
+/* rv_linear_bf16 (the RoI heads' fc layers: y[n x cout] += x[n x cin] W^T) against the
+ * naive twin on the transposes (rv_pointwise_bf16_naive: both operands rounded the same
+ * way, double sums), over odd shapes and inputs past one block of 1024 (the float32
+ * accumulation of y across blocks); tolerance 2e-5 * max(1, max|ref|) as above. */
+static void test_linear_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_linear_bf16: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  static const int shapes[][3] = {{1, 1, 1},    {5, 3, 7},     {8, 48, 64},  {9, 49, 65},
+                                  {37, 81, 1024}, {100, 130, 1025}, {17, 1024, 2051},
+                                  {203, 96, 3000}, {64, 47, 4096}};
+  rv_arena *scratch = rv_arena_create(0);
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int n = shapes[c][0], cout = shapes[c][1], cin = shapes[c][2];
+    float *w = kc_rand((size_t)cout * cin, 3 + c), *x = kc_rand((size_t)n * cin, 50 + c);
+    float *bias = kc_rand((size_t)cout, 9), *y = malloc(sizeof(float) * n * cout);
+    float *wt = malloc(sizeof(float) * cin * n), *reft = malloc(sizeof(float) * cout * n);
+    float *ref = malloc(sizeof(float) * n * cout);
+    uint32_t *wq = malloc(sizeof(uint32_t) * rv_bf16_linear_words(cout, cin));
+    assert_true(y && wt && reft && ref && wq);
+    rv_bf16_linear_pack(wq, w, cout, cin);
+    for (int r = 0; r < n; r++) memcpy(y + (size_t)r * cout, bias, sizeof(float) * cout);
+    assert_int_equal(rv_linear_bf16(y, wq, x, n, cout, cin, scratch), RV_OK);
+    assert_int_equal(rv_arena_used(scratch), 0);
+    for (int r = 0; r < n; r++) /* x^T [cin x n] */
+      for (int i = 0; i < cin; i++) wt[(size_t)i * n + r] = x[(size_t)r * cin + i];
+    rv_pointwise_bf16_naive(reft, w, bias, wt, cout, cin, (size_t)n);
+    for (int r = 0; r < n; r++)
+      for (int o = 0; o < cout; o++) ref[(size_t)r * cout + o] = reft[(size_t)o * n + r];
+    char what[96];
+    snprintf(what, sizeof what, "linear_bf16 n %d cout %d cin %d", n, cout, cin);
+    kc_assert_close(y, ref, (size_t)n * cout, 2e-5, what);
+    free(w), free(x), free(bias), free(y), free(wt), free(reft), free(ref), free(wq);
+  }
+  rv_arena_free(scratch);
+}
+
+/* rv_conv2d_winograd_bf16 (F(4x4, 3x3), the a^2 GEMMs on the bf16 kernel) and the RoI
+ * stacks' channels-last rv_conv2d_winograd_rois_bf16 over odd shapes, pads, ReLU,
+ * accumulate and batches of small images (the batched transforms). Reference: the naive
+ * conv in double of the float32 operands. Tolerance |d| <= 4e-2 * max(1, max|ref|): the
+ * rounding of U and V to bf16 (2^-9 relative each) carried through the output transform
+ * (entries up to 8 per dimension) amplifies: measured worst 1.1e-2-2.6e-2 of max|ref|, ten
+ * times the direct conv's (test_upsampled_bf16); a wrong tap, tile or channel is off by
+ * O(max|ref|). The float32 Winograd of the same conv
+ * must be further from the bf16 result than 1e-5 * max|ref| somewhere (the test sees the
+ * rounding), and the channels-last path must equal the NCHW bf16 path within 1e-5 relative
+ * (the same rounded operands; sums in a different order of the same products). */
+static void test_winograd_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_conv2d_winograd_bf16: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  static const int shapes[][7] = {/* n, cin, cout, h, w, pad, flags (1 relu, 2 accumulate) */
+                                  {1, 16, 24, 13, 17, 1, 0}, {2, 33, 9, 20, 30, 1, 1},
+                                  {1, 64, 64, 50, 50, 1, 2}, {1, 7, 5, 9, 4, 0, 1},
+                                  {9, 32, 40, 7, 7, 1, 1},   {5, 64, 64, 14, 14, 1, 0},
+                                  {1, 128, 72, 24, 40, 1, 3}};
+  rv_arena *A = rv_arena_create(0);
+  int seen = 0;
+  double worst_seen = 0;
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int n = shapes[c][0], cin = shapes[c][1], cout = shapes[c][2], h = shapes[c][3];
+    const int w = shapes[c][4], pad = shapes[c][5], relu = shapes[c][6] & 1;
+    const int acc = (shapes[c][6] & 2) != 0;
+    const int oh = h + 2 * pad - 2, ow = w + 2 * pad - 2;
+    const size_t ny = (size_t)n * cout * oh * ow;
+    float *x = kc_rand((size_t)n * cin * h * w, 61 + c), *wt = kc_rand((size_t)cout * cin * 9, 71 + c);
+    float *b = kc_rand((size_t)cout, 81 + c), *y0 = kc_rand(ny, 91 + c);
+    float *y = malloc(sizeof(float) * ny), *ref = malloc(sizeof(float) * ny);
+    float *f32 = malloc(sizeof(float) * ny);
+    uint32_t *wp = malloc(sizeof(uint32_t) * rv_winograd_bf16_words(cout, cin));
+    assert_true(y && ref && f32 && wp);
+    assert_int_equal(rv_winograd_bf16_pack(wp, wt, cout, cin), RV_OK);
+    rv_conv_params p = rv_conv_default_params(3, 1, pad);
+    p.act = relu ? RV_ACT_RELU : RV_ACT_NONE;
+    p.accumulate = acc;
+    memcpy(y, y0, sizeof(float) * ny), memcpy(ref, y0, sizeof(float) * ny);
+    memcpy(f32, y0, sizeof(float) * ny);
+    assert_int_equal(rv_conv2d_winograd_bf16(y, x, wp, b, n, cin, h, w, cout, p, A), RV_OK);
+    assert_int_equal(rv_arena_used(A), 0);
+    rv_conv2d_naive_f32(ref, x, wt, b, n, cin, h, w, cout, p);
+    assert_int_equal(rv_conv2d_winograd_f32(f32, x, wt, b, n, cin, h, w, cout, p, 4, A), RV_OK);
+    char what[128];
+    snprintf(what, sizeof what, "winograd_bf16 n %d cin %d cout %d %dx%d pad %d", n, cin, cout,
+             h, w, pad);
+    if (getenv("RV_TEST_VERBOSE")) {
+      double e = 0;
+      for (size_t i = 0; i < ny; i++) e = fmax(e, fabs(y[i] - ref[i]));
+      fprintf(stderr, "%s: |bf16 - exact| %.3g of max|ref| %.3g\n", what, e, max_abs(ref, ny));
+    }
+    kc_assert_close(y, ref, ny, 4e-2, what);
+    const double scale = fmax(1.0, max_abs(ref, ny));
+    double d = 0;
+    for (size_t i = 0; i < ny; i++) d = fmax(d, fabs(y[i] - f32[i]));
+    if (d > 1e-5 * scale) seen = 1;
+    worst_seen = fmax(worst_seen, d / scale);
+    if (!acc && pad == 1 && cin % 2 == 0) { /* the RoI stacks' path: NCHW in and out */
+      uint32_t *wr = malloc(sizeof(uint32_t) * rv_winograd_rois_bf16_words(cout, cin));
+      float *yr = malloc(sizeof(float) * ny);
+      assert_true(wr && yr);
+      assert_int_equal(rv_winograd_rois_bf16_pack(wr, wt, cout, cin), RV_OK);
+      assert_int_equal(rv_conv2d_winograd_rois_bf16(yr, x, wr, b, n, cin, h, w, cout, 1, p.act,
+                                                    RV_ROIS_IN_NCHW | RV_ROIS_OUT_NCHW, A),
+                       RV_OK);
+      assert_int_equal(rv_arena_used(A), 0);
+      snprintf(what, sizeof what, "winograd_rois_bf16 n %d cin %d cout %d %dx%d", n, cin, cout,
+               h, w);
+      kc_assert_close(yr, y, ny, 1e-5, what);
+      free(wr), free(yr);
+    }
+    free(x), free(wt), free(b), free(y0), free(y), free(ref), free(f32), free(wp);
+  }
+  if (getenv("RV_TEST_VERBOSE")) fprintf(stderr, "winograd_bf16: |bf16 - f32| up to %.3g\n", worst_seen);
+  assert_true(seen);
+  rv_arena_free(A);
+}
+
+/* rv_conv3x3_upsampled_bf16 (UperNet's fusion conv of an upsampled map in bf16: the nine
+ * taps' GEMM on rv_pointwise_bf16) against the float32 twin (the naive resize, then the
+ * naive conv, in double) over odd sizes, ReLU and accumulate. Tolerance |d| <= 1e-2 *
+ * max(1, max|ref|): the bf16 rounding of both operands (2^-9 relative each) over 9 cin
+ * products per output (measured worst 1.4e-3-2.4e-3 of max|ref|); the float32 path must be further
+ * from the bf16 result than 1e-5 * max|ref| somewhere (the test sees the rounding). */
+static void test_upsampled_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_conv3x3_upsampled_bf16: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  static const int shapes[][8] = {/* n, cin, cout, ih, iw, oh, ow, flags (1 relu, 2 acc) */
+                                  {1, 16, 24, 5, 7, 10, 14, 0}, {2, 33, 9, 8, 6, 31, 25, 1},
+                                  {1, 64, 40, 16, 16, 64, 64, 3}, {1, 3, 5, 3, 3, 7, 5, 2}};
+  rv_arena *A = rv_arena_create(0);
+  int seen = 0;
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int n = shapes[c][0], cin = shapes[c][1], cout = shapes[c][2], ih = shapes[c][3];
+    const int iw = shapes[c][4], oh = shapes[c][5], ow = shapes[c][6];
+    const rv_act act = shapes[c][7] & 1 ? RV_ACT_RELU : RV_ACT_NONE;
+    const int acc = (shapes[c][7] & 2) != 0;
+    const size_t ny = (size_t)n * cout * oh * ow;
+    float *x = kc_rand((size_t)n * cin * ih * iw, 13 + c), *w = kc_rand((size_t)cout * cin * 9, 17 + c);
+    float *b = kc_rand((size_t)cout, 19 + c), *y0 = kc_rand(ny, 29 + c);
+    float *y = malloc(sizeof(float) * ny), *ref = malloc(sizeof(float) * ny);
+    float *f32 = malloc(sizeof(float) * ny);
+    assert_true(y && ref && f32);
+    memcpy(y, y0, sizeof(float) * ny), memcpy(ref, y0, sizeof(float) * ny);
+    memcpy(f32, y0, sizeof(float) * ny);
+    assert_int_equal(rv_conv3x3_upsampled_bf16(y, x, w, b, n, cin, ih, iw, cout, oh, ow, act,
+                                               acc, A), RV_OK);
+    assert_int_equal(rv_arena_used(A), 0);
+    assert_int_equal(rv_conv3x3_upsampled_naive_f32(ref, x, w, b, n, cin, ih, iw, cout, oh, ow,
+                                                    act, acc, A), RV_OK);
+    assert_int_equal(rv_arena_used(A), 0);
+    assert_int_equal(rv_conv3x3_upsampled_f32(f32, x, w, b, n, cin, ih, iw, cout, oh, ow, act,
+                                              acc, A), RV_OK);
+    char what[128];
+    snprintf(what, sizeof what, "upsampled_bf16 n %d cin %d cout %d %dx%d -> %dx%d", n, cin,
+             cout, ih, iw, oh, ow);
+    if (getenv("RV_TEST_VERBOSE")) {
+      double e = 0;
+      for (size_t i = 0; i < ny; i++) e = fmax(e, fabs(y[i] - ref[i]));
+      fprintf(stderr, "%s: |bf16 - exact| %.3g of max|ref| %.3g\n", what, e, max_abs(ref, ny));
+    }
+    kc_assert_close(y, ref, ny, 1e-2, what);
+    double d = 0;
+    for (size_t i = 0; i < ny; i++) d = fmax(d, fabs(y[i] - f32[i]));
+    if (d > 1e-5 * fmax(1.0, max_abs(ref, ny))) seen = 1;
+    free(x), free(w), free(b), free(y0), free(y), free(ref), free(f32);
+  }
+  assert_true(seen);
+  rv_arena_free(A);
+}
+
 static double bf(float v) { return (double)rv_bf16_to_f32(rv_f32_to_bf16(v)); }
 
 /* rv_softmax_attention_bf16 against a twin: scale k, q, v rounded to bf16 as the kernel
@@ -215,6 +392,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_round),
       cmocka_unit_test(test_pointwise_bf16),
+      cmocka_unit_test(test_linear_bf16),
+      cmocka_unit_test(test_winograd_bf16),
+      cmocka_unit_test(test_upsampled_bf16),
       cmocka_unit_test(test_attention_bf16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
