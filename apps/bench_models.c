@@ -2,6 +2,7 @@
 #include "apps/bench_models.h"
 
 #include "models/family.h"
+#include "apps/model_run.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -259,4 +260,13 @@ void rv_bench_model_free(rv_bench_model *m) {
   m->backbone = NULL;
   m->decoder = NULL;
   m->detector = NULL;
+}
+
+rv_status rv_bench_model_set_precision(rv_bench_model *m, const char *precision, rv_ctx *ctx) {
+  RV_TRY(rv_cli_set_backbone_precision(m->backbone, precision, ctx));
+  if (!precision || !strcmp(precision, "f32")) return RV_OK;
+  /* bf16 (the backbone accepted it): the neck and heads as rv_model_set_precision does */
+  if (m->decoder) RV_TRY(rv_seg_decoder_set_bf16(m->decoder, 1, ctx));
+  if (m->detector) RV_TRY(rv_detector_set_bf16(m->detector, 1, ctx));
+  return RV_OK;
 }

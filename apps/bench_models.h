@@ -33,6 +33,9 @@ typedef struct {
   rv_preprocess_params pre;
 } rv_bench_model;
 
+/* --precision for a random model: the backbone (rv_cli_set_backbone_precision), then for
+ * bf16 the neck and heads, as rv_model_set_precision switches a loaded model. */
+rv_status rv_bench_model_set_precision(rv_bench_model *m, const char *precision, rv_ctx *ctx);
 /* 1 when name is one of rv_model_names(). */
 int rv_bench_is_model_name(const char *name);
 /* The names, comma-separated, into buf (truncated to cap). */

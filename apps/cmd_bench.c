@@ -287,7 +287,7 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   rv_status st = path ? rv_model_load_ex(&model, path, name, lo, ctx) : rv_bench_model_create(&rnd, name, 1, ctx);
   if (st == RV_OK)
     st = model ? rv_cli_set_precision(model, precision, ctx)
-               : rv_cli_set_backbone_precision(rnd.backbone, precision, ctx);
+               : rv_bench_model_set_precision(&rnd, precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   if (model) {
     m = (dense_model){rv_model_task(model), rv_model_arch(model), rv_model_backbone(model),

@@ -2,6 +2,7 @@
  * shared fcs) and Shared2FCBBoxHead (two shared fcs), with fc_cls (background last) and
  * class-specific fc_reg. All rois of an image go through the layers as one batch. */
 #include "heads/det.h"
+#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -110,7 +111,11 @@ rv_status rv_bbox_head_forward(float *cls, float *reg, const rv_bbox_head *h,
   /* flatten(1) of [n, C, 7, 7] is the contiguous layout; every fc is one GEMM over all rois */
   for (int i = 0; i < h->num_fcs; i++) {
     float *y = (i & 1) ? fb : fa;
-    rv_layer_linear(y, &h->fcs[i], x, n, RV_ACT_RELU);
+    rv_status st = rv_layer_linear_ex(y, &h->fcs[i], x, n, RV_ACT_RELU, scratch);
+    if (st != RV_OK) {
+      rv_arena_release(scratch, mk);
+      return rv_error(ctx, st, "bbox head: fc %d over %d rois: %s", i, n, rv_status_str(st));
+    }
     x = y;
   }
   rv_layer_linear(cls, &h->fc_cls, x, n, RV_ACT_NONE);

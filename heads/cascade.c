@@ -2,6 +2,7 @@
  * box refinement by the argmax class, masks averaged over the stages' sigmoid) and
  * StandardRoIHead.simple_test (Mask R-CNN: one bbox head, one mask head). */
 #include "heads/det.h"
+#include "nn/bf16.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -302,4 +303,17 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   trace2(trace, "det.scores", det->scores, det->n, 1);
   if (!h->num_mask_heads || det->n == 0) return RV_OK;
   return simple_test_mask(det, h, &rf, meta, cfg, trace, arena, ctx);
+}
+
+rv_status rv_roi_head_set_bf16(rv_roi_head *h, int on, rv_ctx *ctx) {
+  /* the shared convs and fcs of the box heads, the mask heads' convs; fc_cls, fc_reg, the
+   * mask upsample and logits stay float32 */
+  rv_status st = RV_OK;
+  for (int s = 0; s < 4 && st == RV_OK; s++) {
+    st = rv_convmods_set_bf16_rois(h->bbox[s].convs, 8, on, ctx);
+    if (st == RV_OK) st = rv_convmods_set_bf16(h->bbox[s].fcs, 4, on, ctx);
+    if (st == RV_OK) st = rv_convmods_set_bf16_rois(h->mask[s].convs, 8, on, ctx);
+  }
+  if (st != RV_OK && on) rv_roi_head_set_bf16(h, 0, ctx);
+  return st;
 }

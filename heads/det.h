@@ -175,6 +175,15 @@ rv_status rv_retina_get_bboxes(rv_detections *det, const rv_retina_head *h,
                                int levels, const rv_img_meta *meta, const rv_retina_cfg *cfg,
                                rv_arena *arena, rv_ctx *ctx);
 
+/* ---- bf16 mode (nn/bf16.h) ------------------------------------------------------------
+ * The heads' GEMM-heavy layers switched to bf16 (on 1) or back to float32 (on 0: float32
+ * results bit for bit again): the RPN's 3x3 conv, the RoI box heads' shared convs and fcs,
+ * the mask heads' convs, RetinaNet's conv towers. The classifiers and regressors (rpn_cls /
+ * rpn_reg, fc_cls / fc_reg, the mask logits, retina_cls / retina_reg) and the mask
+ * upsample stay float32. */
+rv_status rv_rpn_head_set_bf16(rv_rpn_head *h, int on, rv_ctx *ctx);
+rv_status rv_roi_head_set_bf16(rv_roi_head *h, int on, rv_ctx *ctx);
+rv_status rv_retina_head_set_bf16(rv_retina_head *h, int on, rv_ctx *ctx);
 #ifdef __cplusplus
 }
 #endif

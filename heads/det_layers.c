@@ -11,7 +11,8 @@
  * (rv_conv2d_winograd_rois_f32), the first layer reading NCHW, the middle ones NHWC, the
  * last writing NCHW; the same results as the NCHW path bit for bit. */
 static rv_status conv_stack_rois_nhwc(float *y, const rv_layer *layers, int nl,
-                                      const float *x, int n, int s, rv_arena *scratch) {
+                                      const float *x, int n, int s, int bf16,
+                                      rv_arena *scratch) {
   const int c = layers[0].cin;
   rv_arena_mark mk = rv_arena_get_mark(scratch);
   float *a = nl > 1 ? rv_arena_floats(scratch, (size_t)n * c * s * s) : NULL;
@@ -22,8 +23,10 @@ static rv_status conv_stack_rois_nhwc(float *y, const rv_layer *layers, int nl,
     /* the last layer lands in y and reads a: layers alternate a / y backwards from it */
     float *out = i == nl - 1 ? y : (nl - 2 - i) % 2 == 0 ? a : y;
     int layout = (i == 0 ? RV_ROIS_IN_NCHW : 0) | (i == nl - 1 ? RV_ROIS_OUT_NCHW : 0);
-    st = rv_conv2d_winograd_rois_f32(out, cur, layers[i].w, layers[i].b, n, c, s, s, c, 1,
-                                     RV_ACT_RELU, 4, layout, scratch);
+    st = bf16 ? rv_conv2d_winograd_rois_bf16(out, cur, layers[i].wbf16, layers[i].b, n, c, s,
+                                             s, c, 1, RV_ACT_RELU, layout, scratch)
+              : rv_conv2d_winograd_rois_f32(out, cur, layers[i].w, layers[i].b, n, c, s, s, c, 1,
+                                            RV_ACT_RELU, 4, layout, scratch);
     cur = out;
   }
   rv_arena_release(scratch, mk);
@@ -48,7 +51,13 @@ rv_status rv_det_conv_stack_rois(float *y, const rv_layer *layers, int nl, const
     if (a != RV_CONV_WINOGRAD4 || layers[i].cin != layers[0].cin || layers[i].cout != layers[0].cin)
       rois = 0;
   }
-  if (rois) return conv_stack_rois_nhwc(y, layers, nl, x, n, s, scratch);
+  /* bf16 (nn/bf16.h): the channels-last path with every layer packed for it, else each
+   * layer's rv_layer_conv */
+  int bf16 = layers[0].wbf16 != NULL;
+  for (int i = 0; i < nl; i++)
+    if (!layers[i].wbf16 || !layers[i].wbf16_rois) bf16 = 0;
+  if (layers[0].wbf16 && !bf16) rois = 0;
+  if (rois) return conv_stack_rois_nhwc(y, layers, nl, x, n, s, bf16, scratch);
   rv_arena_mark mk = rv_arena_get_mark(scratch);
   float *a = nl > 1 ? rv_arena_floats(scratch, (size_t)n * maxc * ss) : NULL;
   float *b = nl > 2 && wide ? rv_arena_floats(scratch, (size_t)n * maxc * ss) : y;

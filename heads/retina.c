@@ -2,6 +2,7 @@
  * 3x3 retina_cls (A*K sigmoid) and retina_reg (A*4); 9 octave anchors per position; per level
  * top nms_pre by max class score; decode; rescale; multiclass NMS. */
 #include "heads/det.h"
+#include "nn/bf16.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -193,4 +194,11 @@ rv_status rv_retina_get_bboxes(rv_detections *det, const rv_retina_head *h,
   if (nd < 0) return rv_error(ctx, RV_ERR_NOMEM, "retina: out of memory in NMS");
   det->n = nd;
   return RV_OK;
+}
+
+rv_status rv_retina_head_set_bf16(rv_retina_head *h, int on, rv_ctx *ctx) {
+  rv_status st = rv_convmods_set_bf16(h->cls_convs, 8, on, ctx); /* retina_cls / reg: float32 */
+  if (st == RV_OK) st = rv_convmods_set_bf16(h->reg_convs, 8, on, ctx);
+  if (st != RV_OK && on) rv_convmods_set_bf16(h->cls_convs, 8, 0, ctx);
+  return st;
 }

@@ -1,6 +1,7 @@
 /* RPN head (mmdet 2.11 RPNHead): shared 3x3 conv + ReLU, 1x1 objectness (sigmoid) and
  * 1x1 deltas per level; proposals by per-level top-k, decode, per-level NMS, top max_per_img. */
 #include "heads/det.h"
+#include "nn/bf16.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -194,4 +195,8 @@ rv_status rv_rpn_get_proposals(float **props, float **scores, int *n, const rv_r
   *n = nk;
   rv_arena_release(arena, mk);
   return RV_OK;
+}
+
+rv_status rv_rpn_head_set_bf16(rv_rpn_head *h, int on, rv_ctx *ctx) {
+  return rv_convmod_set_bf16(&h->conv, on, ctx); /* rpn_cls / rpn_reg stay float32 */
 }

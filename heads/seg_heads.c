@@ -1,5 +1,6 @@
 /* Semantic FPN head and conv_seg. See seg_heads.h. */
 #include "heads/seg_heads.h"
+#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -160,5 +161,12 @@ rv_status rv_fpn_head_forward(const rv_fpn_head *h, rv_tensor *logits, const rv_
     st = rv_convmod_forward_into(&h->conv_seg, logits->data,
                                  (size_t)c->num_classes * (size_t)h0 * (size_t)w0, sum, a, ctx);
   rv_arena_release(a, m);
+  return st;
+}
+
+rv_status rv_fpn_head_set_bf16(rv_fpn_head *h, int on, rv_ctx *ctx) {
+  /* the scale heads' convs; conv_seg (the classifier) stays float32 */
+  rv_status st = rv_convmods_set_bf16(&h->conv[0][0],
+                                      RV_FPN_HEAD_MAX_LEVELS * RV_FPN_HEAD_MAX_CONVS, on, ctx);
   return st;
 }

@@ -291,3 +291,16 @@ void rv_detections_class_order(int *order, const rv_detections *det) {
     for (int i = 0; i < det->n; i++)
       if (det->labels[i] == c) order[k++] = i;
 }
+
+rv_status rv_detector_set_bf16(rv_detector *d, int on, rv_ctx *ctx) {
+  rv_status st = d->fpn ? rv_fpn_set_bf16(d->fpn, on, ctx) : RV_OK;
+  if (st == RV_OK && d->head && d->ops->two_stage) {
+    two_stage *h = d->head;
+    st = rv_rpn_head_set_bf16(&h->rpn, on, ctx);
+    if (st == RV_OK) st = rv_roi_head_set_bf16(&h->roi, on, ctx);
+  } else if (st == RV_OK && d->head) {
+    st = rv_retina_head_set_bf16(d->head, on, ctx);
+  }
+  if (st != RV_OK && on) rv_detector_set_bf16(d, 0, ctx);
+  return st;
+}

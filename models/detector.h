@@ -99,6 +99,9 @@ struct rv_family_ops {
 /* The ops of a detection family id; NULL when a is not one. */
 const rv_family_ops *rv_det_arch_ops(rv_det_arch a);
 
+/* The bf16 mode of the neck and heads (necks/fpn.h, heads/det.h: the classifiers and
+ * regressors stay float32); on 0 frees it (float32 results bit for bit again). */
+rv_status rv_detector_set_bf16(rv_detector *d, int on, rv_ctx *ctx);
 #ifdef __cplusplus
 }
 #endif

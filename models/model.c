@@ -382,7 +382,17 @@ rv_status rv_model_set_precision(rv_model *m, rv_precision p, rv_ctx *ctx) {
   RV_ASSERT(m);
   if (p != RV_PRECISION_F32 && p != RV_PRECISION_BF16)
     return rv_error(ctx, RV_ERR_ARG, "unknown precision %d (f32 or bf16)", (int)p);
-  return rv_ravlt_set_bf16(m->backbone, p == RV_PRECISION_BF16, ctx);
+  const int on = p == RV_PRECISION_BF16;
+  RV_TRY(rv_ravlt_set_bf16(m->backbone, on, ctx));
+  /* the neck and heads (nn/bf16.h; their classifiers stay float32) */
+  rv_status st = RV_OK;
+  if (m->decoder) st = rv_seg_decoder_set_bf16(m->decoder, on, ctx);
+  if (st == RV_OK && m->detector) st = rv_detector_set_bf16(m->detector, on, ctx);
+  if (st != RV_OK && on) { /* back to float32 everywhere */
+    if (m->decoder) rv_seg_decoder_set_bf16(m->decoder, 0, ctx);
+    rv_ravlt_set_bf16(m->backbone, 0, ctx);
+  }
+  return st;
 }
 
 rv_precision rv_model_precision(const rv_model *m) {

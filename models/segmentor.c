@@ -446,3 +446,15 @@ void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, 
   rv_seg_argmax(labels, acc, num_classes, (size_t)ori_h * (size_t)ori_w);
 }
 
+
+rv_status rv_seg_decoder_set_bf16(rv_seg_decoder *d, int on, rv_ctx *ctx) {
+  /* the neck and head convs; the classifiers (conv_seg) stay float32 */
+  rv_status st = RV_OK;
+  if (d->fpn) st = rv_fpn_set_bf16(d->fpn, on, ctx);
+  if (st == RV_OK && d->head && d->ops == &rv_seg_family_ops_SEMANTIC_FPN)
+    st = rv_fpn_head_set_bf16(d->head, on, ctx);
+  if (st == RV_OK && d->head && d->ops == &rv_seg_family_ops_UPERNET)
+    st = rv_uper_set_bf16(((uper_head *)d->head)->uper, on, ctx);
+  if (st != RV_OK && on) rv_seg_decoder_set_bf16(d, 0, ctx);
+  return st;
+}

@@ -1,6 +1,7 @@
 /* FPN neck: laterals, nearest top-down, 3x3 outputs, extra levels. See fpn.h. */
 #include "necks/fpn.h"
 #include "nn/conv.h"
+#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -191,5 +192,12 @@ rv_status rv_fpn_forward(const rv_fpn *f, rv_tensor *outs, const rv_tensor *inpu
     st = rv_convmod_forward_into(&f->out_conv[i], outs[i].data, item, src, a, ctx);
   }
   rv_arena_release(a, m);
+  return st;
+}
+
+rv_status rv_fpn_set_bf16(rv_fpn *f, int on, rv_ctx *ctx) {
+  RV_TRY(rv_convmods_set_bf16(f->lateral, RV_FPN_MAX_LEVELS, on, ctx));
+  rv_status st = rv_convmods_set_bf16(f->out_conv, RV_FPN_MAX_LEVELS * 2, on, ctx);
+  if (st != RV_OK) rv_convmods_set_bf16(f->lateral, RV_FPN_MAX_LEVELS, 0, ctx);
   return st;
 }

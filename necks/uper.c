@@ -1,6 +1,7 @@
 /* UperNet PPM + top-down fusion + fpn_bottleneck. See uper.h. */
 #include "necks/uper.h"
 #include "nn/conv.h"
+#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -213,5 +214,15 @@ rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inp
     rv_arena_release(a, mk);
   }
   rv_arena_release(a, m);
+  return st;
+}
+
+rv_status rv_uper_set_bf16(rv_uper *u, int on, rv_ctx *ctx) {
+  rv_status st = rv_convmods_set_bf16(u->ppm, RV_UPER_MAX_SCALES, on, ctx);
+  if (st == RV_OK) st = rv_convmods_set_bf16(&u->bottleneck, 1, on, ctx);
+  if (st == RV_OK) st = rv_convmods_set_bf16(u->lateral, RV_UPER_MAX_LEVELS, on, ctx);
+  if (st == RV_OK) st = rv_convmods_set_bf16(u->fpn, RV_UPER_MAX_LEVELS, on, ctx);
+  if (st == RV_OK) st = rv_convmods_set_bf16(u->fpn_bottleneck, RV_UPER_MAX_LEVELS, on, ctx);
+  if (st != RV_OK && on) rv_uper_set_bf16(u, 0, ctx);
   return st;
 }

@@ -1,6 +1,8 @@
 /* ConvModule loading (BN folded at load, through nn/param.h) and forward. See conv.h. */
 #include "nn/conv.h"
 
+#include "nn/bf16.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -22,7 +24,10 @@ void rv_convmod_free(rv_convmod *m) {
   if (!m) return;
   rv_free(m->w);
   rv_free(m->b);
+  rv_free(m->wbf16); /* nn/bf16.h */
   m->w = m->b = NULL;
+  m->wbf16 = NULL;
+  m->wbf16_rois = 0;
 }
 
 rv_status rv_mod_read(rv_convmod *m, rv_params *p, rv_mod_kind kind, const char *wkey,
@@ -104,6 +109,17 @@ rv_status rv_convmod_run(const rv_convmod *m, float *y, size_t y_batch_stride, r
   /* stride 0: the whole batch in one call; else item by item */
   const int calls = y_batch_stride ? x.n : 1, n = y_batch_stride ? 1 : x.n;
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
+  if (m->wbf16) { /* the bf16 forward where it has one (bf16 mode, conv.h) */
+    rv_status st = rv_convmod_bf16_conv(m, y, y_batch_stride ? y_batch_stride
+                                                             : (size_t)m->cout * x.h * x.w,
+                                        x.data, x.n, x.h, x.w, act, accumulate, m->algo, a);
+    if (st != RV_ERR_UNSUPPORTED) {
+      if (st != RV_OK)
+        return rv_error(ctx, st, "bf16 conv %dx%d (%d -> %d channels, %dx%d input): %s", m->k,
+                        m->k, m->cin, m->cout, x.h, x.w, rv_status_str(st));
+      return RV_OK;
+    }
+  }
   for (int i = 0; i < calls; i++) {
     rv_status st = rv_conv2d_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item, m->w,
                                  m->b, n, x.c, x.h, x.w, m->cout, p, a);
@@ -134,7 +150,13 @@ rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batc
     return rv_error(ctx, RV_ERR_INTERNAL, "conv of an upsampled map: needs a 3x3 stride-1 pad-1 conv");
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
   for (int i = 0; i < x.n; i++) {
-    rv_status st = rv_conv3x3_upsampled_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item,
+    /* bf16 mode (nn/bf16.h): the taps' GEMM in bf16 */
+    rv_status st = m->wbf16 && !m->wbf16_rois
+                       ? rv_conv3x3_upsampled_bf16(y + (size_t)i * y_batch_stride,
+                                                   x.data + (size_t)i * in_item, m->w, m->b, 1,
+                                                   x.c, x.h, x.w, m->cout, oh, ow, m->act,
+                                                   accumulate, a)
+                       : rv_conv3x3_upsampled_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item,
                                             m->w, m->b, 1, x.c, x.h, x.w, m->cout, oh, ow, m->act,
                                             accumulate, a);
     if (st != RV_OK)

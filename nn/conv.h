@@ -45,6 +45,9 @@ typedef struct {
   float *b;     /* [cout] (zeros when the checkpoint has no bias and no BN) */
   rv_conv_algo algo; /* RV_CONV_AUTO after load; a model may set RV_CONV_AUTO_FAST */
   rv_mod_kind kind;
+  uint32_t *wbf16;   /* NULL (float32), or the weights packed for the bf16 forward
+                      * (nn/bf16.h: rv_convmod_set_bf16) */
+  int wbf16_rois;    /* 1: wbf16 in the RoI stacks' channels-last layout (nn/bf16.h) */
 } rv_convmod;
 
 /* The one reading path of the module type (rv_convmod_load and nn/layer.h's loaders are

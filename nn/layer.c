@@ -1,6 +1,8 @@
 /* Linear / conv / transposed-conv layers read through the parameter loader. See layer.h. */
 #include "nn/layer.h"
 
+#include "nn/bf16.h"
+
 #include <stdio.h>
 #include <string.h>
 
