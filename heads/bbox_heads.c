@@ -2,7 +2,7 @@
  * shared fcs) and Shared2FCBBoxHead (two shared fcs), with fc_cls (background last) and
  * class-specific fc_reg. All rois of an image go through the layers as one batch. */
 #include "heads/det.h"
-#include "nn/bf16.h"
+#include "nn/layer.h"
 
 #include <stdio.h>
 #include <string.h>

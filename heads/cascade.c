@@ -2,7 +2,7 @@
  * box refinement by the argmax class, masks averaged over the stages' sigmoid) and
  * StandardRoIHead.simple_test (Mask R-CNN: one bbox head, one mask head). */
 #include "heads/det.h"
-#include "nn/bf16.h"
+#include "nn/conv.h"
 
 #include <math.h>
 #include <stdio.h>

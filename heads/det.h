@@ -175,7 +175,7 @@ rv_status rv_retina_get_bboxes(rv_detections *det, const rv_retina_head *h,
                                int levels, const rv_img_meta *meta, const rv_retina_cfg *cfg,
                                rv_arena *arena, rv_ctx *ctx);
 
-/* ---- bf16 mode (nn/bf16.h) ------------------------------------------------------------
+/* ---- bf16 mode (nn/conv.h, bf16 mode) ------------------------------------------------------------
  * The heads' GEMM-heavy layers switched to bf16 (on 1) or back to float32 (on 0: float32
  * results bit for bit again): the RPN's 3x3 conv, the RoI box heads' shared convs and fcs,
  * the mask heads' convs, RetinaNet's conv towers. The classifiers and regressors (rpn_cls /

@@ -51,7 +51,7 @@ rv_status rv_det_conv_stack_rois(float *y, const rv_layer *layers, int nl, const
     if (a != RV_CONV_WINOGRAD4 || layers[i].cin != layers[0].cin || layers[i].cout != layers[0].cin)
       rois = 0;
   }
-  /* bf16 (nn/bf16.h): the channels-last path with every layer packed for it, else each
+  /* bf16 (nn/conv.h, bf16 mode): the channels-last path with every layer packed for it, else each
    * layer's rv_layer_conv */
   int bf16 = layers[0].wbf16 != NULL;
   for (int i = 0; i < nl; i++)

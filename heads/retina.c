@@ -2,7 +2,7 @@
  * 3x3 retina_cls (A*K sigmoid) and retina_reg (A*4); 9 octave anchors per position; per level
  * top nms_pre by max class score; decode; rescale; multiclass NMS. */
 #include "heads/det.h"
-#include "nn/bf16.h"
+#include "nn/conv.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* RPN head (mmdet 2.11 RPNHead): shared 3x3 conv + ReLU, 1x1 objectness (sigmoid) and
  * 1x1 deltas per level; proposals by per-level top-k, decode, per-level NMS, top max_per_img. */
 #include "heads/det.h"
-#include "nn/bf16.h"
+#include "nn/conv.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* Semantic FPN head and conv_seg. See seg_heads.h. */
 #include "heads/seg_heads.h"
-#include "nn/bf16.h"
+#include "nn/conv.h"
 
 #include <stdio.h>
 #include <string.h>

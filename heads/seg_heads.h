@@ -56,7 +56,7 @@ rv_status rv_fpn_head_forward(const rv_fpn_head *h, rv_tensor *logits, const rv_
 rv_status rv_seg_classifier_load(rv_convmod *m, rv_params *p, const char *prefix, int cin,
                                  int num_classes, rv_ctx *ctx);
 
-/* The bf16 mode of the scale heads' convs (nn/bf16.h; conv_seg stays float32); on 0 frees
+/* The bf16 mode of the scale heads' convs (nn/conv.h, bf16 mode; conv_seg stays float32); on 0 frees
  * it. */
 rv_status rv_fpn_head_set_bf16(rv_fpn_head *h, int on, rv_ctx *ctx);
 #ifdef __cplusplus

@@ -384,7 +384,7 @@ rv_status rv_model_set_precision(rv_model *m, rv_precision p, rv_ctx *ctx) {
     return rv_error(ctx, RV_ERR_ARG, "unknown precision %d (f32 or bf16)", (int)p);
   const int on = p == RV_PRECISION_BF16;
   RV_TRY(rv_ravlt_set_bf16(m->backbone, on, ctx));
-  /* the neck and heads (nn/bf16.h; their classifiers stay float32) */
+  /* the neck and heads (nn/conv.h, bf16 mode; their classifiers stay float32) */
   rv_status st = RV_OK;
   if (m->decoder) st = rv_seg_decoder_set_bf16(m->decoder, on, ctx);
   if (st == RV_OK && m->detector) st = rv_detector_set_bf16(m->detector, on, ctx);

@@ -159,7 +159,7 @@ rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int f
 /* acc /= n_aug (in place), labels = argmax over classes (first max wins). */
 void rv_seg_aug_labels(int32_t *labels, float *acc, int num_classes, int ori_h, int ori_w, int n_aug);
 
-/* The bf16 mode of the decoder's neck and head convs (nn/bf16.h; the classifier stays
+/* The bf16 mode of the decoder's neck and head convs (nn/conv.h, bf16 mode; the classifier stays
  * float32); on 0 frees it (float32 results bit for bit again). */
 rv_status rv_seg_decoder_set_bf16(rv_seg_decoder *d, int on, rv_ctx *ctx);
 #ifdef __cplusplus

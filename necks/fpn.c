@@ -1,7 +1,6 @@
 /* FPN neck: laterals, nearest top-down, 3x3 outputs, extra levels. See fpn.h. */
 #include "necks/fpn.h"
 #include "nn/conv.h"
-#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -74,7 +74,7 @@ const rv_fpn_config *rv_fpn_config_of(const rv_fpn *f);
 rv_status rv_fpn_forward(const rv_fpn *f, rv_tensor *outs, const rv_tensor *inputs,
                          int num_inputs, rv_arena *a, rv_ctx *ctx);
 
-/* The bf16 mode of the lateral and output convs (nn/bf16.h); on 0 frees it. */
+/* The bf16 mode of the lateral and output convs (nn/conv.h, bf16 mode); on 0 frees it. */
 rv_status rv_fpn_set_bf16(rv_fpn *f, int on, rv_ctx *ctx);
 #ifdef __cplusplus
 }

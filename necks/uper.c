@@ -1,7 +1,6 @@
 /* UperNet PPM + top-down fusion + fpn_bottleneck. See uper.h. */
 #include "necks/uper.h"
 #include "nn/conv.h"
-#include "nn/bf16.h"
 
 #include <stdio.h>
 #include <string.h>

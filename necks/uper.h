@@ -54,7 +54,7 @@ const rv_uper_config *rv_uper_config_of(const rv_uper *u);
 rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inputs,
                           int num_inputs, rv_arena *a, rv_ctx *ctx);
 
-/* The bf16 mode of the PPM, bottleneck, lateral, FPN and fusion convs (nn/bf16.h); on 0
+/* The bf16 mode of the PPM, bottleneck, lateral, FPN and fusion convs (nn/conv.h, bf16 mode); on 0
  * frees it. */
 rv_status rv_uper_set_bf16(rv_uper *u, int on, rv_ctx *ctx);
 #ifdef __cplusplus

@@ -1,8 +1,6 @@
 /* ConvModule loading (BN folded at load, through nn/param.h) and forward. See conv.h. */
 #include "nn/conv.h"
 
-#include "nn/bf16.h"
-
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +22,7 @@ void rv_convmod_free(rv_convmod *m) {
   if (!m) return;
   rv_free(m->w);
   rv_free(m->b);
-  rv_free(m->wbf16); /* nn/bf16.h */
+  rv_free(m->wbf16); /* nn/conv.h, bf16 mode */
   m->w = m->b = NULL;
   m->wbf16 = NULL;
   m->wbf16_rois = 0;
@@ -150,7 +148,7 @@ rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batc
     return rv_error(ctx, RV_ERR_INTERNAL, "conv of an upsampled map: needs a 3x3 stride-1 pad-1 conv");
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
   for (int i = 0; i < x.n; i++) {
-    /* bf16 mode (nn/bf16.h): the taps' GEMM in bf16 */
+    /* bf16 mode (nn/conv.h, bf16 mode): the taps' GEMM in bf16 */
     rv_status st = m->wbf16 && !m->wbf16_rois
                        ? rv_conv3x3_upsampled_bf16(y + (size_t)i * y_batch_stride,
                                                    x.data + (size_t)i * in_item, m->w, m->b, 1,
@@ -202,4 +200,106 @@ rv_status rv_convmod_forward(const rv_convmod *m, rv_tensor *y, rv_tensor x, rv_
   *y = rv_tensor_new(a, x.n, m->cout, oh, ow);
   if (!y->data) return rv_error(ctx, RV_ERR_NOMEM, "out of activation memory (%dx%dx%d)", m->cout, oh, ow);
   return rv_convmod_forward_into(m, y->data, (size_t)m->cout * (size_t)oh * (size_t)ow, x, a, ctx);
+}
+
+/* ---- bf16 mode (see conv.h) ---- */
+
+static int is_pointwise(const rv_convmod *m) {
+  return m->kind == RV_MOD_CONV && m->k == 1 && m->stride == 1 && m->pad == 0;
+}
+static int is_3x3(const rv_convmod *m) {
+  return m->kind == RV_MOD_CONV && m->k == 3 && m->stride == 1 && m->pad == 1;
+}
+
+rv_status rv_convmod_set_bf16(rv_convmod *m, int on, rv_ctx *ctx) {
+  if (!on || !m->w) {
+    rv_free(m->wbf16);
+    m->wbf16 = NULL;
+    m->wbf16_rois = 0;
+    return RV_OK;
+  }
+  if (m->wbf16) return RV_OK;
+  size_t words = 0;
+  if (m->kind == RV_MOD_LINEAR) words = rv_bf16_linear_words(m->cout, m->cin);
+  else if (is_pointwise(m)) words = rv_bf16_packed_words(m->cout, m->cin);
+  else if (is_3x3(m)) words = rv_winograd_bf16_words(m->cout, m->cin);
+  if (!words) return RV_OK;
+  uint32_t *p = rv_malloc(words * sizeof(uint32_t));
+  if (!p) return rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)",
+                          m->cin, m->cout);
+  if (m->kind == RV_MOD_LINEAR) rv_bf16_linear_pack(p, m->w, m->cout, m->cin);
+  else if (is_pointwise(m)) rv_bf16_pack_weights(p, m->w, m->cout, m->cin);
+  else if (rv_winograd_bf16_pack(p, m->w, m->cout, m->cin) != RV_OK) {
+    rv_free(p);
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)", m->cin,
+                    m->cout);
+  }
+  m->wbf16 = p;
+  return RV_OK;
+}
+
+rv_status rv_convmods_set_bf16_rois(rv_convmod *m, int count, int on, rv_ctx *ctx) {
+  for (int i = 0; i < count; i++) {
+    rv_convmod *c = &m[i];
+    if (!on || !c->w || !is_3x3(c) || c->cin % 2 != 0 || c->wbf16) {
+      rv_status st = rv_convmod_set_bf16(c, on, ctx);
+      if (st == RV_OK) continue;
+      rv_convmods_set_bf16_rois(m, i, 0, ctx);
+      return st;
+    }
+    uint32_t *p = rv_malloc(rv_winograd_rois_bf16_words(c->cout, c->cin) * sizeof(uint32_t));
+    if (!p || rv_winograd_rois_bf16_pack(p, c->w, c->cout, c->cin) != RV_OK) {
+      rv_free(p);
+      rv_convmods_set_bf16_rois(m, i, 0, ctx);
+      return rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)",
+                      c->cin, c->cout);
+    }
+    c->wbf16 = p;
+    c->wbf16_rois = 1;
+  }
+  return RV_OK;
+}
+
+rv_status rv_convmods_set_bf16(rv_convmod *m, int count, int on, rv_ctx *ctx) {
+  for (int i = 0; i < count; i++) {
+    rv_status st = rv_convmod_set_bf16(&m[i], on, ctx);
+    if (st != RV_OK) {
+      for (int j = 0; j < i; j++) rv_convmod_set_bf16(&m[j], 0, ctx);
+      return st;
+    }
+  }
+  return RV_OK;
+}
+
+static void relu_row(float *r, size_t n) { rv_act_serial_f32(r, n, RV_ACT_RELU); }
+
+rv_status rv_convmod_bf16_conv(const rv_convmod *m, float *y, size_t y_batch_stride,
+                               const float *x, int n, int h, int w, rv_act act, int accumulate,
+                               rv_conv_algo algo, rv_arena *scratch) {
+  if (!m->wbf16 || m->wbf16_rois || (act != RV_ACT_NONE && act != RV_ACT_RELU))
+    return RV_ERR_UNSUPPORTED;
+  const size_t in_item = (size_t)m->cin * h * w;
+  if (is_pointwise(m)) {
+    if (accumulate) return RV_ERR_UNSUPPORTED;
+    for (int i = 0; i < n; i++)
+      RV_TRY(rv_pointwise_bf16(y + (size_t)i * y_batch_stride, m->wbf16, m->b,
+                               x + (size_t)i * in_item, m->cout, m->cin, (size_t)h * w,
+                               act == RV_ACT_RELU ? relu_row : NULL, scratch));
+    return RV_OK;
+  }
+  if (is_3x3(m)) {
+    /* where the float32 rule takes Winograd F(4x4) (F(2x2) and im2col stay float32) */
+    if (rv_conv3x3_algo(algo, n, m->cin, m->cout, h, w) != RV_CONV_WINOGRAD4)
+      return RV_ERR_UNSUPPORTED;
+    rv_conv_params p = rv_conv_default_params(3, 1, 1);
+    p.act = act;
+    p.accumulate = accumulate;
+    if (y_batch_stride == (size_t)m->cout * h * w)
+      return rv_conv2d_winograd_bf16(y, x, m->wbf16, m->b, n, m->cin, h, w, m->cout, p, scratch);
+    for (int i = 0; i < n; i++)
+      RV_TRY(rv_conv2d_winograd_bf16(y + (size_t)i * y_batch_stride, x + (size_t)i * in_item,
+                                     m->wbf16, m->b, 1, m->cin, h, w, m->cout, p, scratch));
+    return RV_OK;
+  }
+  return RV_ERR_UNSUPPORTED;
 }

@@ -1,8 +1,6 @@
 /* Linear / conv / transposed-conv layers read through the parameter loader. See layer.h. */
 #include "nn/layer.h"
 
-#include "nn/bf16.h"
-
 #include <stdio.h>
 #include <string.h>
 
@@ -47,3 +45,14 @@ void rv_layer_linear(float *y, const rv_layer *l, const float *x, int n, rv_act 
   if (act != RV_ACT_NONE) rv_act_f32(y, (size_t)n * l->cout, act);
 }
 
+rv_status rv_layer_linear_ex(float *y, const rv_layer *l, const float *x, int n, rv_act act,
+                             rv_arena *scratch) {
+  if (!l->wbf16) {
+    rv_layer_linear(y, l, x, n, act);
+    return RV_OK;
+  }
+  for (int r = 0; r < n; r++) memcpy(y + (size_t)r * l->cout, l->b, (size_t)l->cout * sizeof(float));
+  RV_TRY(rv_linear_bf16(y, l->wbf16, x, n, l->cout, l->cin, scratch));
+  if (act != RV_ACT_NONE) rv_act_f32(y, (size_t)n * l->cout, act);
+  return RV_OK;
+}

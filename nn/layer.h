@@ -41,6 +41,10 @@ rv_status rv_layer_conv(float *y, const rv_layer *l, const float *x, int n, int 
 /* Linear over rows: y[n, cout] = act(x[n, cin] W^T + b) (one GEMM). */
 void rv_layer_linear(float *y, const rv_layer *l, const float *x, int n, rv_act act);
 
+/* rv_layer_linear with a status and scratch (the bf16 forward packs x's rows there);
+ * RV_ERR_NOMEM if scratch is short. */
+rv_status rv_layer_linear_ex(float *y, const rv_layer *l, const float *x, int n, rv_act act,
+                             rv_arena *scratch);
 #ifdef __cplusplus
 }
 #endif
