@@ -169,13 +169,14 @@ static void det_case(const char *name, double bound, int top_missed_max) {
  * the ASan build, whose float32 parts round differently) less a margin. With the whole
  * model in bf16 (backbone, neck and heads; README "bf16"): semantic_fpn 99.97%, upernet
  * 98.80%; mask_rcnn 69 of 71 matched, 1 of the top 20 missed; cascade 46 of 85, 10;
- * retinanet 68 of 100, 5 (backbone alone: upernet 99.02-99.05%, cascade 58-62 of 85 and 8,
+ * retinanet 68 of 100, 5; the ASan build: 99.97%, 98.84%, 66 of 71 and 3, 48 of 85 and 10,
+ * 78 of 100 and 6 (backbone alone: upernet 99.02-99.05%, cascade 58-62 of 85 and 8,
  * retinanet 76-80 of 100 and 6-9). Most cascade misses are boxes of a few pixels whose bf16
  * box has IoU 0.90-0.95 with the float32 one, or members of clusters of overlapping
  * same-label boxes whose scores differ by less than bf16 moves them. */
 static void test_semantic_fpn(void **s) { (void)s, seg_case("semantic_fpn", 0.999); }
 static void test_upernet(void **s) { (void)s, seg_case("upernet", 0.975); }
-static void test_mask_rcnn(void **s) { (void)s, det_case("mask_rcnn", 0.90, 3); }
+static void test_mask_rcnn(void **s) { (void)s, det_case("mask_rcnn", 0.88, 5); }
 static void test_cascade(void **s) { (void)s, det_case("cascade_mask_rcnn", 0.45, 14); }
 static void test_retinanet(void **s) { (void)s, det_case("retinanet", 0.60, 12); }
 
