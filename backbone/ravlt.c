@@ -400,16 +400,32 @@ static rv_status oom(fwd *F) {
       return oom(F);                                                                          \
   } while (0)
 
-/* x[c][l] += g[c] * p[c][l] (g NULL: 1) */
-static void residual(float *x, const float *p, const float *g, int c, int n) {
-#pragma omp parallel for schedule(static) if ((size_t)c * n >= 65536)
-  for (int i = 0; i < c; i++) {
-    float *xr = x + (size_t)i * n;
-    const float *pr = p + (size_t)i * n;
-    const float gi = g ? g[i] : 1.0f;
-    for (int l = 0; l < n; l++) xr[l] += gi * pr[l];
-  }
+/* The residual add x[c][l] += g[c] p[c][l] (g NULL: 1) as the post function of the 1x1
+ * conv that makes p (attn.proj, ffn.fc2): each finished block of p is added while in
+ * cache, in the same parallel region (a separate pass over x and p before) */
+typedef struct {
+  float *x;
+  const float *g;
+  size_t n;
+} residual_arg;
+
+static void residual_post(void *arg, float *p, size_t off, size_t len) {
+  const residual_arg *a = arg;
+  float *xr = a->x + off;
+  const float gi = a->g ? a->g[off / a->n] : 1.0f;
+  for (size_t l = 0; l < len; l++) xr[l] += gi * p[l];
 }
+
+/* y = W x + b as CONV1X1, then x_res += g y (residual_post) */
+#define CONV1X1_RESIDUAL(F, y, w, wp, b, x, cout, cin, n, x_res, g)                           \
+  do {                                                                                        \
+    residual_arg ra_ = {x_res, g, (size_t)(n)};                                               \
+    if ((wp) ? rv_pointwise_bf16_ctx(y, wp, b, x, cout, cin, (size_t)(n), residual_post,      \
+                                     &ra_, (F)->A) != RV_OK                                   \
+             : rv_pointwise_ctx_f32(y, w, b, x, cout, cin, (size_t)(n), residual_post, &ra_,  \
+                                    (F)->A) != RV_OK)                                         \
+      return oom(F);                                                                          \
+  } while (0)
 
 
 /* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7):
@@ -471,10 +487,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     rv_dwconv2d_f32(r, v, b->lepe_w, b->lepe_b, r, 1, C, H, W, 5, 1, 2); /* + lepe(v) */
     mul_inplace(r, o, (size_t)C * N);                                    /* * o */
     float *p = big;                                                      /* q is free */
-    CONV1X1(F, p, b->proj_w, b->proj_p, b->proj_b, r, C, C, N, NULL);
+    CONV1X1_RESIDUAL(F, p, b->proj_w, b->proj_p, b->proj_b, r, C, C, N, x, b->gamma1);
     snprintf(name, sizeof name, "s%db%d.attn_out", si, j);
     emit(F, name, p, C, H, W);
-    residual(x, p, b->gamma1, C, N);
     snprintf(name, sizeof name, "s%db%d.attn", si, j);
     emit(F, name, x, C, H, W);
     /* ffn on LN(x) */
@@ -482,10 +497,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     float *h1 = big, *h2 = big + (size_t)FF * N;
     CONV1X1(F, h1, b->fc1_w, b->fc1_p, b->fc1_b, t, FF, C, N, gelu_block);
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
-    CONV1X1(F, t, b->fc2_w, b->fc2_p, b->fc2_b, h2, C, FF, N, NULL);
+    CONV1X1_RESIDUAL(F, t, b->fc2_w, b->fc2_p, b->fc2_b, h2, C, FF, N, x, b->gamma2);
     snprintf(name, sizeof name, "s%db%d.ffn_out", si, j);
     emit(F, name, t, C, H, W);
-    residual(x, t, b->gamma2, C, N);
     snprintf(name, sizeof name, "s%db%d.ffn", si, j);
     emit(F, name, x, C, H, W);
   }

@@ -163,8 +163,24 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
   }
 }
 
+typedef struct {
+  rv_row_fn fn;
+} plain_post;
+static void call_plain(void *arg, float *row, size_t off, size_t n) {
+  (void)off;
+  ((const plain_post *)arg)->fn(row, n);
+}
+
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
+  plain_post pp = {post};
+  return rv_pointwise_bf16_ctx(y, wp, b, x, cout, cin, n, post ? call_plain : NULL, &pp,
+                               scratch);
+}
+
+rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && wp && scratch != NULL);
   RV_ASSERT(cpu_bf16());
   if (n == 0) return RV_OK;
@@ -196,7 +212,8 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
           float *yc = y + (size_t)co * n + p0 + t;
           kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL, 0);
           if (post)
-            for (int r = 0; r < rows; r++) post(yc + (size_t)r * n, (size_t)nt);
+            for (int r = 0; r < rows; r++)
+              post(arg, yc + (size_t)r * n, (size_t)(co + r) * n + p0 + t, (size_t)nt);
         }
       }
     }
@@ -435,6 +452,14 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
   (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post;
   (void)scratch;
   RV_ASSERT(0 && "rv_pointwise_bf16 without AVX512_BF16");
+  return RV_ERR_UNSUPPORTED;
+}
+rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                rv_arena *scratch) {
+  (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post, (void)arg;
+  (void)scratch;
+  RV_ASSERT(0 && "rv_pointwise_bf16_ctx without AVX512_BF16");
   return RV_ERR_UNSUPPORTED;
 }
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {

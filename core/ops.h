@@ -60,6 +60,13 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
 typedef void (*rv_row_fn)(float *row, size_t n);
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
+/* The same with a post function that has a context and knows where it is: post(arg, row,
+ * off, len) with row = y + off (the channel is off / n, the first pixel off % n), for an
+ * epilogue that reads another map at the same place (a residual add). */
+typedef void (*rv_row_ctx_fn)(void *arg, float *row, size_t off, size_t n);
+rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,
+                               int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                               rv_arena *scratch);
 void rv_pointwise_naive_f32(float *y, const float *w, const float *b, const float *x, int cout,
                             int cin, size_t n); /* core/naive.c */
 
@@ -78,6 +85,10 @@ size_t rv_bf16_packed_words(int cout, int cin);
 void rv_bf16_pack_weights(uint32_t *wp, const float *w, int cout, int cin);
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
+/* Its post with a context, as rv_pointwise_ctx_f32. */
+rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                rv_arena *scratch);
 /* Its twin: both operands through rv_f32_to_bf16, double accumulation, then + b. */
 void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,
                              int cout, int cin, size_t n);

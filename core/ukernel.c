@@ -118,8 +118,24 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
   return rv_pointwise_post_f32(y, w, b, x, cout, cin, n, NULL, scratch);
 }
 
+/* a plain row function as a context one */
+typedef struct {
+  rv_row_fn fn;
+} plain_post;
+static void call_plain(void *arg, float *row, size_t off, size_t n) {
+  (void)off;
+  ((const plain_post *)arg)->fn(row, n);
+}
+
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
+  plain_post pp = {post};
+  return rv_pointwise_ctx_f32(y, w, b, x, cout, cin, n, post ? call_plain : NULL, &pp, scratch);
+}
+
+rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,
+                               int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                               rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && scratch != NULL);
   if (n == 0) return RV_OK;
   if (!rv_ukernel_supported() || n < UK_MIN_PIXELS) {
@@ -131,7 +147,7 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
     rv_gemm_f32(0, 0, cout, (int)n, cin, 1.0f, w, cin, x, (int)n, b ? 1.0f : 0.0f, y, (int)n);
     if (post) {
 #pragma omp parallel for schedule(static) if ((size_t)cout * n >= 65536)
-      for (int o = 0; o < cout; o++) post(y + (size_t)o * n, n);
+      for (int o = 0; o < cout; o++) post(arg, y + (size_t)o * n, (size_t)o * n, n);
     }
     return RV_OK;
   }
@@ -169,7 +185,10 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
             memcpy(y + (size_t)(co + r) * n + p0, tb + (size_t)r * UK_NT, sizeof(float) * nt);
         }
         if (post) /* while the block is in L1 */
-          for (int r = 0; r < rows; r++) post(y + (size_t)(co + r) * n + p0, (size_t)nt);
+          for (int r = 0; r < rows; r++) {
+            const size_t off = (size_t)(co + r) * n + p0;
+            post(arg, y + off, off, (size_t)nt);
+          }
       }
     }
   }

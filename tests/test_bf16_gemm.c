@@ -77,6 +77,16 @@ static void test_bf16_round(void **state) {
   free(x), free(a), free(b);
 }
 
+typedef struct {
+  float *z;
+  size_t calls;
+} ctx_post_arg;
+static void add_three_times(void *arg, float *row, size_t off, size_t n) {
+  ctx_post_arg *a = arg;
+  for (size_t i = 0; i < n; i++) a->z[off + i] += 3.0f * row[i];
+  __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
+}
+
 static void add_one(float *row, size_t n) {
   for (size_t i = 0; i < n; i++) row[i] += 1.0f;
 }
@@ -116,6 +126,21 @@ static void test_pointwise_bf16(void **state) {
         snprintf(what, sizeof what, "pointwise_bf16 cout %d cin %d n %zu", cout, cin, n);
         kc_assert_close(y, ref, (size_t)cout * n, 2e-5, what);
         assert_int_equal(rv_arena_used(scratch), 0); /* workspace released */
+        if (!withpost) { /* the context post: z += 3 y at the same offsets, y unchanged */
+          float *y2 = kc_rand((size_t)cout * n, 9), *z = kc_rand((size_t)cout * n, 10);
+          float *z0 = malloc(sizeof(float) * (size_t)cout * n);
+          assert_non_null(z0);
+          memcpy(z0, z, sizeof(float) * (size_t)cout * n);
+          ctx_post_arg pa = {z, 0};
+          assert_int_equal(rv_pointwise_bf16_ctx(y2, wp, withb ? bias : NULL, x, cout, cin, n,
+                                                 add_three_times, &pa, scratch),
+                           RV_OK);
+          assert_int_equal(pa.calls, (size_t)cout * n);
+          assert_memory_equal(y2, y, sizeof(float) * (size_t)cout * n);
+          for (size_t i = 0; i < (size_t)cout * n; i++)
+            if (z[i] != z0[i] + 3.0f * y[i]) fail_msg("%s: ctx post, z element %zu", what, i);
+          free(y2), free(z), free(z0);
+        }
         if (cin >= 64 && n >= 48 && !checked_discrimination) {
           /* the float32 product is outside the tolerance: the test sees the rounding */
           float *f = kc_rand((size_t)cout * n, 8);

@@ -78,6 +78,17 @@ static void twice_plus_one(float *row, size_t n) {
   for (size_t i = 0; i < n; i++) row[i] = 2.0f * row[i] + 1.0f;
 }
 
+/* context post function: z[off + i] += 3 row[i] (a residual add), counting the elements */
+typedef struct {
+  float *z;
+  size_t calls;
+} ctx_post_arg;
+static void add_three_times(void *arg, float *row, size_t off, size_t n) {
+  ctx_post_arg *a = arg;
+  for (size_t i = 0; i < n; i++) a->z[off + i] += 3.0f * row[i];
+  __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
+}
+
 /* rv_pointwise_f32 (the AVX-512 kernel reading x in place, or BLAS): output rows past a
  * multiple of 8 (cout 1..40), masked pixel tails (n not a multiple of 48), cin 1..300, with
  * and without bias, against rv_gemm_naive_f32 (double); where the kernel runs, also against
@@ -109,6 +120,19 @@ static void test_pointwise(void **state) {
       assert_int_equal(rv_pointwise_post_f32(yb, w, bias, x, co, ci, n, twice_plus_one, ar), RV_OK);
       for (size_t i = 0; i < (size_t)co * n; i++)
         if (yb[i] != 2.0f * y[i] + 1.0f) fail_msg("pointwise post: element %zu", i);
+      /* with a context post: y unchanged, post(row = y + off) once per element at its off */
+      float *z = kc_rand((size_t)co * n, 4), *z0 = malloc(sizeof(float) * (size_t)co * n);
+      assert_non_null(z0);
+      memcpy(z0, z, sizeof(float) * (size_t)co * n);
+      ctx_post_arg pa = {z, 0};
+      assert_int_equal(rv_pointwise_ctx_f32(yb, w, bias, x, co, ci, n, add_three_times, &pa, ar),
+                       RV_OK);
+      assert_int_equal(pa.calls, (size_t)co * n);
+      for (size_t i = 0; i < (size_t)co * n; i++) {
+        if (yb[i] != y[i]) fail_msg("pointwise ctx post: y element %zu", i);
+        if (z[i] != z0[i] + 3.0f * y[i]) fail_msg("pointwise ctx post: z element %zu", i);
+      }
+      free(z), free(z0);
       if (rv_ukernel_supported()) {
         for (int o = 0; o < co; o++)
           for (size_t l = 0; l < n; l++) yb[(size_t)o * n + l] = bias ? bias[o] : 0.0f;
