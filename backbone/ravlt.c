@@ -435,11 +435,6 @@ RV_CLONES4 static void gelu_block(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 
-static void mul_inplace(float *x, const float *o, size_t n) {
-#pragma omp parallel for schedule(static) if (n >= 65536)
-  for (size_t i = 0; i < n; i++) x[i] *= o[i];
-}
-
 /* One stage's blocks on x [C x H x W] (in place). */
 static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   const stage_w *st = &F->m->st[si];
@@ -484,8 +479,8 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
                                                  F->A) != RV_OK)
         return oom(F);
     }
-    rv_dwconv2d_f32(r, v, b->lepe_w, b->lepe_b, r, 1, C, H, W, 5, 1, 2); /* + lepe(v) */
-    mul_inplace(r, o, (size_t)C * N);                                    /* * o */
+    /* (r + lepe(v)) * o: the gate applied to each output row of the depthwise conv */
+    rv_dwconv2d_gate_f32(r, v, b->lepe_w, b->lepe_b, r, o, 1, C, H, W, 5, 1, 2);
     float *p = big;                                                      /* q is free */
     CONV1X1_RESIDUAL(F, p, b->proj_w, b->proj_p, b->proj_b, r, C, C, N, x, b->gamma1);
     snprintf(name, sizeof name, "s%db%d.attn_out", si, j);

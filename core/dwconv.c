@@ -67,8 +67,8 @@ static inline void dw_interior(float *restrict yr, const float *const *xr, const
 /* One plane, stride 1, k <= 7, pad < k, rows of any width: single pass per output row with
  * bounds-checked border columns (used when a padded band would not fit dw_plane_band). */
 RV_CLONES4 static void dw_plane_rows(float *yp, const float *xp, const float *wp, float bv,
-                                  const float *rp, int h, int wd, int k, int pad, int oh,
-                                  int ow) {
+                                  const float *rp, const float *gp, int h, int wd, int k,
+                                  int pad, int oh, int ow) {
   const float *xr[7];
   float wk[49];
   int lo = pad < ow ? pad : ow;
@@ -109,6 +109,10 @@ RV_CLONES4 static void dw_plane_rows(float *yp, const float *xp, const float *wp
         }
       yr[ox] = a;
     }
+    if (gp) {
+      const float *gr = gp + (size_t)oy * ow;
+      for (int ox = 0; ox < ow; ox++) yr[ox] *= gr[ox];
+    }
   }
 }
 
@@ -119,8 +123,8 @@ RV_CLONES4 static void dw_plane_rows(float *yp, const float *xp, const float *wp
  * k*k taps from valid memory and each output row is one vectorised pass (no border code,
  * weights fixed for the plane). Returns 0 if the rows are too wide for the buffer. */
 RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp, float bv,
-                                   const float *rp, int h, int wd, int k, int pad, int oh,
-                                   int ow) {
+                                   const float *rp, const float *gp, int h, int wd, int k,
+                                   int pad, int oh, int ow) {
   float buf[DWBUF];
   int pw = wd + 2 * pad;
   int band = DWBUF / pw - (k - 1);
@@ -153,6 +157,10 @@ RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp,
         case 7: dw_interior(yr, xr, wp, 0, ow, 0, 7); break;
         default: dw_interior(yr, xr, wp, 0, ow, 0, k); break;
       }
+      if (gp) {
+        const float *gr = gp + (size_t)(oy0 + r) * ow;
+        for (int ox = 0; ox < ow; ox++) yr[ox] *= gr[ox];
+      }
     }
   }
   return 1;
@@ -161,6 +169,12 @@ RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp,
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad) {
+  rv_dwconv2d_gate_f32(y, x, w, b, residual, NULL, n, c, h, wd, k, stride, pad);
+}
+
+void rv_dwconv2d_gate_f32(float *y, const float *x, const float *w, const float *b,
+                          const float *residual, const float *gate, int n, int c, int h,
+                          int wd, int k, int stride, int pad) {
   RV_ASSERT(k > 0 && stride > 0 && pad >= 0);
   int oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
   RV_ASSERT(oh > 0 && ow > 0);
@@ -171,11 +185,12 @@ void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
     const float *xp = x + (size_t)p * h * wd;
     const float *wp = w + (size_t)ci * k * k;
     const float *rp = residual ? residual + (size_t)p * oh * ow : NULL;
+    const float *gp = gate ? gate + (size_t)p * oh * ow : NULL;
     float *yp = y + (size_t)p * oh * ow;
     float bv = b ? b[ci] : 0.0f;
     if (stride == 1 && k <= 7 && pad < k) {
-      if (!dw_plane_band(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow))
-        dw_plane_rows(yp, xp, wp, bv, rp, h, wd, k, pad, oh, ow);
+      if (!dw_plane_band(yp, xp, wp, bv, rp, gp, h, wd, k, pad, oh, ow))
+        dw_plane_rows(yp, xp, wp, bv, rp, gp, h, wd, k, pad, oh, ow);
       continue;
     }
     for (int oy = 0; oy < oh; oy++) {
@@ -201,6 +216,10 @@ void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
             for (int ox = lo; ox < hi; ox++) yr[ox] += wv * xr[ox * stride + off];
           }
         }
+      }
+      if (gp) {
+        const float *gr = gp + (size_t)oy * ow;
+        for (int ox = 0; ox < ow; ox++) yr[ox] *= gr[ox];
       }
     }
   }

@@ -254,6 +254,11 @@ rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad);
+/* The same times a gate map of y's shape: y = (residual + b + conv(x)) * gate, the gate
+ * applied to each output row while in cache (gate NULL: rv_dwconv2d_f32). */
+void rv_dwconv2d_gate_f32(float *y, const float *x, const float *w, const float *b,
+                          const float *residual, const float *gate, int n, int c, int h,
+                          int wd, int k, int stride, int pad);
 void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float *b,
                            const float *residual, int n, int c, int h, int wd, int k,
                            int stride, int pad);

@@ -263,6 +263,14 @@ static void test_dwconv_sweep(void **state) {
             char what[96];
             snprintf(what, sizeof what, "dwconv %dx%d k%d s%d p%d res%d", h, wd, k, s, pad, res);
             kc_assert_close(y1, y2, ny, 2e-6, what);
+            /* with a gate: the same outputs times the gate, bit for bit (y aliasing the
+             * residual as RAVLT's LePE does) */
+            float *g = kc_rand(ny, 7), *y3 = kc_rand(ny, 8);
+            if (res) memcpy(y3, r, ny * sizeof(float));
+            rv_dwconv2d_gate_f32(y3, x, w, b, res ? y3 : NULL, g, n, c, h, wd, k, s, pad);
+            for (size_t i = 0; i < ny; i++)
+              if (y3[i] != y1[i] * g[i]) fail_msg("%s gate: element %zu", what, i);
+            free(g), free(y3);
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
   /* several row bands (wd 1000: 12 rows per band for k = 5), and rows too wide for the
@@ -277,6 +285,11 @@ static void test_dwconv_sweep(void **state) {
       rv_dwconv2d_f32(y1, x, w, b, r, 1, c, h, wd, k, 1, pad);
       rv_dwconv2d_naive_f32(y2, x, w, b, r, 1, c, h, wd, k, 1, pad);
       kc_assert_close(y1, y2, nx, 2e-6, "dwconv wide");
+      float *g = kc_rand(nx, 37);
+      rv_dwconv2d_gate_f32(y2, x, w, b, r, g, 1, c, h, wd, k, 1, pad);
+      for (size_t i = 0; i < nx; i++)
+        if (y2[i] != y1[i] * g[i]) fail_msg("dwconv wide gate: element %zu", i);
+      free(g);
       free(x), free(w), free(b), free(r), free(y1), free(y2);
     }
   }
