@@ -200,7 +200,7 @@ RV_CLONES4 static void softmax_cols16(float *st, size_t ls, int bk, int nq, floa
   for (int j = 0; j < bk; j++) {
     float *r = st + (size_t)j * ls;
     for (int t = 0; t < 16; t++) {
-      const float e = rv_vexpf(r[t] - mxa[t]);
+      const float e = rv_vexpf_bf16(r[t] - mxa[t]); /* P is rounded to bf16 next */
       r[t] = e;
       acc[t] += e;
     }

@@ -415,6 +415,22 @@ static void test_vmath(void **state) {
   assert_true(ef < 2e-7);
   assert_true(eg < 5e-7);
   assert_true(rv_vexpf(-1000.0f) < 1e-37f && rv_vexpf(-1000.0f) >= 0.0f);
+  /* the bf16 softmax's exp: relative error below bf16's rounding (2^-9) with a margin, over
+   * the range it gets (s - max <= 0; to the clamp) */
+  double eb = 0, ebf = 0; /* against exp in double, and against libm's expf */
+  for (double v = -87.3; v <= 0.0; v += 1.3e-5) {
+    float f = (float)v;
+    double d = fabs(rv_vexpf_bf16(f) - exp((double)f)) / exp((double)f);
+    if (d > eb) eb = d;
+    d = fabs((double)rv_vexpf_bf16(f) - (double)expf(f)) / (double)expf(f);
+    if (d > ebf) ebf = d;
+  }
+  fprintf(stderr, "vmath: exp_bf16 rel %.3g, against expf %.3g (bf16 rounding 2^-9 = %.3g)\n",
+          eb, ebf, 1.0 / 512);
+  assert_true(eb < 1e-4 && ebf < 1e-4);
+  assert_true(rv_vexpf_bf16(0.0f) > 0.9999f && rv_vexpf_bf16(0.0f) < 1.0001f);
+  assert_true(rv_vexpf_bf16(-1000.0f) < 1.2e-38f && rv_vexpf_bf16(-1000.0f) > 0.0f);
+  assert_true(isfinite(rv_vexpf_bf16(1000.0f)));
   assert_true(rv_vgeluf(-30.0f) == 0.0f || fabsf(rv_vgeluf(-30.0f)) < 1e-30f);
   assert_true(rv_vgeluf(30.0f) == 30.0f);
 }
