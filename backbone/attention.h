@@ -54,6 +54,12 @@ void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r);
  * Calls multithreaded BLAS (not from inside a parallel region). */
 rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
                       int heads, int d, int n, const rv_rope *rope, rv_arena *arena);
+/* The same with the two products (kv and kv^T rope(q') z) on the bf16 kernel: k''/N, v,
+ * kv and z rope(q') rounded to bfloat16, float32 sums; the elu, the softmax over tokens,
+ * the means, RoPE and z in float32. Only where rv_bf16_supported(); with ld or ldr != n
+ * the float32 products (the second one reads q as 1x1 rows). */
+rv_status rv_rala_bf16(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                       int heads, int d, int n, const rv_rope *rope, rv_arena *arena);
 rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
                             const float *v, int ld, int heads, int d, int n,
                             const rv_rope *rope);

@@ -16,6 +16,11 @@
 
 #include <math.h>
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_get_max_threads(void) { return 1; }
+#endif
 
 /* Hot loops get AVX-512 / AVX2 clones (the default build targets x86-64-v2). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
@@ -108,9 +113,44 @@ CLONES static double scale_sum(float *k, const float *a, int n) {
   return s;
 }
 
-/* Per head: q, k overwritten (q becomes z * rope(q'), k becomes rope(k'')). */
+/* bf16 products (rv_rala_bf16): k'' packed as rows, v^T as the panel, kv^T packed as the
+ * 1x1 weights of the second product */
+typedef struct {
+  uint32_t *kp, *vp, *wp;
+  rv_arena *arena;
+} bf16_bufs;
+
+/* kv = k v^T / N [d x d] and res = kv^T q on the bf16 kernel (float32 sums); ld == ldr == n */
+static void rala_products_bf16(float *res, const float *q, const float *k, const float *v,
+                               int d, int n, float *kv, const bf16_bufs *bb, int par) {
+  const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
+  const int groups = (d + 7) / 8, w = (d + 47) / 48 * 48, cols = 16;
+#pragma omp parallel if (par)
+  {
+#pragma omp for schedule(static) nowait
+    for (int g = 0; g < groups; g++)
+      rv_bf16_pack_rows(bb->kp + (size_t)g * gw, gw, k + (size_t)g * 8 * n, (size_t)n,
+                        d - 8 * g < 8 ? d - 8 * g : 8, n, 1.0f / (float)n);
+#pragma omp for schedule(static)
+    for (int c = 0; c < w; c += cols)
+      rv_bf16_pack_panel_t(bb->vp, v, (size_t)n, n, d, c, c + cols < w ? c + cols : w);
+#pragma omp for schedule(static)
+    for (int g = 0; g < groups; g++)
+      rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d, bb->kp + (size_t)g * gw, gw, bb->vp,
+                         d - 8 * g < 8 ? d - 8 * g : 8, n, d, 0);
+  }
+  /* res[e][l] = sum_i kv[i][e] q[i][l]: kv^T as 1x1 weights */
+  rv_bf16_pack_cols(bb->wp, (size_t)8 * ((d + 1) / 2), kv, (size_t)d, d, d, 1.0f);
+  rv_status st = rv_pointwise_bf16(res, bb->wp, NULL, q, d, d, (size_t)n, NULL, bb->arena);
+  RV_ASSERT(st == RV_OK); /* its workspace was reserved by rv_rala_bf16 */
+  (void)st;
+}
+
+/* Per head: q, k overwritten (q becomes z * rope(q'), k becomes rope(k'')). bb non-NULL:
+ * the two products in bf16. */
 static void rala_head(float *res, int ldr, float *q, float *k, const float *v, int ld, int d,
-                      int n, const rv_rope *rope, float *qm, float *km, float *a, float *kv) {
+                      int n, const rv_rope *rope, float *qm, float *km, float *a, float *kv,
+                      const bf16_bufs *bb) {
   const float scale = (float)pow((double)d, -0.5);
   const int par = (size_t)d * n >= 32768;
   /* pass 1: q' and k' in place, mean of q' */
@@ -155,12 +195,16 @@ static void rala_head(float *res, int ldr, float *q, float *k, const float *v, i
     for (int l = 0; l < n; l++) qr[l] *= a[l];
   }
   /* kv[i][e] = 1/N sum_l k''_il v_el ; res[e][l] = sum_i kv[i][e] (z rope(q'))_il */
+  if (bb) {
+    rala_products_bf16(res, q, k, v, d, n, kv, bb, par);
+    return;
+  }
   rv_gemm_f32(0, 1, d, d, n, 1.0f / (float)n, k, ld, v, ld, 0.0f, kv, d);
   rv_gemm_f32(1, 0, d, n, d, 1.0f, kv, d, q, ld, 0.0f, res, ldr);
 }
 
-rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
-                      int heads, int d, int n, const rv_rope *rope, rv_arena *arena) {
+static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                      int heads, int d, int n, const rv_rope *rope, rv_arena *arena, int bf16) {
   RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
   RV_ASSERT(rope && 2 * rope->d2 == d && rope->h * rope->w == n);
   rv_arena_mark mk = rv_arena_get_mark(arena);
@@ -168,17 +212,44 @@ rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, i
   float *km = rv_arena_floats(arena, (size_t)d);
   float *kv = rv_arena_floats(arena, (size_t)d * d);
   float *a = rv_arena_floats(arena, (size_t)n);
-  if (!qm || !km || !kv || !a) {
+  bf16_bufs bb = {0};
+  if (bf16) {
+    const size_t k2 = (size_t)(n + 1) / 2, groups = (size_t)(d + 7) / 8;
+    bb.kp = (uint32_t *)rv_arena_floats(arena, groups * 8 * k2);
+    bb.vp = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n, d));
+    bb.wp = (uint32_t *)rv_arena_floats(arena, rv_bf16_packed_words(d, d));
+    bb.arena = arena;
+    /* rv_pointwise_bf16's workspace (k2 * 192 words per thread), tried here so that it
+     * cannot fail inside the head loop */
+    rv_arena_mark probe = rv_arena_get_mark(arena);
+    const int ok = rv_arena_floats(arena, (size_t)(d + 1) / 2 * 192 * omp_get_max_threads() +
+                                              64) != NULL;
+    rv_arena_release(arena, probe);
+    if (!ok) bb.kp = NULL;
+  }
+  if (!qm || !km || !kv || !a || (bf16 && (!bb.kp || !bb.vp || !bb.wp))) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
   for (int h = 0; h < heads; h++) {
     size_t off = (size_t)h * d * ld;
     rala_head(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, rope, qm, km,
-              a, kv);
+              a, kv, bf16 ? &bb : NULL);
   }
   rv_arena_release(arena, mk);
   return RV_OK;
+}
+
+rv_status rv_rala_f32(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                      int heads, int d, int n, const rv_rope *rope, rv_arena *arena) {
+  return rala(res, ldr, q, k, v, ld, heads, d, n, rope, arena, 0);
+}
+
+rv_status rv_rala_bf16(float *res, int ldr, float *q, float *k, const float *v, int ld,
+                       int heads, int d, int n, const rv_rope *rope, rv_arena *arena) {
+  RV_ASSERT(rv_bf16_supported());
+  /* the second product reads q and writes res as 1x1 maps: rows n apart */
+  return rala(res, ldr, q, k, v, ld, heads, d, n, rope, arena, ld == n && ldr == n);
 }
 
 /* ---- reference ------------------------------------------------------------------------ */

@@ -466,7 +466,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
     CONV1X1(F, big, b->qkvo_w, b->qkvo_p, b->qkvo_b, t, 4 * C, C, N, NULL);
     float *r = t; /* LN output no longer needed */
     if (b->kind == 'l') {
-      if (rv_rala_f32(r, N, q, k, v, N, st->heads, hd, N, &rope, F->A) != RV_OK) return oom(F);
+      if ((b->qkvo_p ? rv_rala_bf16 : rv_rala_f32)(r, N, q, k, v, N, st->heads, hd, N, &rope,
+                                                    F->A) != RV_OK)
+        return oom(F);
     } else {
       for (int h = 0; h < st->heads; h++) {
         rv_rope_apply_f32(q + (size_t)h * hd * N, N, &rope);

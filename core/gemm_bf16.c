@@ -292,6 +292,34 @@ BF16_TARGET void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, in
   pack_panel(vp, b, ldb, k, 0, n, (n + BN - 1) / BN * BN);
 }
 
+/* the panel of B [k x n] given transposed: B[r][c] = bt[c ldb + r] (a row of bt is a
+ * column of B: 32 of its floats become 16 pairs, stored one per panel row); columns
+ * [c0, c1) of the panel (c1 up to n rounded up to BN; zeros past n) */
+BF16_TARGET void rv_bf16_pack_panel_t(uint32_t *vp, const float *bt, size_t ldb, int k, int n,
+                                      int c0, int c1) {
+  const int k2 = (k + 1) / 2, w = (n + BN - 1) / BN * BN;
+  uint32_t tmp[16];
+  RV_ASSERT(c0 >= 0 && c1 <= w);
+  for (int c = c0; c < c1; c++) {
+    if (c >= n) {
+      for (int i = 0; i < k2; i++) vp[(size_t)i * w + c] = 0;
+      continue;
+    }
+    const float *br = bt + (size_t)c * ldb;
+    for (int r = 0; r < k; r += 32) {
+      const int rem = k - r;
+      const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+      const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
+                           : rem <= 16 ? (__mmask16)0
+                                       : (__mmask16)((1u << (rem - 16)) - 1);
+      _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
+                                                  _mm512_maskz_loadu_ps(m1, br + r + 16)));
+      const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
+      for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
+    }
+  }
+}
+
 BF16_TARGET void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap,
                                     size_t group_words, const uint32_t *vp, int m, int k, int n,
                                     int accumulate) {
@@ -439,6 +467,11 @@ void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float *a, size_t 
 size_t rv_bf16_panel_words(int k, int n) { return (size_t)((k + 1) / 2) * (size_t)n; }
 void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, int k, int n) {
   (void)vp, (void)b, (void)ldb, (void)k, (void)n;
+  RV_ASSERT(0 && "bf16 without AVX512_BF16");
+}
+void rv_bf16_pack_panel_t(uint32_t *vp, const float *bt, size_t ldb, int k, int n, int c0,
+                          int c1) {
+  (void)vp, (void)bt, (void)ldb, (void)k, (void)n, (void)c0, (void)c1;
   RV_ASSERT(0 && "bf16 without AVX512_BF16");
 }
 void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap, size_t group_words,

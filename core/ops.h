@@ -108,6 +108,10 @@ size_t rv_bf16_panel_words(int k, int n);
 void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, int k, int n);
 void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap, size_t group_words,
                         const uint32_t *vp, int m, int k, int n, int accumulate);
+/* rv_bf16_pack_panel for B given transposed, B[r][c] = bt[c ldb + r] (the same panel), its
+ * columns [c0, c1) only (c1 <= n rounded up to 48; zeros past n), so threads can share it. */
+void rv_bf16_pack_panel_t(uint32_t *vp, const float *bt, size_t ldb, int k, int n, int c0,
+                          int c1);
 /* out[i] = bf16(x[i]) by the vector instruction (tests: the twin's rounding is the kernel's). */
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n);
 /* Linear layers (the RoI heads' fc): y[n x cout] += x[n x cin] W^T with both operands

@@ -87,6 +87,63 @@ static void test_rala_vs_naive(void **state) {
   rv_arena_free(A);
 }
 
+/* rv_rala_bf16 against the naive float64 formula: k''/N, v, kv and z rope(q') rounded to
+ * bf16 (2^-9 relative each), float32 sums: |err| <= 1e-2 * max|ref| (measured up to 2.4e-3;
+ * the float32 kernel: 2e-5); the bf16 path must differ from the float32 one by more than
+ * 1e-4 * scale (the test sees the rounding) where rows are n apart; with ld != n it falls
+ * back to the float32 products: the float32 result, bit for bit. */
+static void test_rala_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    fprintf(stderr, "SKIP rala_bf16: this CPU has no AVX512_BF16\n");
+    skip();
+  }
+  const int ds[] = {16, 32, 64};
+  const int hw[][2] = {{2, 3}, {16, 17}, {40, 33}, {64, 64}};
+  rv_arena *A = rv_arena_create(0);
+  double worst_all = 0;
+  for (size_t a = 0; a < 3; a++)
+    for (size_t b = 0; b < 4; b++)
+      for (int padded = 0; padded <= 1; padded++) {
+        int d = ds[a], h = hw[b][0], w = hw[b][1], n = h * w, heads = 1 + (int)((a + b) % 2);
+        if (padded && b != 1) continue;
+        const int naive = (size_t)d * n <= 64 * 1400; /* keep the naive one fast */
+        int ld = n + padded, ldr = n + 2 * padded;
+        float *ang = angles(d / 2);
+        rv_rope r;
+        assert_int_equal(rv_rope_init(&r, A, ang, d / 2, h, w), RV_OK);
+        size_t sz = (size_t)heads * d * ld, szr = (size_t)heads * d * ldr;
+        float *q = malloc(sizeof(float) * sz), *k = malloc(sizeof(float) * sz),
+              *v = malloc(sizeof(float) * sz), *q2 = malloc(sizeof(float) * sz),
+              *k2 = malloc(sizeof(float) * sz), *r1 = calloc(szr, sizeof(float)),
+              *r2 = calloc(szr, sizeof(float)), *r3 = calloc(szr, sizeof(float));
+        fill_rand(q, sz, 400 + a * 10 + b);
+        fill_rand(k, sz, 500 + a * 10 + b);
+        fill_rand(v, sz, 600 + a * 10 + b);
+        for (size_t i = 0; i < sz; i++) { q[i] *= 2.0f; k[i] *= 2.0f; }
+        if (naive) assert_int_equal(rv_rala_naive_f32(r2, ldr, q, k, v, ld, heads, d, n, &r), RV_OK);
+        memcpy(q2, q, sizeof(float) * sz);
+        memcpy(k2, k, sizeof(float) * sz);
+        assert_int_equal(rv_rala_f32(r3, ldr, q2, k2, v, ld, heads, d, n, &r, A), RV_OK);
+        assert_int_equal(rv_rala_bf16(r1, ldr, q, k, v, ld, heads, d, n, &r, A), RV_OK);
+        const double sc = scale_of(r3, szr), vs32 = max_abs_diff(r1, r3, szr);
+        if (naive) {
+          double err = max_abs_diff(r1, r2, szr);
+          if (err > worst_all * sc) worst_all = err / sc;
+          if (err > 1e-2 * sc)
+            fail_msg("rala_bf16 d %d heads %d %dx%d: err %g scale %g", d, heads, h, w, err, sc);
+        }
+        if (padded && vs32 != 0.0) fail_msg("rala_bf16 with ld != n: not the float32 result");
+        if (!padded && vs32 <= 1e-4 * sc)
+          fail_msg("rala_bf16 d %d %dx%d: no bf16 rounding seen (%g)", d, h, w, vs32);
+        if (vs32 > 1e-2 * sc) fail_msg("rala_bf16 vs f32 d %d %dx%d: %g", d, h, w, vs32);
+        free(q); free(k); free(v); free(q2); free(k2); free(r1); free(r2); free(r3); free(ang);
+        rv_arena_reset(A);
+      }
+  fprintf(stderr, "rala_bf16: max |bf16 - naive| / scale %.3g\n", worst_all);
+  rv_arena_free(A);
+}
+
 static void test_softmax_attention_vs_naive(void **state) {
   (void)state;
   const int ds[] = {4, 16, 24, 64}; /* 4: the BLAS tiles (d % 8 != 0), others the transposed ones */
@@ -522,6 +579,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rope_vs_naive),
       cmocka_unit_test(test_rala_vs_naive),
+      cmocka_unit_test(test_rala_bf16),
       cmocka_unit_test(test_softmax_attention_vs_naive),
       cmocka_unit_test(test_presets_and_costs),
       cmocka_unit_test(test_config_json),
