@@ -39,6 +39,9 @@ rv_status rv_rope_init(rv_rope *r, rv_arena *arena, const float *angle, int d2, 
  *   x'[2i]   = x[2i] cos_{2i}(l)   - x[2i+1] sin_{2i}(l)
  *   x'[2i+1] = x[2i+1] cos_{2i+1}(l) + x[2i] sin_{2i+1}(l)   (rotate_every_two, theta_shift) */
 void rv_rope_apply_f32(float *x, int ld, const rv_rope *r);
+/* The same on `rows` consecutive rows (a multiple of 2 d2: several heads, or q and k
+ * stacked), in one parallel region. */
+void rv_rope_apply_rows_f32(float *x, int ld, int rows, const rv_rope *r);
 void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r);
 
 /* RALA (GateLinearAttentionNoSilu without LePE, gate and proj), per head, on q, k, v

@@ -470,10 +470,8 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
                                                     F->A) != RV_OK)
         return oom(F);
     } else {
-      for (int h = 0; h < st->heads; h++) {
-        rv_rope_apply_f32(q + (size_t)h * hd * N, N, &rope);
-        rv_rope_apply_f32(k + (size_t)h * hd * N, N, &rope);
-      }
+      /* q and k of every head (k's rows follow q's): one parallel region, not 2 per head */
+      rv_rope_apply_rows_f32(q, N, 2 * C, &rope);
       /* bf16 mode: the attention products on the bf16 kernel too (b->qkvo_p: the model's
        * switch; the softmax itself stays float32) */
       if ((b->qkvo_p ? rv_softmax_attention_bf16

@@ -65,6 +65,14 @@ void rv_rope_apply_f32(float *x, int ld, const rv_rope *r) {
   for (int i = 0; i < d; i += 2) rope_pair(x + (size_t)i * ld, x + (size_t)(i + 1) * ld, i, r);
 }
 
+void rv_rope_apply_rows_f32(float *x, int ld, int rows, const rv_rope *r) {
+  const int d = 2 * r->d2;
+  RV_ASSERT(rows % d == 0);
+#pragma omp parallel for schedule(static) if ((size_t)rows * r->h * r->w >= 32768)
+  for (int i = 0; i < rows; i += 2)
+    rope_pair(x + (size_t)i * ld, x + (size_t)(i + 1) * ld, i % d, r);
+}
+
 void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r) {
   const int d = 2 * r->d2, n = r->h * r->w;
   for (int l = 0; l < n; l++) {

@@ -47,6 +47,19 @@ static void test_rope_vs_naive(void **state) {
       rv_rope_apply_f32(x, ld, &r);
       rv_rope_apply_naive_f32(y, ld, &r);
       assert_true(max_abs_diff(x, y, sz) <= 1e-6);
+      /* three heads of q and three of k stacked, in one call: each head's rows as
+       * rv_rope_apply_f32 rotates them, bit for bit */
+      {
+        const int rows = 6 * 2 * d2;
+        float *m1 = malloc(sizeof(float) * (size_t)rows * ld), *m2 = malloc(sizeof(float) * (size_t)rows * ld);
+        fill_rand(m1, (size_t)rows * ld, 50 + a * 4 + b);
+        memcpy(m2, m1, sizeof(float) * (size_t)rows * ld);
+        rv_rope_apply_rows_f32(m1, ld, rows, &r);
+        for (int hh = 0; hh < 6; hh++) rv_rope_apply_f32(m2 + (size_t)hh * 2 * d2 * ld, ld, &r);
+        assert_memory_equal(m1, m2, sizeof(float) * (size_t)rows * ld);
+        free(m1);
+        free(m2);
+      }
       /* position 0 is the identity; padding columns are untouched */
       free(x);
       free(y);
