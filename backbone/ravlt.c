@@ -409,11 +409,15 @@ typedef struct {
   size_t n;
 } residual_arg;
 
-static void residual_post(void *arg, float *p, size_t off, size_t len) {
+static void residual_post(void *arg, float *p, size_t ldp, int c0, int rows, size_t p0,
+                          size_t len) {
   const residual_arg *a = arg;
-  float *xr = a->x + off;
-  const float gi = a->g ? a->g[off / a->n] : 1.0f;
-  for (size_t l = 0; l < len; l++) xr[l] += gi * p[l];
+  for (int r = 0; r < rows; r++) {
+    float *xr = a->x + (size_t)(c0 + r) * a->n + p0;
+    const float *pr = p + (size_t)r * ldp;
+    const float gi = a->g ? a->g[c0 + r] : 1.0f;
+    for (size_t l = 0; l < len; l++) xr[l] += gi * pr[l];
+  }
 }
 
 /* y = W x + b as CONV1X1, then x_res += g y (residual_post) */

@@ -166,9 +166,10 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
 typedef struct {
   rv_row_fn fn;
 } plain_post;
-static void call_plain(void *arg, float *row, size_t off, size_t n) {
-  (void)off;
-  ((const plain_post *)arg)->fn(row, n);
+static void call_plain(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                       size_t len) {
+  (void)c0, (void)p0;
+  for (int r = 0; r < rows; r++) ((const plain_post *)arg)->fn(blk + (size_t)r * ldy, len);
 }
 
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
@@ -179,7 +180,7 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
 }
 
 rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
-                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                 rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && wp && scratch != NULL);
   RV_ASSERT(cpu_bf16());
@@ -211,9 +212,7 @@ rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, co
           const int nt = np - t < BN ? np - t : BN;
           float *yc = y + (size_t)co * n + p0 + t;
           kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL, 0);
-          if (post)
-            for (int r = 0; r < rows; r++)
-              post(arg, yc + (size_t)r * n, (size_t)(co + r) * n + p0 + t, (size_t)nt);
+          if (post) post(arg, yc, n, co, rows, p0 + t, (size_t)nt);
         }
       }
     }
@@ -488,7 +487,7 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
   return RV_ERR_UNSUPPORTED;
 }
 rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
-                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                 rv_arena *scratch) {
   (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post, (void)arg;
   (void)scratch;

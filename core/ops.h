@@ -60,12 +60,14 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
 typedef void (*rv_row_fn)(float *row, size_t n);
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
-/* The same with a post function that has a context and knows where it is: post(arg, row,
- * off, len) with row = y + off (the channel is off / n, the first pixel off % n), for an
- * epilogue that reads another map at the same place (a residual add). */
-typedef void (*rv_row_ctx_fn)(void *arg, float *row, size_t off, size_t n);
+/* The same with a post function that has a context and knows where it is, called once per
+ * finished block: post(arg, blk, ldy, c0, rows, p0, len) with blk = y + c0 n + p0, rows
+ * output channels from c0 (ldy = n apart) of len pixels from p0; for an epilogue that reads
+ * another map at the same place (a residual add). */
+typedef void (*rv_block_fn)(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                            size_t len);
 rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,
-                               int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                               int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                rv_arena *scratch);
 void rv_pointwise_naive_f32(float *y, const float *w, const float *b, const float *x, int cout,
                             int cin, size_t n); /* core/naive.c */
@@ -87,7 +89,7 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch);
 /* Its post with a context, as rv_pointwise_ctx_f32. */
 rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
-                                int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                                int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                 rv_arena *scratch);
 /* Its twin: both operands through rv_f32_to_bf16, double accumulation, then + b. */
 void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,

@@ -122,9 +122,10 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
 typedef struct {
   rv_row_fn fn;
 } plain_post;
-static void call_plain(void *arg, float *row, size_t off, size_t n) {
-  (void)off;
-  ((const plain_post *)arg)->fn(row, n);
+static void call_plain(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                       size_t len) {
+  (void)c0, (void)p0;
+  for (int r = 0; r < rows; r++) ((const plain_post *)arg)->fn(blk + (size_t)r * ldy, len);
 }
 
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
@@ -134,7 +135,7 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
 }
 
 rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,
-                               int cout, int cin, size_t n, rv_row_ctx_fn post, void *arg,
+                               int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && scratch != NULL);
   if (n == 0) return RV_OK;
@@ -147,7 +148,7 @@ rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const f
     rv_gemm_f32(0, 0, cout, (int)n, cin, 1.0f, w, cin, x, (int)n, b ? 1.0f : 0.0f, y, (int)n);
     if (post) {
 #pragma omp parallel for schedule(static) if ((size_t)cout * n >= 65536)
-      for (int o = 0; o < cout; o++) post(arg, y + (size_t)o * n, (size_t)o * n, n);
+      for (int o = 0; o < cout; o++) post(arg, y + (size_t)o * n, n, o, 1, 0, n);
     }
     return RV_OK;
   }
@@ -185,10 +186,7 @@ rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const f
             memcpy(y + (size_t)(co + r) * n + p0, tb + (size_t)r * UK_NT, sizeof(float) * nt);
         }
         if (post) /* while the block is in L1 */
-          for (int r = 0; r < rows; r++) {
-            const size_t off = (size_t)(co + r) * n + p0;
-            post(arg, y + off, off, (size_t)nt);
-          }
+          post(arg, y + (size_t)co * n + p0, n, co, rows, p0, (size_t)nt);
       }
     }
   }

@@ -81,9 +81,13 @@ typedef struct {
   float *z;
   size_t calls;
 } ctx_post_arg;
-static void add_three_times(void *arg, float *row, size_t off, size_t n) {
+static void add_three_times(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                            size_t len) {
   ctx_post_arg *a = arg;
-  for (size_t i = 0; i < n; i++) a->z[off + i] += 3.0f * row[i];
+  for (int r = 0; r < rows; r++)
+    for (size_t i = 0; i < len; i++)
+      a->z[(size_t)(c0 + r) * ldy + p0 + i] += 3.0f * blk[(size_t)r * ldy + i];
+  const size_t n = (size_t)rows * len;
   __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
 }
 

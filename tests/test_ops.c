@@ -78,14 +78,19 @@ static void twice_plus_one(float *row, size_t n) {
   for (size_t i = 0; i < n; i++) row[i] = 2.0f * row[i] + 1.0f;
 }
 
-/* context post function: z[off + i] += 3 row[i] (a residual add), counting the elements */
+/* context post function: z += 3 y over the block where it lies (a residual add), counting the
+ * elements */
 typedef struct {
   float *z;
   size_t calls;
 } ctx_post_arg;
-static void add_three_times(void *arg, float *row, size_t off, size_t n) {
+static void add_three_times(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                            size_t len) {
   ctx_post_arg *a = arg;
-  for (size_t i = 0; i < n; i++) a->z[off + i] += 3.0f * row[i];
+  for (int r = 0; r < rows; r++)
+    for (size_t i = 0; i < len; i++)
+      a->z[(size_t)(c0 + r) * ldy + p0 + i] += 3.0f * blk[(size_t)r * ldy + i];
+  const size_t n = (size_t)rows * len;
   __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
 }
 
@@ -120,7 +125,7 @@ static void test_pointwise(void **state) {
       assert_int_equal(rv_pointwise_post_f32(yb, w, bias, x, co, ci, n, twice_plus_one, ar), RV_OK);
       for (size_t i = 0; i < (size_t)co * n; i++)
         if (yb[i] != 2.0f * y[i] + 1.0f) fail_msg("pointwise post: element %zu", i);
-      /* with a context post: y unchanged, post(row = y + off) once per element at its off */
+      /* with a context post: y unchanged, post once per element at its place */
       float *z = kc_rand((size_t)co * n, 4), *z0 = malloc(sizeof(float) * (size_t)co * n);
       assert_non_null(z0);
       memcpy(z0, z, sizeof(float) * (size_t)co * n);
