@@ -296,25 +296,30 @@ BF16_TARGET void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, in
  * [c0, c1) of the panel (c1 up to n rounded up to BN; zeros past n) */
 BF16_TARGET void rv_bf16_pack_panel_t(uint32_t *vp, const float *bt, size_t ldb, int k, int n,
                                       int c0, int c1) {
-  const int k2 = (k + 1) / 2, w = (n + BN - 1) / BN * BN;
+  const int w = (n + BN - 1) / BN * BN;
   uint32_t tmp[16];
   RV_ASSERT(c0 >= 0 && c1 <= w);
-  for (int c = c0; c < c1; c++) {
-    if (c >= n) {
-      for (int i = 0; i < k2; i++) vp[(size_t)i * w + c] = 0;
-      continue;
-    }
-    const float *br = bt + (size_t)c * ldb;
-    for (int r = 0; r < k; r += 32) {
-      const int rem = k - r;
-      const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
-      const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
-                           : rem <= 16 ? (__mmask16)0
-                                       : (__mmask16)((1u << (rem - 16)) - 1);
-      _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
-                                                  _mm512_maskz_loadu_ps(m1, br + r + 16)));
-      const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
-      for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
+  /* 64 panel rows (128 of k) at a time, all the columns: their cache lines stay in L1 while
+   * each column's words land in them (column by column over all of k, every store missed) */
+  for (int r0 = 0; r0 < k; r0 += 128) {
+    const int r1 = r0 + 128 < k ? r0 + 128 : k;
+    for (int c = c0; c < c1; c++) {
+      if (c >= n) {
+        for (int i = r0 / 2; i < (r1 + 1) / 2; i++) vp[(size_t)i * w + c] = 0;
+        continue;
+      }
+      const float *br = bt + (size_t)c * ldb;
+      for (int r = r0; r < r1; r += 32) {
+        const int rem = k - r;
+        const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+        const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
+                             : rem <= 16 ? (__mmask16)0
+                                         : (__mmask16)((1u << (rem - 16)) - 1);
+        _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
+                                                    _mm512_maskz_loadu_ps(m1, br + r + 16)));
+        const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
+        for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
+      }
     }
   }
 }
