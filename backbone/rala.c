@@ -120,24 +120,32 @@ typedef struct {
   rv_arena *arena;
 } bf16_bufs;
 
-/* kv = k v^T / N [d x d] and res = kv^T q on the bf16 kernel (float32 sums); ld == ldr == n */
+/* kv = k v^T / N [d x d] and res = kv^T q on the bf16 kernel (float32 sums); ld == ldr == n.
+ * The first product runs over chunks of KC tokens (its panel, v^T of the chunk, stays in
+ * L2 while every group of 8 rows of k reads it; over all tokens at once the panel of an
+ * 800x1344 stage 1, 13 MB, came from memory once per group), accumulating in kv. */
+enum { KC = 2048 };
 static void rala_products_bf16(float *res, const float *q, const float *k, const float *v,
                                int d, int n, float *kv, const bf16_bufs *bb, int par) {
   const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
   const int groups = (d + 7) / 8, w = (d + 47) / 48 * 48, cols = 16;
 #pragma omp parallel if (par)
   {
-#pragma omp for schedule(static) nowait
+#pragma omp for schedule(static)
     for (int g = 0; g < groups; g++)
       rv_bf16_pack_rows(bb->kp + (size_t)g * gw, gw, k + (size_t)g * 8 * n, (size_t)n,
                         d - 8 * g < 8 ? d - 8 * g : 8, n, 1.0f / (float)n);
+    for (int k0 = 0; k0 < n; k0 += KC) {
+      const int kc = n - k0 < KC ? n - k0 : KC;
 #pragma omp for schedule(static)
-    for (int c = 0; c < w; c += cols)
-      rv_bf16_pack_panel_t(bb->vp, v, (size_t)n, n, d, c, c + cols < w ? c + cols : w);
+      for (int c = 0; c < w; c += cols)
+        rv_bf16_pack_panel_t(bb->vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
 #pragma omp for schedule(static)
-    for (int g = 0; g < groups; g++)
-      rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d, bb->kp + (size_t)g * gw, gw, bb->vp,
-                         d - 8 * g < 8 ? d - 8 * g : 8, n, d, 0);
+      for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
+        rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d,
+                           bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, bb->vp,
+                           d - 8 * g < 8 ? d - 8 * g : 8, kc, d, k0 > 0);
+    }
   }
   /* res[e][l] = sum_i kv[i][e] q[i][l]: kv^T as 1x1 weights */
   rv_bf16_pack_cols(bb->wp, (size_t)8 * ((d + 1) / 2), kv, (size_t)d, d, d, 1.0f);
@@ -216,7 +224,7 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
   if (bf16) {
     const size_t k2 = (size_t)(n + 1) / 2, groups = (size_t)(d + 7) / 8;
     bb.kp = (uint32_t *)rv_arena_floats(arena, groups * 8 * k2);
-    bb.vp = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n, d));
+    bb.vp = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
     bb.wp = (uint32_t *)rv_arena_floats(arena, rv_bf16_packed_words(d, d));
     bb.arena = arena;
     /* rv_pointwise_bf16's workspace (k2 * 192 words per thread), tried here so that it
