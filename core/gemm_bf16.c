@@ -163,19 +163,11 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
   }
 }
 
-typedef struct {
-  rv_row_fn fn;
-} plain_post;
-static void call_plain(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
-                       size_t len) {
-  (void)c0, (void)p0;
-  for (int r = 0; r < rows; r++) ((const plain_post *)arg)->fn(blk + (size_t)r * ldy, len);
-}
 
 rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                             int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
-  plain_post pp = {post};
-  return rv_pointwise_bf16_ctx(y, wp, b, x, cout, cin, n, post ? call_plain : NULL, &pp,
+  rv_row_post pp = {post};
+  return rv_pointwise_bf16_ctx(y, wp, b, x, cout, cin, n, post ? rv_row_post_block : NULL, &pp,
                                scratch);
 }
 

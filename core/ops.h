@@ -66,6 +66,12 @@ rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const 
  * another map at the same place (a residual add). */
 typedef void (*rv_block_fn)(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
                             size_t len);
+/* A row function as a block one (each of the block's rows in turn): post rv_row_post_block,
+ * arg an rv_row_post holding it. */
+typedef struct {
+  rv_row_fn fn;
+} rv_row_post;
+void rv_row_post_block(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0, size_t len);
 rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,
                                int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                rv_arena *scratch);

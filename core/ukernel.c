@@ -118,20 +118,16 @@ rv_status rv_pointwise_f32(float *y, const float *w, const float *b, const float
   return rv_pointwise_post_f32(y, w, b, x, cout, cin, n, NULL, scratch);
 }
 
-/* a plain row function as a context one */
-typedef struct {
-  rv_row_fn fn;
-} plain_post;
-static void call_plain(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+void rv_row_post_block(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
                        size_t len) {
   (void)c0, (void)p0;
-  for (int r = 0; r < rows; r++) ((const plain_post *)arg)->fn(blk + (size_t)r * ldy, len);
+  for (int r = 0; r < rows; r++) ((const rv_row_post *)arg)->fn(blk + (size_t)r * ldy, len);
 }
 
 rv_status rv_pointwise_post_f32(float *y, const float *w, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_row_fn post, rv_arena *scratch) {
-  plain_post pp = {post};
-  return rv_pointwise_ctx_f32(y, w, b, x, cout, cin, n, post ? call_plain : NULL, &pp, scratch);
+  rv_row_post pp = {post};
+  return rv_pointwise_ctx_f32(y, w, b, x, cout, cin, n, post ? rv_row_post_block : NULL, &pp, scratch);
 }
 
 rv_status rv_pointwise_ctx_f32(float *y, const float *w, const float *b, const float *x,

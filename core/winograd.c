@@ -463,6 +463,23 @@ static void weight_transform_panels(float *up, const float *w, int cout, int cou
   }
 }
 
+/* Every output channel of one block from its products mm (VKS(coutp) apart per point):
+ * inverse transform, bias, act (the float32 and bf16 blocks' common tail). */
+static void output_transform_block(float *y, const float *mm, const float *b, const wino_geom *g,
+                                   rv_conv_params p, int coutp, int batched, size_t t0, int cnt,
+                                   int n0, int nb, float *buf) {
+  const size_t ks = VKS(coutp);
+  for (int co = 0; co < g->cout; co++) {
+    const float bias = b ? b[co] : 0.0f;
+    if (batched)
+      output_transform_batched(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               n0, nb, buf);
+    else
+      output_transform_channel(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
+                               t0, cnt, buf);
+  }
+}
+
 /* One block: tiles [t0, t0 + cnt) (or, batched, images [n0, n0 + nb)) transformed into v
  * [a^2][cin][TB], multiplied into mm [a^2][coutp][TB], inverted into y. */
 static void fused_block(float *y, const float *x, const float *up, const float *b,
@@ -479,16 +496,7 @@ static void fused_block(float *y, const float *x, const float *up, const float *
     for (int cb = 0; cb < coutp; cb += MR)
       fused_kernel(mm + k * VKS(coutp) + (size_t)cb * TB, up + (k * coutp + cb) * g->cin,
                    v + k * VKS(g->cin), g->cin);
-  const size_t ks = VKS(coutp);
-  for (int co = 0; co < g->cout; co++) {
-    const float bias = b ? b[co] : 0.0f;
-    if (batched)
-      output_transform_batched(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
-                               n0, nb, buf);
-    else
-      output_transform_channel(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
-                               t0, cnt, buf);
-  }
+  output_transform_block(y, mm, b, g, p, coutp, batched, t0, cnt, n0, nb, buf);
 }
 
 /* per-thread buffer of the transforms (see each function) */
@@ -918,16 +926,7 @@ static void fused_block_bf16(float *y, const float *x, const uint32_t *up, const
       rv_bf16_block(mm + k * VKS(coutp) + (size_t)cb * TB, TB, up + (k * coutp + cb) * k2, vk,
                     TB, k2, MR, TB, NULL, 0);
   }
-  const size_t ks = VKS(coutp);
-  for (int co = 0; co < g->cout; co++) {
-    const float bias = b ? b[co] : 0.0f;
-    if (batched)
-      output_transform_batched(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
-                               n0, nb, buf);
-    else
-      output_transform_channel(y, mm + (size_t)co * TB, ks, g, co, bias, p.act, p.accumulate,
-                               t0, cnt, buf);
-  }
+  output_transform_block(y, mm, b, g, p, coutp, batched, t0, cnt, n0, nb, buf);
 }
 
 rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
