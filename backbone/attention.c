@@ -184,26 +184,42 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
  *                                              P^T, the S^T tile, packed as the panel)
  * and res[:, q0 + i] = O^T[:, i] / l_i, rows contiguous. */
 
-/* column softmax update of S^T [bk x bq] (row stride ls) for 16 query columns at i0 */
-RV_CLONES4 static void softmax_cols16(float *st, size_t ls, int bk, int nq, float *m, float *l,
-                                      float *alpha) {
-  v16f mx;
-  for (int t = 0; t < 16; t++) mx[t] = t < nq ? m[t] : 0.0f;
-  for (int j = 0; j < bk; j++) { /* vector compare and select: see softmax_update */
-    v16f a;
-    memcpy(&a, st + (size_t)j * ls, sizeof a);
-    const v16i gt = a > mx;
-    mx = (v16f)((gt & (v16i)a) | (~gt & (v16i)mx));
-  }
-  float mxa[16], acc[16];
-  for (int t = 0; t < 16; t++) { mxa[t] = mx[t]; acc[t] = 0.0f; }
-  for (int j = 0; j < bk; j++) {
-    float *r = st + (size_t)j * ls;
-    for (int t = 0; t < 16; t++) {
-      const float e = rv_vexpf_bf16(r[t] - mxa[t]); /* P is rounded to bf16 next */
-      r[t] = e;
-      acc[t] += e;
+/* Column softmax update of S^T [bk x bq] (row stride ls) for 16 query columns at i0, the
+ * probabilities written straight into the panel of the second product as bf16 pairs (keys
+ * 2i and 2i + 1 of each column: the layout rv_bf16_pack_panel makes, row stride pw words,
+ * the nq valid columns, zeros in the rest of the 16) instead of back into S^T for a separate
+ * packing pass over the tile; the sums are of the float32 values, key by key as before. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl"))) static void
+softmax_pack16(const float *st, size_t ls, int bk, int nq, float *m, float *l, float *alpha,
+               uint32_t *pan, size_t pw) {
+  const __mmask16 valid = nq >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nq) - 1);
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
+                                       24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
+                                       16, 0);
+  __m512 mx = _mm512_maskz_loadu_ps(valid, m);
+  for (int j = 0; j < bk; j++) /* a > mx ? a : mx (vmaxps: a NaN score is skipped) */
+    mx = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx);
+  float mxa[16], acc[16], e[2][16];
+  _mm512_storeu_ps(mxa, mx);
+  for (int t = 0; t < 16; t++) acc[t] = 0.0f;
+  for (int j = 0; j < bk; j += 2) {
+    for (int u = 0; u < 2; u++) {
+      if (j + u >= bk) { /* the pair past an odd key count: zeros */
+        for (int t = 0; t < 16; t++) e[u][t] = 0.0f;
+        continue;
+      }
+      const float *r = st + (size_t)(j + u) * ls;
+      for (int t = 0; t < 16; t++) {
+        e[u][t] = rv_vexpf_bf16(r[t] - mxa[t]); /* P is rounded to bf16 next */
+        acc[t] += e[u][t];
+      }
     }
+    const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(valid, e[1]),
+                                           _mm512_maskz_loadu_ps(valid, e[0]));
+    _mm512_storeu_si512((void *)(pan + (size_t)(j / 2) * pw),
+                        _mm512_permutexvar_epi16(idx, (__m512i)h));
   }
   for (int t = 0; t < nq; t++) {
     alpha[t] = m[t] == -INFINITY ? 0.0f : rv_vexpf(m[t] - mxa[t]);
@@ -211,6 +227,13 @@ RV_CLONES4 static void softmax_cols16(float *st, size_t ls, int bk, int nq, floa
     m[t] = mxa[t];
   }
 }
+#else
+static void softmax_pack16(const float *st, size_t ls, int bk, int nq, float *m, float *l,
+                           float *alpha, uint32_t *pan, size_t pw) {
+  (void)st, (void)ls, (void)bk, (void)nq, (void)m, (void)l, (void)alpha, (void)pan, (void)pw;
+  RV_ASSERT(0); /* rv_softmax_attention_bf16 runs only where rv_bf16_supported() */
+}
+#endif
 
 enum { BQ16 = 512 }; /* query tile (a multiple of 16 and of the kernel's 48-pixel block) */
 
@@ -219,6 +242,7 @@ static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint3
                             int q0, int bq, uint32_t *qpan, uint32_t *ppan, float *st,
                             float *ot, float *m, float *l, float *alpha) {
   const int bqp = (bq + 15) / 16 * 16; /* S^T's row stride: whole 16-column strips */
+  const int pw = (int)(rv_bf16_panel_words(2, bq)); /* the panel's row: bq rounded up to 48 */
   rv_bf16_pack_panel(qpan, q + q0, (size_t)ld, d, bq);
   for (int i = 0; i < bqp; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
   for (size_t i = 0; i < (size_t)d * bq; i++) ot[i] = 0.0f;
@@ -229,15 +253,17 @@ static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint3
     /* S^T [bk x bq]: keys k0.. are rows k0.. of the packed K (k0 a multiple of 8) */
     rv_bf16_gemm_panel(st, (size_t)bqp, kp + (size_t)(k0 / 8) * kgw, kgw, qpan, bk, d, bq, 0);
     for (int i0 = 0; i0 < bq; i0 += 16)
-      softmax_cols16(st + i0, (size_t)bqp, bk, bq - i0 < 16 ? bq - i0 : 16, m + i0, l + i0,
-                     alpha + i0);
+      softmax_pack16(st + i0, (size_t)bqp, bk, bq - i0 < 16 ? bq - i0 : 16, m + i0, l + i0,
+                     alpha + i0, ppan + i0, pw);
+    for (int i = 0; i < (bk + 1) / 2; i++) /* the panel's columns past the 16-column strips */
+      for (int c = bqp; c < pw; c++) ppan[(size_t)i * pw + c] = 0;
     if (k0 > 0)
       for (int e = 0; e < d; e++) {
         float *r = ot + (size_t)e * bq;
         for (int i = 0; i < bq; i++) r[i] *= alpha[i];
       }
-    /* O^T += V[:, k0..k0+bk) P^T: P^T = S^T as the panel (k = keys, n = queries) */
-    rv_bf16_pack_panel(ppan, st, (size_t)bqp, bk, bq);
+    /* O^T += V[:, k0..k0+bk) P^T: P^T, packed by softmax_pack16, as the panel (k = keys,
+     * n = queries) */
     rv_bf16_gemm_panel(ot, (size_t)bq, vp + (size_t)(k0 / 2) * 8, vgw, ppan, d, bk, bq, 1);
   }
   for (int i = 0; i < bq; i++) l[i] = 1.0f / l[i];
