@@ -68,4 +68,21 @@ static inline void kc_assert_close(const float *got, const float *ref, size_t n,
   kc_assert_near(got, ref, n, 0.0, tol * scale, what);
 }
 
+/* A context post function for the kernels' block epilogues (rv_block_fn): z += 3 y over the
+ * block where it lies (a residual add), counting the elements it saw (threads call it at
+ * once). */
+typedef struct {
+  float *z;
+  size_t calls;
+} kc_post_arg;
+static inline void kc_add_three_times(void *arg, float *blk, size_t ldy, int c0, int rows,
+                                      size_t p0, size_t len) {
+  kc_post_arg *a = arg;
+  for (int r = 0; r < rows; r++)
+    for (size_t i = 0; i < len; i++)
+      a->z[(size_t)(c0 + r) * ldy + p0 + i] += 3.0f * blk[(size_t)r * ldy + i];
+  const size_t n = (size_t)rows * len;
+  __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED);
+}
+
 #endif

@@ -77,19 +77,6 @@ static void test_bf16_round(void **state) {
   free(x), free(a), free(b);
 }
 
-typedef struct {
-  float *z;
-  size_t calls;
-} ctx_post_arg;
-static void add_three_times(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
-                            size_t len) {
-  ctx_post_arg *a = arg;
-  for (int r = 0; r < rows; r++)
-    for (size_t i = 0; i < len; i++)
-      a->z[(size_t)(c0 + r) * ldy + p0 + i] += 3.0f * blk[(size_t)r * ldy + i];
-  const size_t n = (size_t)rows * len;
-  __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
-}
 
 static void add_one(float *row, size_t n) {
   for (size_t i = 0; i < n; i++) row[i] += 1.0f;
@@ -135,9 +122,9 @@ static void test_pointwise_bf16(void **state) {
           float *z0 = malloc(sizeof(float) * (size_t)cout * n);
           assert_non_null(z0);
           memcpy(z0, z, sizeof(float) * (size_t)cout * n);
-          ctx_post_arg pa = {z, 0};
+          kc_post_arg pa = {z, 0};
           assert_int_equal(rv_pointwise_bf16_ctx(y2, wp, withb ? bias : NULL, x, cout, cin, n,
-                                                 add_three_times, &pa, scratch),
+                                                 kc_add_three_times, &pa, scratch),
                            RV_OK);
           assert_int_equal(pa.calls, (size_t)cout * n);
           assert_memory_equal(y2, y, sizeof(float) * (size_t)cout * n);

@@ -78,21 +78,6 @@ static void twice_plus_one(float *row, size_t n) {
   for (size_t i = 0; i < n; i++) row[i] = 2.0f * row[i] + 1.0f;
 }
 
-/* context post function: z += 3 y over the block where it lies (a residual add), counting the
- * elements */
-typedef struct {
-  float *z;
-  size_t calls;
-} ctx_post_arg;
-static void add_three_times(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
-                            size_t len) {
-  ctx_post_arg *a = arg;
-  for (int r = 0; r < rows; r++)
-    for (size_t i = 0; i < len; i++)
-      a->z[(size_t)(c0 + r) * ldy + p0 + i] += 3.0f * blk[(size_t)r * ldy + i];
-  const size_t n = (size_t)rows * len;
-  __atomic_fetch_add(&a->calls, n, __ATOMIC_RELAXED); /* threads call it at once */
-}
 
 /* rv_pointwise_f32 (the AVX-512 kernel reading x in place, or BLAS): output rows past a
  * multiple of 8 (cout 1..40), masked pixel tails (n not a multiple of 48), cin 1..300, with
@@ -129,8 +114,8 @@ static void test_pointwise(void **state) {
       float *z = kc_rand((size_t)co * n, 4), *z0 = malloc(sizeof(float) * (size_t)co * n);
       assert_non_null(z0);
       memcpy(z0, z, sizeof(float) * (size_t)co * n);
-      ctx_post_arg pa = {z, 0};
-      assert_int_equal(rv_pointwise_ctx_f32(yb, w, bias, x, co, ci, n, add_three_times, &pa, ar),
+      kc_post_arg pa = {z, 0};
+      assert_int_equal(rv_pointwise_ctx_f32(yb, w, bias, x, co, ci, n, kc_add_three_times, &pa, ar),
                        RV_OK);
       assert_int_equal(pa.calls, (size_t)co * n);
       for (size_t i = 0; i < (size_t)co * n; i++) {
