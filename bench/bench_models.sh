@@ -8,6 +8,7 @@
 #
 #   bash bench/bench_models.sh [BUILD_DIR=build] [--threads N] [--runs N] [--quick]
 #                              [--no-torch] [--no-ort] [--rows "ROW ..."] [--out DIR]
+#                              [--bf16] [--official RALA.py]
 #
 #   --threads N  threads of every program (default 2): OMP_NUM_THREADS and the ravlt
 #                --threads, torch.set_num_threads, ORT intraOpNumThreads (interOp 1)
@@ -15,6 +16,13 @@
 #   --no-torch, --no-ort   leave a column out (its cells say "-")
 #   --rows       a subset of: bb-s-512 bb-s-800 fpn-t upernet-s upernet-s-576 cascade-s
 #                maskrcnn-t retinanet-s (default: all)
+#   --bf16       also `ravlt bench ... --precision bf16` right after each float32 ravlt run
+#                (a column "bf16 ms (gain)": float32 ms / bf16 ms of the two back-to-back runs)
+#   --official F the official RAVLT backbone code (F = detection/mmdet/models/backbones/RALA.py
+#                of a clone of github.com/qhfan/RALA; default $RAVLT_OFFICIAL_RALA) timed by
+#                tools/official_bench.py on the backbone rows: columns "official ms" and
+#                "vs official" (the whole-model rows have no official column: the official
+#                heads need mmdet / mmseg)
 #   --out DIR    raw JSON of every program (DIR/raw.jsonl) and the exported graphs' checks
 #                (default BUILD_DIR/bench_models)
 #   --table RAW  only print the table of an earlier run's raw.jsonl (rows without records
@@ -46,7 +54,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then B=$1; shift; fi
-THREADS=2 RUNS=3 TORCH=1 ORT=1 OUT="" TABLE="" ROWS="bb-s-512 bb-s-800 fpn-t upernet-s upernet-s-576 cascade-s maskrcnn-t retinanet-s"
+THREADS=2 RUNS=3 TORCH=1 ORT=1 BF16=0 OFFICIAL=${RAVLT_OFFICIAL_RALA:-} OUT="" TABLE="" ROWS="bb-s-512 bb-s-800 fpn-t upernet-s upernet-s-576 cascade-s maskrcnn-t retinanet-s"
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) THREADS=$2; shift 2 ;;
@@ -54,6 +62,8 @@ while [ $# -gt 0 ]; do
     --quick) RUNS=1; shift ;;
     --no-torch) TORCH=0; shift ;;
     --no-ort) ORT=0; shift ;;
+    --bf16) BF16=1; shift ;;
+    --official) OFFICIAL=$2; shift 2 ;;
     --rows) ROWS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --table) TABLE=$2; shift 2 ;;
@@ -76,18 +86,31 @@ sg = next((d for d in raw if d["row"] == "sgemm"), {}).get("gmacs_per_s")
 print("SGEMM 2048^3: %s GMAC/s (%s)" % (("%.1f" % sg) if sg else "?",
       next((d for d in raw if d["row"] == "sgemm"), {}).get("blas_core", "?")))
 print()
-print("| model, input | ravlt ms | PyTorch ms | ONNX Runtime ms (detectors: backbone+FPN) | vs PyTorch | vs ORT | %SGEMM | peak RSS MB ravlt / PyTorch / ORT | ORT - PyTorch max abs |")
-print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+bf_on = any(d["program"] == "ravlt-bf16" for d in raw)
+off_on = any(d["program"] == "official" for d in raw)
+print("| model, input | ravlt ms |%s PyTorch port ms |%s ONNX Runtime ms (detectors: backbone+FPN) | vs port |%s vs ORT | %%SGEMM | peak RSS MB ravlt / port / ORT | ORT - PyTorch max abs |"
+      % (" ravlt bf16 ms (gain) |" if bf_on else "", " official PyTorch ms |" if off_on else "",
+         " vs official |" if off_on else ""))
+print("|---|---:|" + ("---:|" if bf_on else "") + "---:|" + ("---:|" if off_on else "") +
+      "---:|---:|" + ("---:|" if off_on else "") + "---:|---:|---|---|")
 notes = []
 for r in rows:
     rec = {d["program"]: d for d in raw if d["row"] == r}
     if not rec:
         continue
     rv, tq, oq = rec.get("ravlt", {}), rec.get("torch", {}), rec.get("ort", {})
+    bq, fq = rec.get("ravlt-bf16", {}), rec.get("official", {})
     def ms(d):
         return "%.0f" % d["median_ms"] if "median_ms" in d else None
+    def err(d):
+        return ("error: " + d["error"])[:60] if "error" in d else "-"
     cells = [ms(rv) or ("error: " + rv.get("error", "?"))[:60]]
-    cells.append(ms(tq) or (("error: " + tq["error"])[:60] if "error" in tq else "-"))
+    if bf_on:
+        cells.append("%.0f (%.2fx)" % (bq["median_ms"], rv["median_ms"] / bq["median_ms"])
+                     if "median_ms" in bq and "median_ms" in rv else err(bq))
+    cells.append(ms(tq) or err(tq))
+    if off_on:
+        cells.append(ms(fq) or err(fq))
     if "median_ms" in oq:
         cells.append(ms(oq))
     elif "error" in oq:
@@ -96,6 +119,8 @@ for r in rows:
     else:
         cells.append("-")
     cells.append("%.2fx" % (tq["median_ms"] / rv["median_ms"]) if "median_ms" in tq and "median_ms" in rv else "")
+    if off_on:
+        cells.append("%.2fx" % (fq["median_ms"] / rv["median_ms"]) if "median_ms" in fq and "median_ms" in rv else "")
     if "median_ms" in oq and "median_ms" in rv:
         st = rv.get("stages_ms", {})
         base = rv["median_ms"]
@@ -185,6 +210,20 @@ for r in $ROWS; do
     emit "$r" ravlt "$out"
   else
     emit_err "$r" ravlt "$(head -1 "$OUT/err")"
+  fi
+  if [ "$BF16" = 1 ]; then
+    if out=$("$BIN" bench "$name" --random-weights $extra --precision bf16 --threads "$THREADS" --runs "$RUNS" --json - 2> "$OUT/err"); then
+      emit "$r" ravlt-bf16 "$out"
+    else
+      emit_err "$r" ravlt-bf16 "$(head -1 "$OUT/err")"
+    fi
+  fi
+  if [ -n "$OFFICIAL" ] && [ "${name%-backbone}" != "$name" ]; then
+    if out=$("$PY" tools/official_bench.py "${name%-backbone}" --rala "$OFFICIAL" --size "$size" --threads "$THREADS" --runs "$RUNS" --json 2> "$OUT/err" | tail -1); then
+      emit "$r" official "$out"
+    else
+      emit_err "$r" official "$(tail -1 "$OUT/err")"
+    fi
   fi
   if [ "$TORCH" = 1 ]; then
     set -- $tcmd
