@@ -234,6 +234,18 @@ rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin)
 rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
                                   int n, int cin, int h, int wd, int cout, rv_conv_params p,
                                   rv_arena *scratch);
+/* The same for m = 2 or 4 (the functions above are m = 4): F(2x2)'s 16 GEMMs in bf16; its
+ * transforms have entries 0, +-1 (and 1/2 in G), so they amplify the bf16 rounding far
+ * less than F(4x4)'s (tests/test_bf16_gemm.c states both bounds). wp from
+ * rv_winograd_bf16_pack_m with the same m (rv_winograd_bf16_words_m words). Not used by
+ * the models' bf16 mode yet: in the detection FPN / RPN it is 1.8-2.4x faster than the
+ * float32 F(2x2) but moves the Mask R-CNN fixture below issue 24's fidelity goal
+ * (bench/RESULTS.md). */
+size_t rv_winograd_bf16_words_m(int cout, int cin, int m);
+rv_status rv_winograd_bf16_pack_m(uint32_t *wp, const float *w, int cout, int cin, int m);
+rv_status rv_conv2d_winograd_bf16_m(float *y, const float *x, const uint32_t *wp, const float *b,
+                                    int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                    int m, rv_arena *scratch);
 rv_status rv_conv2d_winograd_rois_f32(float *y, const float *x, const float *w, const float *b,
                                       int n, int cin, int h, int wd, int cout, int pad,
                                       rv_act act, int m, int layout, rv_arena *scratch);
@@ -249,11 +261,22 @@ rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, con
                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                    rv_act act, int accumulate, rv_arena *scratch);
 /* The same with the taps' GEMM in bf16 (rv_pointwise_bf16; its weights rounded and packed
- * per call, 9 cout cin words of workspace more): the bf16 mode of UperNet's fusion conv.
- * Only where rv_bf16_supported(). */
+ * per call, 9 cin words per output channel of a chunk of workspace more): the bf16 mode of
+ * UperNet's fusion conv. Only where rv_bf16_supported(). */
 rv_status rv_conv3x3_upsampled_bf16(float *y, const float *x, const float *w, const float *b,
                                     int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                     rv_act act, int accumulate, rv_arena *scratch);
+/* The same with the tap weights packed once (nn/conv.c, when the precision is set):
+ * rv_conv3x3_upsampled_bf16_pack writes rv_conv3x3_upsampled_bf16_words(cout, cin) words
+ * (the 9 cout x cin tap matrix, rows (co, tap), as rv_bf16_pack_weights lays it out); the
+ * results equal rv_conv3x3_upsampled_bf16's bit for bit. */
+size_t rv_conv3x3_upsampled_bf16_words(int cout, int cin);
+rv_status rv_conv3x3_upsampled_bf16_pack(uint32_t *wp, const float *w, int cout,
+                                         int cin); /* NOMEM */
+rv_status rv_conv3x3_upsampled_bf16_packed(float *y, const float *x, const uint32_t *wp,
+                                           const float *b, int n, int cin, int ih, int iw,
+                                           int cout, int oh, int ow, rv_act act, int accumulate,
+                                           rv_arena *scratch);
 /* Its twin: the naive resize into a buffer, then the naive conv (core/naive.c). */
 rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *w,
                                          const float *b, int n, int cin, int ih, int iw,

@@ -106,10 +106,26 @@ static void scatter_channel(float *y, const float *const g[9], float bias, int i
   }
 }
 
-/* bf16: the tap GEMM on rv_pointwise_bf16 (its weights packed here, per call) */
-static rv_status upsampled_run(float *y, const float *x, const float *w, const float *b, int n,
-                               int cin, int ih, int iw, int cout, int oh, int ow, rv_act act,
-                               int accumulate, int bf16, rv_arena *scratch) {
+/* The chunk [c0, c0 + cn) of the bf16 tap matrix, rows (j, t) = w[c0 + j][.][t], packed by
+ * rv_bf16_pack_weights into wpb: the rows 9 c0 .. 9 (c0 + cn) of the whole module's matrix
+ * (rv_conv3x3_upsampled_bf16_pack), so with c0 a multiple of 8 these are the same words as
+ * that pack's from word 9 c0 ((cin + 1) / 2) on. wt: 9 cn cin floats. */
+static void pack_taps_bf16(uint32_t *wpb, float *wt, const float *w, int c0, int cn, int cin) {
+#pragma omp parallel for schedule(static) if ((size_t)cn * cin >= 4096)
+  for (int j = 0; j < cn; j++)
+    for (int ci = 0; ci < cin; ci++) {
+      const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
+      for (int t = 0; t < 9; t++) wt[((size_t)j * 9 + t) * cin + ci] = wk[t];
+    }
+  rv_bf16_pack_weights(wpb, wt, 9 * cn, cin);
+}
+
+/* bf16: the tap GEMM on rv_pointwise_bf16, its weights wpk packed once (the module's, NULL:
+ * packed here per chunk); G's planes in the order of the tap matrix's rows: (t, j) for
+ * float32, (j, t) for bf16 (so that a chunk of the once-packed matrix is contiguous) */
+static rv_status upsampled_run(float *y, const float *x, const float *w, const uint32_t *wpk,
+                               const float *b, int n, int cin, int ih, int iw, int cout, int oh,
+                               int ow, rv_act act, int accumulate, int bf16, rv_arena *scratch) {
   RV_ASSERT(n > 0 && cin > 0 && cout > 0 && ih > 0 && iw > 0 && oh > 0 && ow > 0 && scratch);
   RV_ASSERT(act == RV_ACT_NONE || act == RV_ACT_RELU);
   const size_t ihw = (size_t)ih * (size_t)iw, ohw = (size_t)oh * (size_t)ow;
@@ -119,15 +135,16 @@ static rv_status upsampled_run(float *y, const float *x, const float *w, const f
   if (cbz < 8) cbz = 8;
   const int cb = cbz < (size_t)cout ? (int)cbz : cout;
   const int nth = omp_get_max_threads();
+  const int own_pack = bf16 && !wpk; /* bf16 without a packed matrix: per chunk, here */
   rv_arena_mark mark = rv_arena_get_mark(scratch);
-  float *wp = rv_arena_floats(scratch, (size_t)9 * cb * cin);
+  float *wp = !bf16 || own_pack ? rv_arena_floats(scratch, (size_t)9 * cb * cin) : NULL;
   float *G = rv_arena_floats(scratch, (size_t)9 * cb * ihw);
   float *cache = rv_arena_floats(scratch, (size_t)7 * ow * nth);
   int *idx = rv_arena_alloc(scratch, (size_t)2 * ow * sizeof(int));
   float *lw = rv_arena_floats(scratch, (size_t)2 * ow);
-  uint32_t *wpb = bf16 ? (uint32_t *)rv_arena_floats(scratch, rv_bf16_packed_words(9 * cb, cin))
-                       : NULL;
-  if (!wp || !G || !cache || !idx || !lw || (bf16 && !wpb)) {
+  uint32_t *wpb = own_pack ? (uint32_t *)rv_arena_floats(scratch, rv_bf16_packed_words(9 * cb, cin))
+                           : NULL;
+  if (((!bf16 || own_pack) && !wp) || !G || !cache || !idx || !lw || (own_pack && !wpb)) {
     rv_arena_release(scratch, mark);
     return RV_ERR_NOMEM;
   }
@@ -140,18 +157,25 @@ static rv_status upsampled_run(float *y, const float *x, const float *w, const f
   rv_status st = RV_OK;
   for (int c0 = 0; c0 < cout && st == RV_OK; c0 += cb) {
     const int cn = cout - c0 < cb ? cout - c0 : cb;
-    /* rows (t, j) of the chunk's tap matrices, once for all images:
-     * wp[(t cn + j) cin + ci] = w[c0+j][ci][t] */
+    const uint32_t *wc = NULL; /* bf16: the chunk's packed rows */
+    if (!bf16) {
+      /* rows (t, j) of the chunk's tap matrices, once for all images:
+       * wp[(t cn + j) cin + ci] = w[c0+j][ci][t] */
 #pragma omp parallel for schedule(static) if ((size_t)cn * cin >= 4096)
-    for (int j = 0; j < cn; j++)
-      for (int ci = 0; ci < cin; ci++) {
-        const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
-        for (int t = 0; t < 9; t++) wp[((size_t)t * cn + j) * cin + ci] = wk[t];
-      }
-    if (bf16) rv_bf16_pack_weights(wpb, wp, 9 * cn, cin);
+      for (int j = 0; j < cn; j++)
+        for (int ci = 0; ci < cin; ci++) {
+          const float *wk = w + ((size_t)(c0 + j) * cin + ci) * 9;
+          for (int t = 0; t < 9; t++) wp[((size_t)t * cn + j) * cin + ci] = wk[t];
+        }
+    } else if (own_pack) {
+      pack_taps_bf16(wpb, wp, w, c0, cn, cin);
+      wc = wpb;
+    } else {
+      wc = wpk + (size_t)9 * c0 * (size_t)((cin + 1) / 2);
+    }
     for (int bi = 0; bi < n && st == RV_OK; bi++) {
       float *yb = y + (size_t)bi * cout * ohw;
-      st = bf16 ? rv_pointwise_bf16(G, wpb, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw,
+      st = bf16 ? rv_pointwise_bf16(G, wc, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw,
                                     NULL, scratch)
                 : rv_pointwise_f32(G, wp, NULL, x + (size_t)bi * cin * ihw, 9 * cn, cin, ihw,
                                    scratch);
@@ -159,7 +183,8 @@ static rv_status upsampled_run(float *y, const float *x, const float *w, const f
 #pragma omp parallel for schedule(dynamic, 1) if ((size_t)cn * ohw >= 65536)
       for (int j = 0; j < cn; j++) {
         const float *g[9];
-        for (int t = 0; t < 9; t++) g[t] = G + ((size_t)t * cn + j) * ihw;
+        for (int t = 0; t < 9; t++)
+          g[t] = G + (bf16 ? (size_t)j * 9 + t : (size_t)t * cn + j) * ihw;
         scatter_channel(yb + (size_t)(c0 + j) * ohw, g, b ? b[c0 + j] : 0.0f, ih, iw, oh, ow, sh,
                         ht, accumulate, act == RV_ACT_RELU, cache + (size_t)7 * ow * omp_get_thread_num());
       }
@@ -172,12 +197,39 @@ static rv_status upsampled_run(float *y, const float *x, const float *w, const f
 rv_status rv_conv3x3_upsampled_f32(float *y, const float *x, const float *w, const float *b,
                                    int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                    rv_act act, int accumulate, rv_arena *scratch) {
-  return upsampled_run(y, x, w, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 0, scratch);
+  return upsampled_run(y, x, w, NULL, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 0,
+                       scratch);
 }
 
 rv_status rv_conv3x3_upsampled_bf16(float *y, const float *x, const float *w, const float *b,
                                     int n, int cin, int ih, int iw, int cout, int oh, int ow,
                                     rv_act act, int accumulate, rv_arena *scratch) {
   RV_ASSERT(rv_bf16_supported());
-  return upsampled_run(y, x, w, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 1, scratch);
+  return upsampled_run(y, x, w, NULL, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 1,
+                       scratch);
+}
+
+size_t rv_conv3x3_upsampled_bf16_words(int cout, int cin) {
+  return rv_bf16_packed_words(9 * cout, cin);
+}
+
+/* in groups of 8 output channels (72 rows, a whole number of the pack's 8-row blocks) */
+rv_status rv_conv3x3_upsampled_bf16_pack(uint32_t *wp, const float *w, int cout, int cin) {
+  RV_ASSERT(wp && w && cout > 0 && cin > 0);
+  float *wt = rv_malloc(sizeof(float) * 72 * (size_t)cin);
+  if (!wt) return RV_ERR_NOMEM;
+  for (int c0 = 0; c0 < cout; c0 += 8)
+    pack_taps_bf16(wp + (size_t)9 * c0 * (size_t)((cin + 1) / 2), wt, w, c0,
+                   cout - c0 < 8 ? cout - c0 : 8, cin);
+  rv_free(wt);
+  return RV_OK;
+}
+
+rv_status rv_conv3x3_upsampled_bf16_packed(float *y, const float *x, const uint32_t *wp,
+                                           const float *b, int n, int cin, int ih, int iw,
+                                           int cout, int oh, int ow, rv_act act, int accumulate,
+                                           rv_arena *scratch) {
+  RV_ASSERT(rv_bf16_supported() && wp);
+  return upsampled_run(y, x, NULL, wp, b, n, cin, ih, iw, cout, oh, ow, act, accumulate, 1,
+                       scratch);
 }

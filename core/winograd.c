@@ -875,25 +875,26 @@ rv_status rv_conv2d_winograd_rois_bf16(float *y, const float *x, const uint32_t 
   return rois_run(y, x, NULL, wp, b, n, cin, h, wd, cout, pad, act, 4, layout, scratch);
 }
 
-/* ---- bf16 F(4x4, 3x3) ---------------------------------------------------------------------
- * rv_conv2d_winograd_bf16 (core/ops.h): the fused path above with its a^2 GEMMs on the bf16
- * kernel (core/gemm_bf16.c): U transformed in double and rounded to float32 as above, then
- * to bf16 once (rv_winograd_bf16_pack: [k][co / 8][ci / 2][co % 8] pairs); each block's V
- * transformed in float32 and rounded to bf16 pairs [k][ci / 2][tile]; M summed in float32;
- * the output transform, bias, act and accumulate in float32. */
-#define WB_M 4
-#define WB_A2 ((size_t)(WB_M + 2) * (WB_M + 2))
+/* ---- bf16 F(m x m, 3x3), m = 4 or 2 ---------------------------------------------------------
+ * rv_conv2d_winograd_bf16_m (core/ops.h): the fused path above with its a^2 GEMMs on the
+ * bf16 kernel (core/gemm_bf16.c): U transformed in double and rounded to float32 as above,
+ * then to bf16 once (rv_winograd_bf16_pack_m: [k][co / 8][ci / 2][co % 8] pairs); each
+ * block's V transformed in float32 and rounded to bf16 pairs [k][ci / 2][tile]; M summed in
+ * float32; the output transform, bias, act and accumulate in float32. */
 
-size_t rv_winograd_bf16_words(int cout, int cin) {
-  return WB_A2 * (size_t)((cout + MR - 1) / MR * MR) * (size_t)((cin + 1) / 2);
+size_t rv_winograd_bf16_words_m(int cout, int cin, int m) {
+  RV_ASSERT(m == 2 || m == 4);
+  return (size_t)(m + 2) * (m + 2) * (size_t)((cout + MR - 1) / MR * MR) * (size_t)((cin + 1) / 2);
 }
 
-rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin) {
+rv_status rv_winograd_bf16_pack_m(uint32_t *wp, const float *w, int cout, int cin, int m) {
+  RV_ASSERT(m == 2 || m == 4);
   const int coutp = (cout + MR - 1) / MR * MR, k2 = (cin + 1) / 2;
-  float *up = rv_malloc(sizeof(float) * WB_A2 * coutp * cin);
+  const size_t a2 = (size_t)(m + 2) * (m + 2);
+  float *up = rv_malloc(sizeof(float) * a2 * coutp * cin);
   if (!up) return RV_ERR_NOMEM;
-  weight_transform_panels(up, w, cout, coutp, cin, WB_M, MR); /* [k][co/8][ci][co%8] */
-  for (size_t k = 0; k < WB_A2; k++)
+  weight_transform_panels(up, w, cout, coutp, cin, m, MR); /* [k][co/8][ci][co%8] */
+  for (size_t k = 0; k < a2; k++)
     for (int g = 0; g < coutp / MR; g++) {
       const float *s = up + (k * coutp + (size_t)g * MR) * cin;
       uint32_t *d = wp + (k * coutp + (size_t)g * MR) * k2;
@@ -908,18 +909,25 @@ rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin)
   return RV_OK;
 }
 
+size_t rv_winograd_bf16_words(int cout, int cin) { return rv_winograd_bf16_words_m(cout, cin, 4); }
+
+rv_status rv_winograd_bf16_pack(uint32_t *wp, const float *w, int cout, int cin) {
+  return rv_winograd_bf16_pack_m(wp, w, cout, cin, 4);
+}
+
 static void fused_block_bf16(float *y, const float *x, const uint32_t *up, const float *b,
                              const wino_geom *g, rv_conv_params p, int coutp, int batched,
                              size_t t0, int cnt, int n0, int nb, float *v, uint32_t *vb,
                              float *mm, float *buf) {
   const int k2 = (g->cin + 1) / 2;
+  const size_t a2 = (size_t)g->a * g->a;
   for (int c = 0; c < g->cin; c++) {
     if (batched)
       input_transform_batched(v, TB, VKS(g->cin), x, g, c, n0, nb, buf);
     else
       input_transform_channel(v, TB, VKS(g->cin), x, g, c, t0, cnt, buf);
   }
-  for (size_t k = 0; k < WB_A2; k++) {
+  for (size_t k = 0; k < a2; k++) {
     uint32_t *vk = vb + k * k2 * TB;
     rv_bf16_pack_pairs(vk, TB, v + k * VKS(g->cin), TB, g->cin, TB);
     for (int cb = 0; cb < coutp; cb += MR)
@@ -929,24 +937,25 @@ static void fused_block_bf16(float *y, const float *x, const uint32_t *up, const
   output_transform_block(y, mm, b, g, p, coutp, batched, t0, cnt, n0, nb, buf);
 }
 
-rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
-                                  int n, int cin, int h, int wd, int cout, rv_conv_params p,
-                                  rv_arena *scratch) {
+rv_status rv_conv2d_winograd_bf16_m(float *y, const float *x, const uint32_t *wp, const float *b,
+                                    int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                    int m, rv_arena *scratch) {
   RV_ASSERT(p.kh == 3 && p.kw == 3 && p.sh == 1 && p.sw == 1 && p.dh == 1 && p.dw == 1);
-  RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0);
+  RV_ASSERT(p.groups == 1 && p.ph >= 0 && p.pw >= 0 && (m == 2 || m == 4));
   RV_ASSERT(n >= 0 && cin > 0 && cout > 0 && scratch != NULL && wp != NULL);
   RV_ASSERT(rv_bf16_supported());
   wino_geom gg, *g = &gg;
-  if (!make_geom(g, WB_M, p.ph, p.pw, h, wd, cin, cout)) return RV_ERR_SHAPE;
+  if (!make_geom(g, m, p.ph, p.pw, h, wd, cin, cout)) return RV_ERR_SHAPE;
   if (n == 0) return RV_OK;
+  const size_t a2 = (size_t)g->a * g->a;
   const size_t tpi = (size_t)g->th * g->tw, total = (size_t)n * tpi;
   const int coutp = (cout + MR - 1) / MR * MR, k2 = (cin + 1) / 2;
   const int batched = small_images(g, n) && tpi <= TB;
   const int nbi = batched ? (int)(TB / tpi) : 0;
   const size_t blocks = batched ? ((size_t)n + nbi - 1) / nbi : (total + TB - 1) / TB;
   const int nth = omp_get_max_threads();
-  const size_t vbw = WB_A2 * (size_t)k2 * TB; /* words of bf16 V */
-  const size_t per_thread = transform_buf(g, batched) + WB_A2 * (VKS(cin) + VKS(coutp)) + vbw;
+  const size_t vbw = a2 * (size_t)k2 * TB; /* words of bf16 V */
+  const size_t per_thread = transform_buf(g, batched) + a2 * (VKS(cin) + VKS(coutp)) + vbw;
   rv_arena_mark mark = rv_arena_get_mark(scratch);
   float *tb = rv_arena_floats(scratch, per_thread * nth);
   if (!tb) {
@@ -956,10 +965,10 @@ rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, 
 #pragma omp parallel if (blocks > 1)
   {
     float *v = tb + per_thread * (size_t)omp_get_thread_num();
-    float *mm = v + WB_A2 * VKS(cin);
-    uint32_t *vb = (uint32_t *)(mm + WB_A2 * VKS(coutp));
+    float *mm = v + a2 * VKS(cin);
+    uint32_t *vb = (uint32_t *)(mm + a2 * VKS(coutp));
     float *buf = (float *)(vb + vbw);
-    memset(v, 0, sizeof(float) * WB_A2 * VKS(cin));
+    memset(v, 0, sizeof(float) * a2 * VKS(cin));
 #pragma omp for schedule(dynamic)
     for (size_t i = 0; i < blocks; i++) {
       if (batched) {
@@ -974,4 +983,10 @@ rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, 
   }
   rv_arena_release(scratch, mark);
   return RV_OK;
+}
+
+rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, const float *b,
+                                  int n, int cin, int h, int wd, int cout, rv_conv_params p,
+                                  rv_arena *scratch) {
+  return rv_conv2d_winograd_bf16_m(y, x, wp, b, n, cin, h, wd, cout, p, 4, scratch);
 }

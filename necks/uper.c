@@ -221,7 +221,9 @@ rv_status rv_uper_set_bf16(rv_uper *u, int on, rv_ctx *ctx) {
   if (st == RV_OK) st = rv_convmods_set_bf16(&u->bottleneck, 1, on, ctx);
   if (st == RV_OK) st = rv_convmods_set_bf16(u->lateral, RV_UPER_MAX_LEVELS, on, ctx);
   if (st == RV_OK) st = rv_convmods_set_bf16(u->fpn, RV_UPER_MAX_LEVELS, on, ctx);
-  if (st == RV_OK) st = rv_convmods_set_bf16(u->fpn_bottleneck, RV_UPER_MAX_LEVELS, on, ctx);
+  if (st == RV_OK) st = rv_convmods_set_bf16(u->fpn_bottleneck, 1, on, ctx);
+  if (st == RV_OK) /* levels 1.. also convolve upsampled maps: their tap weights packed too */
+    st = rv_convmods_set_bf16_upsampled(u->fpn_bottleneck + 1, RV_UPER_MAX_LEVELS - 1, on, ctx);
   if (st != RV_OK && on) rv_uper_set_bf16(u, 0, ctx);
   return st;
 }

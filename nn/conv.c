@@ -22,10 +22,8 @@ void rv_convmod_free(rv_convmod *m) {
   if (!m) return;
   rv_free(m->w);
   rv_free(m->b);
-  rv_free(m->wbf16); /* nn/conv.h, bf16 mode */
   m->w = m->b = NULL;
-  m->wbf16 = NULL;
-  m->wbf16_rois = 0;
+  rv_convmod_set_bf16(m, 0, NULL); /* nn/conv.h, bf16 mode: frees the packed weights */
 }
 
 rv_status rv_mod_read(rv_convmod *m, rv_params *p, rv_mod_kind kind, const char *wkey,
@@ -149,11 +147,14 @@ rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batc
   size_t in_item = (size_t)x.c * (size_t)x.h * (size_t)x.w;
   for (int i = 0; i < x.n; i++) {
     /* bf16 mode (nn/conv.h, bf16 mode): the taps' GEMM in bf16 */
-    rv_status st = m->wbf16 && !m->wbf16_rois
-                       ? rv_conv3x3_upsampled_bf16(y + (size_t)i * y_batch_stride,
-                                                   x.data + (size_t)i * in_item, m->w, m->b, 1,
-                                                   x.c, x.h, x.w, m->cout, oh, ow, m->act,
-                                                   accumulate, a)
+    float *yi = y + (size_t)i * y_batch_stride;
+    const float *xi = x.data + (size_t)i * in_item;
+    rv_status st = m->wbf16_up ? rv_conv3x3_upsampled_bf16_packed(yi, xi, m->wbf16_up, m->b, 1,
+                                                                  x.c, x.h, x.w, m->cout, oh, ow,
+                                                                  m->act, accumulate, a)
+                   : m->wbf16 && !m->wbf16_rois
+                       ? rv_conv3x3_upsampled_bf16(yi, xi, m->w, m->b, 1, x.c, x.h, x.w, m->cout,
+                                                   oh, ow, m->act, accumulate, a)
                        : rv_conv3x3_upsampled_f32(y + (size_t)i * y_batch_stride, x.data + (size_t)i * in_item,
                                             m->w, m->b, 1, x.c, x.h, x.w, m->cout, oh, ow, m->act,
                                             accumulate, a);
@@ -214,7 +215,8 @@ static int is_3x3(const rv_convmod *m) {
 rv_status rv_convmod_set_bf16(rv_convmod *m, int on, rv_ctx *ctx) {
   if (!on || !m->w) {
     rv_free(m->wbf16);
-    m->wbf16 = NULL;
+    rv_free(m->wbf16_up);
+    m->wbf16 = m->wbf16_up = NULL;
     m->wbf16_rois = 0;
     return RV_OK;
   }
@@ -235,6 +237,29 @@ rv_status rv_convmod_set_bf16(rv_convmod *m, int on, rv_ctx *ctx) {
                     m->cout);
   }
   m->wbf16 = p;
+  return RV_OK;
+}
+
+rv_status rv_convmods_set_bf16_upsampled(rv_convmod *m, int count, int on, rv_ctx *ctx) {
+  for (int i = 0; i < count; i++) {
+    rv_convmod *c = &m[i];
+    rv_status st = rv_convmod_set_bf16(c, on, ctx);
+    if (st == RV_OK && on && c->w && is_3x3(c) && !c->wbf16_up) {
+      uint32_t *p = rv_malloc(rv_conv3x3_upsampled_bf16_words(c->cout, c->cin) * sizeof(uint32_t));
+      if (!p || rv_conv3x3_upsampled_bf16_pack(p, c->w, c->cout, c->cin) != RV_OK) {
+        rv_free(p);
+        rv_convmod_set_bf16(c, 0, ctx);
+        st = rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)",
+                      c->cin, c->cout);
+      } else {
+        c->wbf16_up = p;
+      }
+    }
+    if (st != RV_OK) {
+      rv_convmods_set_bf16_upsampled(m, i, 0, ctx);
+      return st;
+    }
+  }
   return RV_OK;
 }
 
@@ -288,7 +313,9 @@ rv_status rv_convmod_bf16_conv(const rv_convmod *m, float *y, size_t y_batch_str
     return RV_OK;
   }
   if (is_3x3(m)) {
-    /* where the float32 rule takes Winograd F(4x4) (F(2x2) and im2col stay float32) */
+    /* where the float32 rule takes Winograd F(4x4) (F(2x2) and im2col stay float32: bf16
+     * F(2x2), rv_conv2d_winograd_bf16_m, moves the detection fixtures' near-ties,
+     * bench/RESULTS.md) */
     if (rv_conv3x3_algo(algo, n, m->cin, m->cout, h, w) != RV_CONV_WINOGRAD4)
       return RV_ERR_UNSUPPORTED;
     rv_conv_params p = rv_conv_default_params(3, 1, 1);

@@ -48,6 +48,8 @@ typedef struct {
   uint32_t *wbf16;   /* NULL (float32), or the weights packed for the bf16 forward
                       * (rv_convmod_set_bf16 below) */
   int wbf16_rois;    /* 1: wbf16 in the RoI stacks' channels-last layout (rv_convmods_set_bf16_rois) */
+  uint32_t *wbf16_up;   /* bf16 mode, a module switched by rv_convmods_set_bf16_upsampled: the
+                         * tap weights of rv_conv3x3_upsampled_bf16_packed */
 } rv_convmod;
 
 /* The one reading path of the module type (rv_convmod_load and nn/layer.h's loaders are
@@ -118,9 +120,14 @@ rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0
  *                                     error is ten times a direct conv's: the transforms
  *                                     amplify it; tests/test_bf16_gemm.c)
  *   RoI conv stacks (heads/det.h)     rv_conv2d_winograd_rois_bf16 (rv_convmods_set_bf16_rois)
- *   conv of an upsampled map          rv_conv3x3_upsampled_bf16 (the taps' GEMM in bf16)
+ *   conv of an upsampled map          rv_conv3x3_upsampled_bf16_packed (the taps' GEMM in
+ *                                     bf16, its weights packed by
+ *                                     rv_convmods_set_bf16_upsampled; other modules:
+ *                                     rv_conv3x3_upsampled_bf16, packed per call)
  * Other modules (transposed convs, strided convs, 3x3 convs the float32 rule runs by
- * im2col or F(2x2), accumulating 1x1 forwards) keep the float32 forward.
+ * im2col or F(2x2), accumulating 1x1 forwards) keep the float32 forward. (bf16 F(2x2),
+ * rv_conv2d_winograd_bf16_m, exists and is tested, but in the detection FPN / RPN it moves
+ * the Mask R-CNN fixture below issue 24's fidelity goal: bench/RESULTS.md.)
  * Switching off frees the packed weights: the float32 forward is then the one it was,
  * bit for bit. Only where rv_bf16_supported() (the model checks before switching). */
 /* on 1: pack m's weights for its bf16 forward (nothing for a module without one, or an
@@ -132,6 +139,10 @@ rv_status rv_convmods_set_bf16(rv_convmod *m, int count, int on, rv_ctx *ctx);
  * layout of rv_conv2d_winograd_rois_bf16 (wbf16_rois 1; other modules as above). Such a
  * module's bf16 forward is the stack's only: rv_convmod_bf16_conv declines it. */
 rv_status rv_convmods_set_bf16_rois(rv_convmod *m, int count, int on, rv_ctx *ctx);
+/* The same as rv_convmods_set_bf16 for 3x3 modules that also convolve upsampled maps
+ * (rv_convmod_upsampled_into: UperNet's fpn_bottleneck slices), their tap weights packed
+ * too (wbf16_up). */
+rv_status rv_convmods_set_bf16_upsampled(rv_convmod *m, int count, int on, rv_ctx *ctx);
 /* y (image i at y + i * y_batch_stride) = act([y if accumulate] + conv(x) + b) over n images
  * by m's bf16 forward; RV_ERR_UNSUPPORTED (nothing written) where m has none for this call
  * (the caller runs the float32 one). */
