@@ -29,6 +29,7 @@ typedef struct {
   const float *sin_h, *cos_h; /* [H x d2] */
   const float *sin_w, *cos_w; /* [W x d2] */
   int d2, h, w;
+  const float *sin_wt, *cos_wt; /* [d2 x W]: sin_w, cos_w transposed (contiguous along x) */
 } rv_rope;
 
 /* Tables from `angle` [d2] (the stage's RoPE.angle buffer) in the arena (computed in
@@ -43,6 +44,12 @@ void rv_rope_apply_f32(float *x, int ld, const rv_rope *r);
  * stacked), in one parallel region. */
 void rv_rope_apply_rows_f32(float *x, int ld, int rows, const rv_rope *r);
 void rv_rope_apply_naive_f32(float *x, int ld, const rv_rope *r);
+/* Channel pair (j, j + 1) of a head (j even) over tokens [l0, l0 + m) only: a[t] and b[t]
+ * are token l0 + t of its two rows. The same float operations as rv_rope_apply_f32; with
+ * z non-NULL each rotated token is then multiplied by z[t] (as a second pass would:
+ * rotate, round, multiply). Serial (for callers that block their own passes). */
+void rv_rope_pair_range_f32(float *a, float *b, int j, const rv_rope *r, int l0, int m,
+                            const float *z);
 
 /* RALA (GateLinearAttentionNoSilu without LePE, gate and proj), per head, on q, k, v
  * [heads*d x N] (row stride ld); res [heads*d x N] (row stride ldr):

@@ -29,7 +29,7 @@ static int omp_get_max_threads(void) { return 1; }
 #define CLONES
 #endif
 
-enum { CB = 256 }; /* token block of the column passes */
+enum { CB = 512 }; /* token block of the column passes */
 
 /* x = elu(x) + 1 = (x > 0 ? x + 1 : e^x) in place over n floats; returns the sum. */
 CLONES static double elu1_sum(float *x, int n) {
@@ -90,121 +90,168 @@ CLONES static double exp_shift_sum(float *a, int n, float mx) {
   return s;
 }
 
-/* k'' = k' * a (a already holds N * softmax) in place; returns the row sum */
-CLONES static double scale_sum(float *k, const float *a, int n) {
-  double s = 0.0;
-  for (int l0 = 0; l0 < n; l0 += 1024) {
-    const int m = n - l0 < 1024 ? n - l0 : 1024;
-    float *p = k + l0;
-    const float *q = a + l0;
-    float acc[16] = {0};
-    int j = 0;
-    for (; j + 16 <= m; j += 16)
-      for (int t = 0; t < 16; t++) {
-        const float y = p[j + t] * q[j + t];
-        p[j + t] = y;
-        acc[t] += y;
-      }
-    float part = 0.0f;
-    for (; j < m; j++) { p[j] *= q[j]; part += p[j]; }
-    for (int t = 0; t < 16; t++) part += acc[t];
-    s += part;
+/* The logits of a block of m <= CB tokens fused with k's elu: x = elu(x) + 1 in place
+ * (elu1_sum's element operation) and acc[l] = sum_i w[i] x'[i][l] in order of i. */
+CLONES static void elu_col_dot(float *acc, float *x, int ld, const float *w, int d, int m) {
+  for (int l = 0; l < m; l++) acc[l] = 0.0f;
+  for (int i = 0; i < d; i++) {
+    const float wi = w[i];
+    float *xr = x + (size_t)i * ld;
+    for (int l = 0; l < m; l++) {
+      const float v = xr[l], e = rv_vexpf(v);
+      const float y = v > 0.0f ? v + 1.0f : e;
+      xr[l] = y;
+      acc[l] += wi * y;
+    }
   }
-  return s;
 }
+
+/* One chunk (m <= SC tokens) of a row of k'': y = x * (e * fac) (e * fac is the token's
+ * N softmax weight); returns the chunk's sum (16-lane partial sums, then the tail).
+ * SCALE_CHUNK(Y, X) with Y == X (in place) or Y a separate buffer (restrict: one version
+ * of the loop, no overlap check). */
+enum { SC = 1024 };
+#define SCALE_CHUNK(Y, X)                                                                     \
+  float acc[16] = {0};                                                                         \
+  int j = 0;                                                                                   \
+  for (; j + 16 <= m; j += 16)                                                                 \
+    for (int t = 0; t < 16; t++) {                                                             \
+      const float a = e[j + t] * fac;                                                          \
+      const float v = X[j + t] * a;                                                            \
+      Y[j + t] = v;                                                                            \
+      acc[t] += v;                                                                             \
+    }                                                                                          \
+  float part = 0.0f;                                                                           \
+  for (; j < m; j++) {                                                                         \
+    const float a = e[j] * fac;                                                                \
+    Y[j] = X[j] * a;                                                                           \
+    part += Y[j];                                                                              \
+  }                                                                                            \
+  for (int t = 0; t < 16; t++) part += acc[t];                                                 \
+  return part;
+CLONES static float scale_chunk_inplace(float *x, const float *e, float fac, int m) {
+  SCALE_CHUNK(x, x)
+}
+CLONES static float scale_chunk_to(float *restrict y, const float *restrict x,
+                                   const float *restrict e, float fac, int m) {
+  SCALE_CHUNK(y, x)
+}
+#undef SCALE_CHUNK
 
 /* bf16 products (rv_rala_bf16): k'' packed as rows, v^T as the panel, kv^T packed as the
  * 1x1 weights of the second product */
 typedef struct {
   uint32_t *kp, *vp, *wp;
+  float *tb; /* per thread: 8 rows x SC tokens of k'' before packing */
   rv_arena *arena;
 } bf16_bufs;
 
-/* kv = k v^T / N [d x d] and res = kv^T q on the bf16 kernel (float32 sums); ld == ldr == n.
- * The first product runs over chunks of KC tokens (its panel, v^T of the chunk, stays in
- * L2 while every group of 8 rows of k reads it; over all tokens at once the panel of an
- * 800x1344 stage 1, 13 MB, came from memory once per group), accumulating in kv. */
+/* The first product kv = k v^T / N [d x d] on the bf16 kernel (float32 sums) from k''/N
+ * packed (bb->kp, groups of 8 rows), inside a parallel region. It runs over chunks of KC
+ * tokens (its panel, v^T of the chunk, stays in L2 while every group of 8 rows of k reads
+ * it; over all tokens at once the panel of an 800x1344 stage 1, 13 MB, came from memory
+ * once per group), accumulating in kv. */
 enum { KC = 2048 };
-static void rala_products_bf16(float *res, const float *q, const float *k, const float *v,
-                               int d, int n, float *kv, const bf16_bufs *bb, int par) {
+static void kv_bf16(float *kv, const float *v, int d, int n, const bf16_bufs *bb) {
   const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
   const int groups = (d + 7) / 8, w = (d + 47) / 48 * 48, cols = 16;
-#pragma omp parallel if (par)
-  {
+  for (int k0 = 0; k0 < n; k0 += KC) {
+    const int kc = n - k0 < KC ? n - k0 : KC;
 #pragma omp for schedule(static)
-    for (int g = 0; g < groups; g++)
-      rv_bf16_pack_rows(bb->kp + (size_t)g * gw, gw, k + (size_t)g * 8 * n, (size_t)n,
-                        d - 8 * g < 8 ? d - 8 * g : 8, n, 1.0f / (float)n);
-    for (int k0 = 0; k0 < n; k0 += KC) {
-      const int kc = n - k0 < KC ? n - k0 : KC;
+    for (int c = 0; c < w; c += cols)
+      rv_bf16_pack_panel_t(bb->vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
 #pragma omp for schedule(static)
-      for (int c = 0; c < w; c += cols)
-        rv_bf16_pack_panel_t(bb->vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
-#pragma omp for schedule(static)
-      for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
-        rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d,
-                           bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, bb->vp,
-                           d - 8 * g < 8 ? d - 8 * g : 8, kc, d, k0 > 0);
-    }
+    for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
+      rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d,
+                         bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, bb->vp,
+                         d - 8 * g < 8 ? d - 8 * g : 8, kc, d, k0 > 0);
   }
-  /* res[e][l] = sum_i kv[i][e] q[i][l]: kv^T as 1x1 weights */
-  rv_bf16_pack_cols(bb->wp, (size_t)8 * ((d + 1) / 2), kv, (size_t)d, d, d, 1.0f);
-  rv_status st = rv_pointwise_bf16(res, bb->wp, NULL, q, d, d, (size_t)n, NULL, bb->arena);
-  RV_ASSERT(st == RV_OK); /* its workspace was reserved by rv_rala_bf16 */
-  (void)st;
 }
 
-/* Per head: q, k overwritten (q becomes z * rope(q'), k becomes rope(k'')). bb non-NULL:
- * the two products in bf16. */
+/* Per head: q, k overwritten (q becomes z * rope(q'), k becomes rope(k''), or k' with bb).
+ * bb non-NULL: the two products in bf16 (ld == ldr == n). The element-wise work is four
+ * passes over q and k in one parallel region: q' and its mean (rows); k' and the logits
+ * (token blocks); k'' = k' a N with its row sums, RoPE and (bf16) the packed rows of k''/N
+ * (groups of 8 rows x chunks of SC tokens); z, RoPE on q' and the product by z (token
+ * blocks). Every element sees the operations of the separate passes in the same order, and
+ * every sum the same order (per-row chunks of SC with 16-lane partials; per token over i). */
 static void rala_head(float *res, int ldr, float *q, float *k, const float *v, int ld, int d,
                       int n, const rv_rope *rope, float *qm, float *km, float *a, float *kv,
-                      const bf16_bufs *bb) {
+                      float *parts, const bf16_bufs *bb) {
   const float scale = (float)pow((double)d, -0.5);
   const int par = (size_t)d * n >= 32768;
-  /* pass 1: q' and k' in place, mean of q' */
-#pragma omp parallel for schedule(static) if (par)
-  for (int i = 0; i < d; i++) {
-    qm[i] = (float)(elu1_sum(q + (size_t)i * ld, n) / n) * scale;
-    elu1_sum(k + (size_t)i * ld, n);
-  }
-  /* pass 2: logits a_l = scale * mean(q') . k'_l, and their max */
-  const int nb = (n + CB - 1) / CB;
+  const int nb = (n + CB - 1) / CB, nc = (n + SC - 1) / SC, groups = (d + 7) / 8;
+  const size_t gw = (size_t)8 * ((n + 1) / 2); /* bf16: words per group of 8 rows of k */
   float gmax = -INFINITY;
-#pragma omp parallel for schedule(static) reduction(max : gmax) if (par)
-  for (int b = 0; b < nb; b++) {
-    const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
-    col_dot(a + l0, k + l0, ld, qm, d, m);
-    for (int l = 0; l < m; l++) gmax = a[l0 + l] > gmax ? a[l0 + l] : gmax;
-  }
   double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) if (par)
-  for (int b = 0; b < (n + 4095) / 4096; b++) {
-    const int l0 = b * 4096;
-    sum += exp_shift_sum(a + l0, n - l0 < 4096 ? n - l0 : 4096, gmax);
-  }
-  const float fac = (float)((double)n / sum); /* a_l * N = N e_l / sum */
-  for (int l = 0; l < n; l++) a[l] *= fac;
-  /* pass 3: k'' = k' a N, its mean, then RoPE on k'' (row pairs) */
-#pragma omp parallel for schedule(static) if (par)
-  for (int i = 0; i < d; i++) km[i] = (float)(scale_sum(k + (size_t)i * ld, a, n) / n);
-  rv_rope_apply_f32(k, ld, rope);
-  /* pass 4: z_l = 1 / (q'_l . mean(k'') + 1e-6), kept in a[] */
-#pragma omp parallel for schedule(static) if (par)
-  for (int b = 0; b < nb; b++) {
-    const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
-    col_dot(a + l0, q + l0, ld, km, d, m);
-    for (int l = 0; l < m; l++) a[l0 + l] = 1.0f / (a[l0 + l] + 1e-6f);
-  }
-  /* pass 5: q <- rope(q') * z (z folded into the numerator's right factor) */
-  rv_rope_apply_f32(q, ld, rope);
-#pragma omp parallel for schedule(static) if (par)
-  for (int i = 0; i < d; i++) {
-    float *qr = q + (size_t)i * ld;
-    for (int l = 0; l < n; l++) qr[l] *= a[l];
+#pragma omp parallel if (par)
+  {
+    /* pass 1: q' in place and its mean */
+#pragma omp for schedule(static)
+    for (int i = 0; i < d; i++) qm[i] = (float)(elu1_sum(q + (size_t)i * ld, n) / n) * scale;
+    /* pass 2: k' in place and the logits a_l = scale * mean(q') . k'_l, and their max */
+#pragma omp for schedule(static) reduction(max : gmax)
+    for (int b = 0; b < nb; b++) {
+      const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
+      elu_col_dot(a + l0, k + l0, ld, qm, d, m);
+      for (int l = 0; l < m; l++) gmax = a[l0 + l] > gmax ? a[l0 + l] : gmax;
+    }
+#pragma omp for schedule(static) reduction(+ : sum)
+    for (int b = 0; b < (n + 4095) / 4096; b++) {
+      const int l0 = b * 4096;
+      sum += exp_shift_sum(a + l0, n - l0 < 4096 ? n - l0 : 4096, gmax);
+    }
+    const float fac = (float)((double)n / sum); /* a_l * N = N e_l / sum */
+    /* pass 3: k'' = k' a N with the chunks' row sums, then RoPE on the chunk's row pairs
+     * (and with bb: k''/N packed as bf16 rows from a per-thread copy; k keeps k') */
+#ifdef _OPENMP
+    float *tb = bb ? bb->tb + (size_t)omp_get_thread_num() * 8 * SC : NULL;
+#else
+    float *tb = bb ? bb->tb : NULL;
+#endif
+#pragma omp for schedule(static)
+    for (int it = 0; it < groups * nc; it++) {
+      const int g = it / nc, c = it % nc, l0 = c * SC, m = n - l0 < SC ? n - l0 : SC;
+      const int rows = d - 8 * g < 8 ? d - 8 * g : 8;
+      float *kg = k + (size_t)8 * g * ld + l0, *out = tb ? tb : kg;
+      const size_t lo = tb ? SC : (size_t)ld;
+      for (int r = 0; r < rows; r++)
+        parts[(size_t)(8 * g + r) * nc + c] =
+            tb ? scale_chunk_to(tb + r * SC, kg + (size_t)r * ld, a + l0, fac, m)
+               : scale_chunk_inplace(kg + (size_t)r * ld, a + l0, fac, m);
+      for (int r = 0; r < rows; r += 2)
+        rv_rope_pair_range_f32(out + r * lo, out + (r + 1) * lo, 8 * g + r, rope, l0, m, NULL);
+      if (tb) /* tokens l0.. are pair l0 / 2 of the packed rows (l0 a multiple of 32) */
+        rv_bf16_pack_rows(bb->kp + (size_t)g * gw + (size_t)(l0 / 2) * 8, gw, tb, SC, rows, m,
+                          1.0f / (float)n);
+    }
+    /* mean(k''): the chunks' sums in order, in double */
+#pragma omp for schedule(static)
+    for (int i = 0; i < d; i++) {
+      double s = 0.0;
+      for (int c = 0; c < nc; c++) s += parts[(size_t)i * nc + c];
+      km[i] = (float)(s / n);
+    }
+    /* pass 4: z_l = 1 / (q'_l . mean(k'') + 1e-6) in a[], then q <- rope(q') * z (z folded
+     * into the numerator's right factor) on the block's row pairs */
+#pragma omp for schedule(static)
+    for (int b = 0; b < nb; b++) {
+      const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
+      col_dot(a + l0, q + l0, ld, km, d, m);
+      for (int l = 0; l < m; l++) a[l0 + l] = 1.0f / (a[l0 + l] + 1e-6f);
+      for (int i = 0; i < d; i += 2)
+        rv_rope_pair_range_f32(q + (size_t)i * ld + l0, q + (size_t)(i + 1) * ld + l0, i, rope,
+                               l0, m, a + l0);
+    }
+    /* bf16: kv[i][e] = 1/N sum_l k''_il v_el */
+    if (bb) kv_bf16(kv, v, d, n, bb);
   }
   /* kv[i][e] = 1/N sum_l k''_il v_el ; res[e][l] = sum_i kv[i][e] (z rope(q'))_il */
-  if (bb) {
-    rala_products_bf16(res, q, k, v, d, n, kv, bb, par);
+  if (bb) { /* kv^T as 1x1 weights */
+    rv_bf16_pack_cols(bb->wp, (size_t)8 * ((d + 1) / 2), kv, (size_t)d, d, d, 1.0f);
+    rv_status st = rv_pointwise_bf16(res, bb->wp, NULL, q, d, d, (size_t)n, NULL, bb->arena);
+    RV_ASSERT(st == RV_OK); /* its workspace was reserved by rv_rala_bf16 */
+    (void)st;
     return;
   }
   rv_gemm_f32(0, 1, d, d, n, 1.0f / (float)n, k, ld, v, ld, 0.0f, kv, d);
@@ -220,10 +267,12 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
   float *km = rv_arena_floats(arena, (size_t)d);
   float *kv = rv_arena_floats(arena, (size_t)d * d);
   float *a = rv_arena_floats(arena, (size_t)n);
+  float *parts = rv_arena_floats(arena, (size_t)d * ((n + SC - 1) / SC));
   bf16_bufs bb = {0};
   if (bf16) {
     const size_t k2 = (size_t)(n + 1) / 2, groups = (size_t)(d + 7) / 8;
     bb.kp = (uint32_t *)rv_arena_floats(arena, groups * 8 * k2);
+    bb.tb = rv_arena_floats(arena, (size_t)8 * SC * omp_get_max_threads());
     bb.vp = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
     bb.wp = (uint32_t *)rv_arena_floats(arena, rv_bf16_packed_words(d, d));
     bb.arena = arena;
@@ -235,14 +284,14 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     rv_arena_release(arena, probe);
     if (!ok) bb.kp = NULL;
   }
-  if (!qm || !km || !kv || !a || (bf16 && (!bb.kp || !bb.vp || !bb.wp))) {
+  if (!qm || !km || !kv || !a || !parts || (bf16 && (!bb.kp || !bb.tb || !bb.vp || !bb.wp))) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
   for (int h = 0; h < heads; h++) {
     size_t off = (size_t)h * d * ld;
     rala_head(res + (size_t)h * d * ldr, ldr, q + off, k + off, v + off, ld, d, n, rope, qm, km,
-              a, kv, bf16 ? &bb : NULL);
+              a, kv, parts, bf16 ? &bb : NULL);
   }
   rv_arena_release(arena, mk);
   return RV_OK;

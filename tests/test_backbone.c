@@ -60,6 +60,42 @@ static void test_rope_vs_naive(void **state) {
         free(m1);
         free(m2);
       }
+      /* rv_rope_pair_range_f32 over pieces of the tokens (crossing rows of the grid) is
+       * rv_rope_apply_f32, bit for bit; with z, each rotated token times z */
+      {
+        float *m1 = malloc(sizeof(float) * sz), *m2 = malloc(sizeof(float) * sz),
+              *z = malloc(sizeof(float) * (size_t)n);
+        fill_rand(m1, sz, 70 + a * 4 + b);
+        fill_rand(z, (size_t)n, 90 + a * 4 + b);
+        memcpy(m2, m1, sizeof(float) * sz);
+        rv_rope_apply_f32(m2, ld, &r);
+        for (int withz = 0; withz <= 1; withz++) {
+          float *m3 = malloc(sizeof(float) * sz);
+          memcpy(m3, m1, sizeof(float) * sz);
+          uint64_t seed = 5 + a + b;
+          for (int l0 = 0, m; l0 < n; l0 += m) {
+            m = 1 + (int)((test_rand(&seed) * 0.5f + 0.5f) * (float)(2 * w + 3));
+            if (m > n - l0) m = n - l0;
+            for (int j = 0; j < 2 * d2; j += 2)
+              rv_rope_pair_range_f32(m3 + (size_t)j * ld + l0, m3 + (size_t)(j + 1) * ld + l0, j,
+                                     &r, l0, m, withz ? z + l0 : NULL);
+          }
+          if (withz) {
+            float *e = malloc(sizeof(float) * sz);
+            memcpy(e, m2, sizeof(float) * sz);
+            for (int i = 0; i < 2 * d2; i++)
+              for (int l = 0; l < n; l++) e[(size_t)i * ld + l] *= z[l];
+            assert_memory_equal(m3, e, sizeof(float) * sz);
+            free(e);
+          } else {
+            assert_memory_equal(m3, m2, sizeof(float) * sz);
+          }
+          free(m3);
+        }
+        free(m1);
+        free(m2);
+        free(z);
+      }
       /* position 0 is the identity; padding columns are untouched */
       free(x);
       free(y);
