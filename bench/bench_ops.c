@@ -9,6 +9,9 @@
  *                                      paths and the 1x1 kernel vs BLAS, alternating calls)
  *   OMP_NUM_THREADS=2 build-ops/bench_ops upconv [reps] (UperNet's conv of an upsampled level:
  *                                      resize + conv vs rv_conv3x3_upsampled_f32, alternating)
+ *   OMP_NUM_THREADS=2 build-ops/bench_ops conv3x3 [reps] (the RAVLT-S stem and downsample convs
+ *                                      at 512x512: rv_conv2d_f32 vs rv_conv3x3_f32 vs
+ *                                      rv_conv3x3_bf16, alternating calls, min of reps)
  * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/ops.h"
@@ -258,19 +261,75 @@ static void bench_upconv(rv_arena *ar) {
   }
 }
 
+/* The backbone's dense 3x3 convs: rv_conv2d_f32 (RV_CONV_AUTO) against the panel kernels
+ * of core/conv3x3.c, float32 and bf16, alternating call by call, best of reps. */
+static void bench_conv3x3_panel(rv_arena *ar) {
+  static const struct {
+    const char *name;
+    int cin, h, w, cout, s, gelu;
+  } sh[] = {{"stem 3->32 s2 512x512", 3, 512, 512, 32, 2, 1},
+            {"stem 32->32 s1 256x256", 32, 256, 256, 32, 1, 1},
+            {"stem 32->64 s2 256x256", 32, 256, 256, 64, 2, 0},
+            {"down 64->128 s2 128x128", 64, 128, 128, 128, 2, 0},
+            {"down 128->320 s2 64x64", 128, 64, 64, 320, 2, 0},
+            {"down 320->512 s2 32x32", 320, 32, 32, 512, 2, 0}};
+  const int bf = rv_bf16_supported();
+  printf("%-26s %9s %9s %9s  (ms, best of %d; GMAC/s)  max|d|/max|y| f32, bf16\n", "", "conv2d",
+         "panel", bf ? "bf16" : "-", reps);
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+    const int cin = sh[i].cin, h = sh[i].h, w = sh[i].w, cout = sh[i].cout, s = sh[i].s;
+    const int oh = rv_conv_out_size(h, 3, s, 1, 1), ow = rv_conv_out_size(w, 3, s, 1, 1);
+    const size_t ny = (size_t)cout * oh * ow;
+    const rv_act act = sh[i].gelu ? RV_ACT_GELU : RV_ACT_NONE;
+    float *x = buf((size_t)cin * h * w), *wt = buf((size_t)cout * cin * 9), *b = buf(cout);
+    float *y[3] = {buf(ny), buf(ny), buf(ny)};
+    float *up = buf(rv_conv3x3_packed_floats(cout, cin));
+    uint32_t *wp = rv_malloc(sizeof(uint32_t) * rv_bf16_packed_words(cout, 9 * cin));
+    rv_conv3x3_pack_f32(up, wt, cout, cin);
+    if (bf) rv_bf16_pack_weights(wp, wt, cout, 9 * cin);
+    rv_conv_params p = rv_conv_default_params(3, s, 1);
+    p.act = act;
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r <= reps; r++)
+      for (int k = 0; k < (bf ? 3 : 2); k++) {
+        double t0 = use_cpu ? cpu_now() : now();
+        if (k == 0) rv_conv2d_f32(y[0], x, wt, b, 1, cin, h, w, cout, p, ar);
+        if (k == 1) rv_conv3x3_f32(y[1], x, up, b, cin, h, w, cout, s, act, ar);
+        if (k == 2) rv_conv3x3_bf16(y[2], x, wp, b, cin, h, w, cout, s, act, ar);
+        double dt = (use_cpu ? cpu_now() : now()) - t0;
+        if (r > 0 && dt < best[k]) best[k] = dt;
+      }
+    const double macs = (double)ny * cin * 9;
+    double mx = 0;
+    for (size_t j = 0; j < ny; j++) mx = fabs(y[0][j]) > mx ? fabs(y[0][j]) : mx;
+    printf("%-26s %9.2f %9.2f %9.2f  (%5.0f %5.0f %5.0f)  %.2g %.2g\n", sh[i].name, best[0] * 1e3,
+           best[1] * 1e3, bf ? best[2] * 1e3 : 0.0, macs / best[0] * 1e-9, macs / best[1] * 1e-9,
+           bf ? macs / best[2] * 1e-9 : 0.0, max_diff(y[0], y[1], ny) / mx,
+           bf ? max_diff(y[0], y[2], ny) / mx : 0.0);
+    rv_free(x), rv_free(wt), rv_free(b), rv_free(y[0]), rv_free(y[1]), rv_free(y[2]);
+    rv_free(up), rv_free(wp);
+  }
+}
+
 int main(int argc, char **argv) {
-  int wino = 0, paths = 0, upconv = 0;
+  int wino = 0, paths = 0, upconv = 0, c3 = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-c")) use_cpu = 1;
     else if (!strcmp(argv[i], "wino")) wino = 1;
     else if (!strcmp(argv[i], "paths")) paths = 1;
     else if (!strcmp(argv[i], "upconv")) upconv = 1;
+    else if (!strcmp(argv[i], "conv3x3")) c3 = 1;
     else reps = atoi(argv[i]);
   }
   if (reps < 1) reps = 1;
   const char *core = rv_blas_init();
   printf("OpenBLAS core: %s, OpenMP threads: %d\n", core, omp_get_max_threads());
   rv_arena *ar = rv_arena_create(0);
+  if (c3) {
+    bench_conv3x3_panel(ar);
+    rv_arena_free(ar);
+    return 0;
+  }
   if (upconv) {
     bench_upconv(ar);
     rv_arena_free(ar);

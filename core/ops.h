@@ -43,6 +43,10 @@ enum { UK_MR = 8, UK_NT = 48 };
 int rv_ukernel_supported(void);
 void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
                     int nt, const float *bias);
+/* The same adding to c: c[r ldc + t] += sum_{i < k} u[i UK_MR + r] v[i ldv + t] (a sum over
+ * chunks of k: the dense 3x3 convs of core/conv3x3.c). */
+void rv_ukernel_acc_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
+                        int nt);
 /* rv_ukernel_rows_f32: c[r ldc + j] = sum_{i < k} a[r lda + i] b[i UK_RC + j] for r < UK_RR,
  * j < UK_RC (rows of a broadcast, b packed in panels of UK_RC columns): the channels-last
  * Winograd GEMM, tiles as rows and 64 output channels per call. */
@@ -145,6 +149,31 @@ void rv_bf16_pack_pairs(uint32_t *vp, size_t ldv, const float *x, size_t ldx, in
  * 64 columns (the channels-last Winograd GEMM of the RoI heads in bf16). */
 void rv_bf16_rows_block(float *c, size_t ldc, const uint32_t *a, size_t lda, const uint32_t *b,
                         int k2);
+
+/* ---- dense 3x3 convs on the GEMM kernels (core/conv3x3.c) ----------------------------------
+ * y [cout][oh][ow] = act(b + conv3x3(x)) for one image x [cin][h][wd], pad 1, stride 1 or 2,
+ * any cin, cout (oh, ow by rv_conv_out_size; b may be NULL): the result of rv_conv2d_f32
+ * with those parameters up to the order of the sums (over k = 9 ci + 3 ky + kx with FMA, in
+ * order within chunks of 144 rows (bf16: 288), the chunks added in order). Each thread
+ * gathers im2col panels of its pixels from x (no column matrix of the image) and multiplies
+ * them with weights packed once: rv_conv3x3_f32 on rv_ukernel_f32 (up from
+ * rv_conv3x3_pack_f32, rv_conv3x3_packed_floats(cout, cin) floats; AVX-512F:
+ * rv_conv3x3_f32_supported()), rv_conv3x3_bf16 on the bf16 kernel (wp from
+ * rv_bf16_pack_weights(wp, w, cout, 9 cin), rv_bf16_packed_words(cout, 9 cin) words; both
+ * operands rounded to bf16 as rv_pointwise_bf16 rounds them, float32 sums;
+ * rv_bf16_supported()). RV_ERR_UNSUPPORTED where the CPU lacks them, RV_ERR_ARG for another
+ * stride, RV_ERR_NOMEM if scratch is short (workspace: 236 KB per thread at most). Twin of
+ * the bf16 version: rv_conv3x3_bf16_naive (operands through rv_f32_to_bf16, double sums,
+ * + b, act). */
+int rv_conv3x3_f32_supported(void);
+size_t rv_conv3x3_packed_floats(int cout, int cin);
+void rv_conv3x3_pack_f32(float *up, const float *w, int cout, int cin);
+rv_status rv_conv3x3_f32(float *y, const float *x, const float *up, const float *b, int cin,
+                         int h, int wd, int cout, int stride, rv_act act, rv_arena *scratch);
+rv_status rv_conv3x3_bf16(float *y, const float *x, const uint32_t *wp, const float *b, int cin,
+                          int h, int wd, int cout, int stride, rv_act act, rv_arena *scratch);
+void rv_conv3x3_bf16_naive(float *y, const float *x, const float *w, const float *b, int cin,
+                           int h, int wd, int cout, int stride, rv_act act);
 
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the

@@ -36,7 +36,7 @@
 __attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
 block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s, size_t sr,
            size_t si, const float *restrict v, size_t ldv, int k, int nt, const float *bias,
-           int full) {
+           int full, int accumulate) {
   __mmask16 mk[MAXV];
   for (int q = 0; q < NV; q++) {
     const int rem = nt - 16 * q;
@@ -64,7 +64,11 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
   for (int r = 0; r < R; r++) {
     const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
     for (int q = 0; q < NV; q++) {
-      const __m512 o = bias ? _mm512_add_ps(acc[r][q], br) : acc[r][q];
+      float *cq = c + (size_t)r * ldc + 16 * q;
+      const __m512 cv = full ? _mm512_loadu_ps(cq) : _mm512_maskz_loadu_ps(mk[q], cq);
+      const __m512 o = accumulate ? _mm512_add_ps(acc[r][q], cv)
+                       : bias     ? _mm512_add_ps(acc[r][q], br)
+                                  : acc[r][q];
       if (full)
         _mm512_storeu_ps(c + (size_t)r * ldc + 16 * q, o);
       else
@@ -77,15 +81,24 @@ __attribute__((target("avx512f,fma"))) void rv_ukernel_f32(float *c, size_t ldc,
                                                           const float *v, size_t ldv, int k,
                                                           int nt, const float *bias) {
   if (nt == UK_NT)
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1);
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1, 0);
   else
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0);
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
+}
+
+__attribute__((target("avx512f,fma"))) void rv_ukernel_acc_f32(float *c, size_t ldc,
+                                                              const float *u, const float *v,
+                                                              size_t ldv, int k, int nt) {
+  if (nt == UK_NT)
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, NULL, 1, 1);
+  else
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
 }
 
 __attribute__((target("avx512f,fma"))) void rv_ukernel_rows_f32(float *c, size_t ldc,
                                                                const float *a, size_t lda,
                                                                const float *b, int k) {
-  block_body(UK_RR, UK_RC / 16, c, ldc, a, lda, 1, b, UK_RC, k, UK_RC, NULL, 1);
+  block_body(UK_RR, UK_RC / 16, c, ldc, a, lda, 1, b, UK_RC, k, UK_RC, NULL, 1, 0);
 }
 
 int rv_ukernel_supported(void) { return __builtin_cpu_supports("avx512f"); }
@@ -94,6 +107,11 @@ void rv_ukernel_f32(float *c, size_t ldc, const float *u, const float *v, size_t
                     int nt, const float *bias) {
   (void)c, (void)ldc, (void)u, (void)v, (void)ldv, (void)k, (void)nt, (void)bias;
   RV_ASSERT(0 && "rv_ukernel_f32 without AVX-512");
+}
+void rv_ukernel_acc_f32(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k,
+                        int nt) {
+  (void)c, (void)ldc, (void)u, (void)v, (void)ldv, (void)k, (void)nt;
+  RV_ASSERT(0 && "rv_ukernel_acc_f32 without AVX-512");
 }
 void rv_ukernel_rows_f32(float *c, size_t ldc, const float *a, size_t lda, const float *b,
                          int k) {

@@ -1,0 +1,171 @@
+/* The dense 3x3 convs on the GEMM kernels (core/conv3x3.c) over odd shapes: cin 3, 5, 32,
+ * 67; maps odd and even, smaller and larger than one panel (up to 4 x 48 pixels) and with
+ * several wide panels; stride 1 and 2; cout not a multiple of 8; with and without GELU and
+ * bias; 1, 2 and 3 threads. Tolerances, all relative to S = max|ref| over the output:
+ *  - rv_conv3x3_f32 against rv_conv2d_naive_f32 (double sums): |d| <= 1e-5 S (float32
+ *    sums over K = 9 cin <= 603 terms in order, measured max 1.2e-6 S here);
+ *  - rv_conv3x3_bf16 against rv_conv3x3_bf16_naive (the same bf16 roundings, double sums):
+ *    |d| <= 1e-5 S, and the sweep asserts that the unrounded float32 result is outside this
+ *    tolerance (the test sees the rounding);
+ *  - rv_conv3x3_bf16 against the float32 reference: |d| <= 2e-2 S (two roundings of 2^-9
+ *    per product; measured max below 6e-3 S) and not bit-equal.
+ * On a CPU without AVX-512F / AVX512_BF16 the parts print a message and are skipped. */
+#include "test_util.h"
+#include "kernel_check.h"
+
+#include <omp.h>
+
+typedef struct {
+  int cin, h, w, cout, stride;
+} shape;
+
+static const shape shapes[] = {
+    {3, 1, 1, 1, 1},    {3, 2, 2, 5, 2},    {3, 7, 9, 13, 2},   {3, 61, 64, 32, 1},
+    {3, 66, 97, 17, 2}, {5, 5, 4, 8, 1},    {5, 13, 50, 9, 1},  {5, 29, 31, 3, 2},
+    {32, 8, 8, 32, 1},  {32, 15, 17, 20, 2}, {32, 33, 64, 13, 1}, {32, 64, 61, 40, 2},
+    {67, 9, 9, 67, 2},  {67, 16, 11, 8, 1}, {67, 31, 30, 24, 2}, {32, 70, 70, 16, 1},
+};
+#define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
+
+static double max_abs_f(const float *v, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) m = fabs(v[i]) > m ? fabs(v[i]) : m;
+  return m;
+}
+
+static double max_diff(const float *a, const float *b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)a[i] - b[i]);
+    m = d > m || d != d ? d : m;
+  }
+  return m;
+}
+
+static void test_conv3x3_f32(void **state) {
+  (void)state;
+  if (!rv_conv3x3_f32_supported()) {
+    printf("rv_conv3x3_f32: no AVX-512F on this CPU, not tested here\n");
+    skip();
+  }
+  rv_arena *scratch = rv_arena_create(0);
+  const int threads0 = omp_get_max_threads();
+  double worst = 0;
+  for (int s = 0; s < NSHAPES; s++) {
+    const shape S = shapes[s];
+    const int oh = rv_conv_out_size(S.h, 3, S.stride, 1, 1);
+    const int ow = rv_conv_out_size(S.w, 3, S.stride, 1, 1);
+    const size_t ny = (size_t)S.cout * oh * ow;
+    float *x = kc_rand((size_t)S.cin * S.h * S.w, 10 + s);
+    float *w = kc_rand((size_t)S.cout * S.cin * 9, 40 + s);
+    float *b = kc_rand((size_t)S.cout, 70 + s);
+    float *y = kc_rand(ny, 1), *ref = kc_rand(ny, 2);
+    float *up = malloc(sizeof(float) * rv_conv3x3_packed_floats(S.cout, S.cin));
+    assert_non_null(up);
+    rv_conv3x3_pack_f32(up, w, S.cout, S.cin);
+    for (int v = 0; v < 2; v++) {
+      const rv_act act = (s + v) % 2 ? RV_ACT_GELU : RV_ACT_NONE;
+      const float *bias = v ? b : NULL;
+      rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
+      p.act = act;
+      rv_conv2d_naive_f32(ref, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
+      const double scale = max_abs_f(ref, ny);
+      for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        memset(y, 0xff, sizeof(float) * ny); /* NaN: every output must be written */
+        assert_int_equal(rv_conv3x3_f32(y, x, up, bias, S.cin, S.h, S.w, S.cout, S.stride, act,
+                                        scratch),
+                         RV_OK);
+        assert_int_equal(rv_arena_used(scratch), 0);
+        char what[128];
+        snprintf(what, sizeof what, "conv3x3_f32 cin %d %dx%d cout %d s%d act %d bias %d th %d",
+                 S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
+        kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
+        const double d = max_diff(y, ref, ny) / scale;
+        worst = d > worst ? d : worst;
+      }
+    }
+    omp_set_num_threads(threads0);
+    free(x), free(w), free(b), free(y), free(ref), free(up);
+  }
+  printf("rv_conv3x3_f32: max |d| / max|y| against the naive conv: %.3g\n", worst);
+  /* a stride the kernel does not take */
+  float one = 1.0f, out[4];
+  float upk[8 * 9] = {0};
+  assert_int_equal(rv_conv3x3_f32(out, &one, upk, NULL, 1, 1, 1, 1, 3, RV_ACT_NONE, scratch),
+                   RV_ERR_ARG);
+  rv_arena_free(scratch);
+}
+
+static void test_conv3x3_bf16(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_conv3x3_bf16: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  rv_arena *scratch = rv_arena_create(0);
+  const int threads0 = omp_get_max_threads();
+  double worst_twin = 0, worst_f32 = 0;
+  int discriminated = 0;
+  for (int s = 0; s < NSHAPES; s++) {
+    const shape S = shapes[s];
+    const int oh = rv_conv_out_size(S.h, 3, S.stride, 1, 1);
+    const int ow = rv_conv_out_size(S.w, 3, S.stride, 1, 1);
+    const size_t ny = (size_t)S.cout * oh * ow;
+    float *x = kc_rand((size_t)S.cin * S.h * S.w, 110 + s);
+    float *w = kc_rand((size_t)S.cout * S.cin * 9, 140 + s);
+    float *b = kc_rand((size_t)S.cout, 170 + s);
+    float *y = kc_rand(ny, 1), *ref = kc_rand(ny, 2), *f = kc_rand(ny, 3);
+    uint32_t *wp = malloc(sizeof(uint32_t) * rv_bf16_packed_words(S.cout, 9 * S.cin));
+    assert_non_null(wp);
+    rv_bf16_pack_weights(wp, w, S.cout, 9 * S.cin);
+    for (int v = 0; v < 2; v++) {
+      const rv_act act = (s + v) % 2 ? RV_ACT_GELU : RV_ACT_NONE;
+      const float *bias = v ? b : NULL;
+      rv_conv3x3_bf16_naive(ref, x, w, bias, S.cin, S.h, S.w, S.cout, S.stride, act);
+      rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
+      p.act = act;
+      rv_conv2d_naive_f32(f, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
+      const double scale = max_abs_f(ref, ny);
+      for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        memset(y, 0xff, sizeof(float) * ny);
+        assert_int_equal(rv_conv3x3_bf16(y, x, wp, bias, S.cin, S.h, S.w, S.cout, S.stride,
+                                         act, scratch),
+                         RV_OK);
+        assert_int_equal(rv_arena_used(scratch), 0);
+        char what[128];
+        snprintf(what, sizeof what, "conv3x3_bf16 cin %d %dx%d cout %d s%d act %d bias %d th %d",
+                 S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
+        kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
+        double d = max_diff(y, ref, ny) / scale;
+        worst_twin = d > worst_twin ? d : worst_twin;
+        /* against float32: a loose bound, and not the float32 result */
+        const double fs = max_abs_f(f, ny);
+        snprintf(what, sizeof what, "conv3x3_bf16 vs f32 cin %d %dx%d cout %d s%d", S.cin, S.h,
+                 S.w, S.cout, S.stride);
+        kc_assert_near(y, f, ny, 0.0, 2e-2 * fs, what);
+        d = max_diff(y, f, ny) / fs;
+        worst_f32 = d > worst_f32 ? d : worst_f32;
+        if (ny >= 64) assert_true(memcmp(y, f, sizeof(float) * ny) != 0);
+        size_t wi;
+        if (ny >= 64 && !kc_within(f, ref, ny, 0.0, 1e-5 * scale, &wi)) discriminated++;
+      }
+    }
+    omp_set_num_threads(threads0);
+    free(x), free(w), free(b), free(y), free(ref), free(f), free(wp);
+  }
+  printf("rv_conv3x3_bf16: max |d| / max|y|: %.3g against the bf16 twin, %.3g against "
+         "float32\n",
+         worst_twin, worst_f32);
+  assert_true(discriminated > 0);
+  rv_arena_free(scratch);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_conv3x3_f32),
+      cmocka_unit_test(test_conv3x3_bf16),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
