@@ -32,7 +32,6 @@ typedef struct {
   block_w *blocks;
   float *down_w, *down_b; /* PatchMerging conv with BN folded; NULL in the last stage */
   float *down_up;         /* down_w packed for rv_conv3x3_f32 (pack_slab), or NULL */
-  uint32_t *down_bp;      /* bf16 mode: down_w packed for rv_conv3x3_bf16, or NULL */
   float *norm_g, *norm_b; /* extra_norms (backbone) */
 } stage_w;
 
@@ -347,19 +346,18 @@ void rv_ravlt_free(rv_ravlt *m) {
   rv_free(m);
 }
 
-/* The GEMM-heavy layers of the blocks (qkvo, proj, fc1, fc2) and the downsample convs in
- * bf16 or back in float32; the float32 weights stay (the switch back and everything else
- * read them). The stem stays float32: its features feed everything after it, and in bf16
- * the e2e fixtures' cascade detections matched fell below test_bf16's bound
- * (bench/RESULTS.md). */
+/* The GEMM-heavy layers of the blocks (qkvo, proj, fc1, fc2) in bf16 or back in float32;
+ * the float32 weights stay (the switch back and everything else read them). The stem and
+ * downsample convs stay float32: with the stem in bf16 the e2e fixtures' cascade detections
+ * matched fell below test_bf16's bound, and with the downsample convs in bf16
+ * (rv_conv3x3_bf16) Mask R-CNN's fell from 71 of 71 to 69 (one of the top 20 missed) for
+ * 2-4% of the backbone's time (bench/RESULTS.md). */
 rv_status rv_ravlt_set_bf16(rv_ravlt *m, int on, rv_ctx *ctx) {
   RV_ASSERT(m);
   if (on && !rv_bf16_supported())
     return rv_error(ctx, RV_ERR_UNSUPPORTED,
                     "bf16 precision needs a CPU with AVX512_BF16 (this one has none)");
   size_t words = 0;
-  for (int si = 0; si < 3; si++)
-    words += rv_bf16_packed_words(m->st[si + 1].dim, 9 * m->st[si].dim);
   for (int si = 0; si < RV_RAVLT_STAGES; si++) {
     const stage_w *st = &m->st[si];
     for (int j = 0; j < st->depth; j++)
@@ -378,12 +376,6 @@ rv_status rv_ravlt_set_bf16(rv_ravlt *m, int on, rv_ctx *ctx) {
   for (int si = 0; si < RV_RAVLT_STAGES; si++) {
     stage_w *st = &m->st[si];
     const int C = st->dim, FF = st->ffn;
-    st->down_bp = NULL;
-    if (slab && si < 3) {
-      rv_bf16_pack_weights(p, st->down_w, m->st[si + 1].dim, 9 * C);
-      st->down_bp = p;
-      p += rv_bf16_packed_words(m->st[si + 1].dim, 9 * C);
-    }
     for (int j = 0; j < st->depth; j++) {
       block_w *b = &st->blocks[j];
       b->qkvo_p = b->proj_p = b->fc1_p = b->fc2_p = NULL;
@@ -548,18 +540,16 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   return RV_OK;
 }
 
-/* The stem and downsample convs (3x3, pad 1): on the bf16 kernel with bp (bf16 mode), on
- * the float32 AVX-512 kernel with up (core/conv3x3.c: panels gathered from x per thread),
+/* The stem and downsample convs (3x3, pad 1, float32 in both precisions): on the float32
+ * AVX-512 kernel with up (core/conv3x3.c: panels gathered from x per thread),
  * else rv_conv2d_f32 (w); bias and act on each finished block. In float32 a stride-1 conv
  * that rv_conv2d_f32 runs by Winograd F(2x2) (the stem's 32->32 convs) stays there: 2.25x
  * fewer multiplies beat the direct kernel (bench/RESULTS.md) */
 static rv_status conv3x3(fwd *F, float *y, const float *x, const float *w, const float *up,
-                         const uint32_t *bp, const float *b, int cin, int h, int wd, int cout,
-                         int stride, rv_act act) {
+                         const float *b, int cin, int h, int wd, int cout, int stride,
+                         rv_act act) {
   rv_status st;
-  if (bp) {
-    st = rv_conv3x3_bf16(y, x, bp, b, cin, h, wd, cout, stride, act, F->A);
-  } else if (up && (stride != 1 || rv_conv3x3_algo(RV_CONV_AUTO, 1, cin, cout, h, wd) ==
+  if (up && (stride != 1 || rv_conv3x3_algo(RV_CONV_AUTO, 1, cin, cout, h, wd) ==
                                        RV_CONV_IM2COL)) {
     st = rv_conv3x3_f32(y, x, up, b, cin, h, wd, cout, stride, act, F->A);
   } else {
@@ -587,7 +577,7 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   const size_t half = (size_t)m->stem_c[1] * h2 * w2; /* stem_c[1..3]: all embed_dims[0] / 2 */
   float *pa = rv_arena_floats(F->A, half), *pb = rv_arena_floats(F->A, half);
   if (!pa || !pb) return oom(F);
-#define STEM(i) m->stem_w[i], m->stem_up[i], NULL, m->stem_b[i], m->stem_c[i]
+#define STEM(i) m->stem_w[i], m->stem_up[i], m->stem_b[i], m->stem_c[i]
   RV_TRY(conv3x3(F, pa, img, STEM(0), H, W, m->stem_c[1], 2, RV_ACT_GELU));
   RV_TRY(conv3x3(F, pb, pa, STEM(1), h2, w2, m->stem_c[2], 1, RV_ACT_GELU));
   RV_TRY(conv3x3(F, pa, pb, STEM(2), h2, w2, m->stem_c[3], 1, RV_ACT_GELU));
@@ -612,7 +602,7 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
       rv_layernorm_nchw_f32(dst, x, st->norm_g, st->norm_b, 1, st->dim, h * w, cfg->ln_eps);
     }
     if (si < 3) {
-      RV_TRY(conv3x3(F, xn, x, st->down_w, st->down_up, st->down_bp, st->down_b, st->dim, h, w,
+      RV_TRY(conv3x3(F, xn, x, st->down_w, st->down_up, st->down_b, st->dim, h, w,
                      m->st[si + 1].dim, 2, RV_ACT_NONE));
       snprintf(name, sizeof name, "s%d.down", si);
       emit(F, name, xn, m->st[si + 1].dim, nh, nw);
