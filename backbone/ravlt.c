@@ -31,7 +31,6 @@ typedef struct {
   float *angle; /* [hd/2] */
   block_w *blocks;
   float *down_w, *down_b; /* PatchMerging conv with BN folded; NULL in the last stage */
-  float *down_up;         /* down_w packed for rv_conv3x3_f32 (pack_slab), or NULL */
   float *norm_g, *norm_b; /* extra_norms (backbone) */
 } stage_w;
 
@@ -39,10 +38,6 @@ struct rv_ravlt {
   rv_ravlt_config cfg;
   int stem_c[5];          /* channels in -> c/2 -> c/2 -> c/2 -> c */
   float *stem_w[4], *stem_b[4];
-  /* the stem and downsample convs' weights packed for rv_conv3x3_f32 at creation (where
-   * rv_conv3x3_f32_supported(); NULL elsewhere: rv_conv2d_f32), in pack_slab */
-  float *stem_up[4];
-  float *pack_slab;
   stage_w st[RV_RAVLT_STAGES];
   float *cls_w, *cls_b;   /* classifier proj with BN folded */
   float *head_w, *head_b;
@@ -283,29 +278,6 @@ static rv_status build(rv_ravlt **out, const rv_ravlt_config *cfg, rv_params *ou
     if (mine.used[i]) rv_param_mark(outer, rv_weights_get(outer->w, i));
   rv_params_free(&mine);
   if (st != RV_OK) { rv_ravlt_free(m); return st; }
-  if (rv_conv3x3_f32_supported()) { /* the dense 3x3 convs on the AVX-512 kernel */
-    size_t n = 0;
-    for (int i = 0; i < 4; i++) n += rv_conv3x3_packed_floats(m->stem_c[i + 1], m->stem_c[i]);
-    for (int si = 0; si < 3; si++)
-      n += rv_conv3x3_packed_floats(m->st[si + 1].dim, m->st[si].dim);
-    m->pack_slab = rv_malloc(n * sizeof(float));
-    if (!m->pack_slab) {
-      rv_ravlt_free(m);
-      return rv_error(ctx, RV_ERR_NOMEM, "out of memory for the packed RAVLT conv weights");
-    }
-    float *q = m->pack_slab;
-    for (int i = 0; i < 4; i++) {
-      rv_conv3x3_pack_f32(q, m->stem_w[i], m->stem_c[i + 1], m->stem_c[i]);
-      m->stem_up[i] = q;
-      q += rv_conv3x3_packed_floats(m->stem_c[i + 1], m->stem_c[i]);
-    }
-    for (int si = 0; si < 3; si++) {
-      stage_w *sw = &m->st[si];
-      rv_conv3x3_pack_f32(q, sw->down_w, m->st[si + 1].dim, sw->dim);
-      sw->down_up = q;
-      q += rv_conv3x3_packed_floats(m->st[si + 1].dim, sw->dim);
-    }
-  }
   *out = m;
   return RV_OK;
 }
@@ -341,17 +313,15 @@ rv_status rv_ravlt_create_random(rv_ravlt **out, const rv_ravlt_config *cfg, uin
 void rv_ravlt_free(rv_ravlt *m) {
   if (!m) return;
   rv_free(m->slab);
-  rv_free(m->pack_slab);
   rv_free(m->bf16_slab);
   rv_free(m);
 }
 
 /* The GEMM-heavy layers of the blocks (qkvo, proj, fc1, fc2) in bf16 or back in float32;
  * the float32 weights stay (the switch back and everything else read them). The stem and
- * downsample convs stay float32: with the stem in bf16 the e2e fixtures' cascade detections
- * matched fell below test_bf16's bound, and with the downsample convs in bf16
- * (rv_conv3x3_bf16) Mask R-CNN's fell from 71 of 71 to 69 (one of the top 20 missed) for
- * 2-4% of the backbone's time (bench/RESULTS.md). */
+ * downsample convs stay float32 (on rv_conv3x3_bf16 the stem cost the e2e cascade fixture
+ * its bound and the downsample convs Mask R-CNN's 71 of 71, for 2-4% of the backbone's
+ * time: bench/RESULTS.md). */
 rv_status rv_ravlt_set_bf16(rv_ravlt *m, int on, rv_ctx *ctx) {
   RV_ASSERT(m);
   if (on && !rv_bf16_supported())
@@ -540,24 +510,12 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   return RV_OK;
 }
 
-/* The stem and downsample convs (3x3, pad 1, float32 in both precisions): on the float32
- * AVX-512 kernel with up (core/conv3x3.c: panels gathered from x per thread),
- * else rv_conv2d_f32 (w); bias and act on each finished block. In float32 a stride-1 conv
- * that rv_conv2d_f32 runs by Winograd F(2x2) (the stem's 32->32 convs) stays there: 2.25x
- * fewer multiplies beat the direct kernel (bench/RESULTS.md) */
-static rv_status conv3x3(fwd *F, float *y, const float *x, const float *w, const float *up,
-                         const float *b, int cin, int h, int wd, int cout, int stride,
-                         rv_act act) {
-  rv_status st;
-  if (up && (stride != 1 || rv_conv3x3_algo(RV_CONV_AUTO, 1, cin, cout, h, wd) ==
-                                       RV_CONV_IM2COL)) {
-    st = rv_conv3x3_f32(y, x, up, b, cin, h, wd, cout, stride, act, F->A);
-  } else {
-    rv_conv_params p = rv_conv_default_params(3, stride, 1);
-    p.act = act;
-    st = rv_conv2d_f32(y, x, w, b, 1, cin, h, wd, cout, p, F->A);
-  }
-  return st == RV_OK ? RV_OK : oom(F);
+static rv_status conv3x3(fwd *F, float *y, const float *x, const float *w, const float *b,
+                         int cin, int h, int wd, int cout, int stride, rv_act act) {
+  rv_conv_params p = rv_conv_default_params(3, stride, 1);
+  p.act = act;
+  if (rv_conv2d_f32(y, x, w, b, 1, cin, h, wd, cout, p, F->A) != RV_OK) return oom(F);
+  return RV_OK;
 }
 
 /* One image: stem, stages, outputs (backbone: out slices; classifier: logits row). */
@@ -577,12 +535,14 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   const size_t half = (size_t)m->stem_c[1] * h2 * w2; /* stem_c[1..3]: all embed_dims[0] / 2 */
   float *pa = rv_arena_floats(F->A, half), *pb = rv_arena_floats(F->A, half);
   if (!pa || !pb) return oom(F);
-#define STEM(i) m->stem_w[i], m->stem_up[i], m->stem_b[i], m->stem_c[i]
-  RV_TRY(conv3x3(F, pa, img, STEM(0), H, W, m->stem_c[1], 2, RV_ACT_GELU));
-  RV_TRY(conv3x3(F, pb, pa, STEM(1), h2, w2, m->stem_c[2], 1, RV_ACT_GELU));
-  RV_TRY(conv3x3(F, pa, pb, STEM(2), h2, w2, m->stem_c[3], 1, RV_ACT_GELU));
-  RV_TRY(conv3x3(F, x, pa, STEM(3), h2, w2, m->stem_c[4], 2, RV_ACT_NONE));
-#undef STEM
+  RV_TRY(conv3x3(F, pa, img, m->stem_w[0], m->stem_b[0], m->stem_c[0], H, W, m->stem_c[1], 2,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, pb, pa, m->stem_w[1], m->stem_b[1], m->stem_c[1], h2, w2, m->stem_c[2], 1,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, pa, pb, m->stem_w[2], m->stem_b[2], m->stem_c[2], h2, w2, m->stem_c[3], 1,
+                 RV_ACT_GELU));
+  RV_TRY(conv3x3(F, x, pa, m->stem_w[3], m->stem_b[3], m->stem_c[3], h2, w2, m->stem_c[4], 2,
+                 RV_ACT_NONE));
   rv_arena_release(F->A, ms);
   emit(F, "patch_embed", x, m->stem_c[4], h, w);
   char name[32];
@@ -602,8 +562,8 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
       rv_layernorm_nchw_f32(dst, x, st->norm_g, st->norm_b, 1, st->dim, h * w, cfg->ln_eps);
     }
     if (si < 3) {
-      RV_TRY(conv3x3(F, xn, x, st->down_w, st->down_up, st->down_b, st->dim, h, w,
-                     m->st[si + 1].dim, 2, RV_ACT_NONE));
+      RV_TRY(conv3x3(F, xn, x, st->down_w, st->down_b, st->dim, h, w, m->st[si + 1].dim, 2,
+                     RV_ACT_NONE));
       snprintf(name, sizeof name, "s%d.down", si);
       emit(F, name, xn, m->st[si + 1].dim, nh, nw);
       x = xn;
