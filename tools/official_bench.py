@@ -16,14 +16,13 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
-import statistics
 import sys
-import time
 import types
 
 import torch
 import torch.nn as nn
+
+from ravlt_torch import time_forward  # the timing loop of the port's bench (tools/)
 
 # backbone settings of the official configs (detection/configs/RALA/maskrcnn_t_1x.py, _s_1x.py;
 # parameter counts equal ravlt info's: 13,347,328 and 24,040,896)
@@ -140,19 +139,10 @@ def main():
     model.eval()  # GLTA's train() (norm_eval) returns None: not chained
     h, w = (int(v) for v in a.size.lower().split("x"))
     x = torch.randn(1, 3, h, w)
-    times, cpu = [], []
-    with torch.no_grad():
-        outs = model(x)  # warm-up
-        shapes = [list(o.shape) for o in outs]
-        for _ in range(a.runs):
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            model(x)
-            times.append((time.perf_counter() - t0) * 1e3)
-            cpu.append((time.process_time() - c0) * 1e3)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    res = {"model": a.model, "size": a.size, "threads": a.threads, "median_ms": statistics.median(times),
-           "min_ms": min(times), "max_ms": max(times), "cpu_ms": statistics.median(cpu), "peak_rss_mb": rss,
+    timing, outs = time_forward(model, x, a.runs)
+    shapes = [list(o.shape) for o in outs]
+    rss = timing["peak_rss_mb"]
+    res = {"model": a.model, "size": a.size, "threads": a.threads, **timing,
            "outputs": shapes, "code": "official GLTA (" + os.path.basename(a.rala) + ")"}
     if a.json:
         print(json.dumps(res))

@@ -268,25 +268,33 @@ def cmd_params(a):
     return 0
 
 
-def cmd_bench(a):
-    torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    m = make_model(a.model, classifier=a.classifier)
-    h, w = (int(v) for v in a.size.lower().split("x"))
-    x = torch.randn(1, 3, h, w)
+def time_forward(m, x, runs):
+    """One warm-up forward, then `runs` timed ones under no_grad: ({median_ms, min_ms, max_ms,
+    cpu_ms (process CPU time, median), peak_rss_mb}, the warm-up's output). Also used by
+    tools/official_bench.py."""
     times, cpu = [], []
     with torch.no_grad():
-        m(x)  # warm-up
-        for _ in range(a.runs):
+        out = m(x)  # warm-up
+        for _ in range(runs):
             c0 = time.process_time()
             t0 = time.perf_counter()
             m(x)
             times.append((time.perf_counter() - t0) * 1e3)
             cpu.append((time.process_time() - c0) * 1e3)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-    res = {"model": a.model, "size": a.size, "threads": a.threads, "median_ms": statistics.median(times),
-           "min_ms": min(times), "max_ms": max(times), "cpu_ms": statistics.median(cpu),
-           "peak_rss_mb": rss}
+    return {"median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
+            "cpu_ms": statistics.median(cpu), "peak_rss_mb": rss}, out
+
+
+def cmd_bench(a):
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    m = make_model(a.model, classifier=a.classifier)
+    h, w = (int(v) for v in a.size.lower().split("x"))
+    x = torch.randn(1, 3, h, w)
+    res = {"model": a.model, "size": a.size, "threads": a.threads}
+    res.update(time_forward(m, x, a.runs)[0])
+    rss = res["peak_rss_mb"]
     if a.json:
         print(json.dumps(res))
     else:
