@@ -6,12 +6,17 @@
  *    detections with a bf16 detection of the same label and box IoU >= 0.95 (greedy, in
  *    score order, each bf16 detection used once), and how many of the float32 top 20 miss.
  * The issue's goal (>= 99.9%; >= 98% and none of the top 20 missed) holds for semantic_fpn
- * only. The fixtures are small random-weight models whose outputs are full of near-ties
+ * only (mask_rcnn in some builds). The fixtures are small random-weight models whose outputs are full of near-ties
  * (mask_rcnn's top detections all score 0.495; the RetinaNet's boxes are 15 px wide, so
  * one pixel of shift is IoU < 0.95): bf16's relative rounding of 2^-9 per operand moves
  * them. Each case asserts its measured level minus a margin (a regression bound, stated
  * in `bound` below) and prints the figure; README "bf16" has the measurements, and the
  * demo models' mIoU / box AP (trained models) the fidelity that matters;
+ *  - the control: the float32 model with only the backbone's 1x1 weights (qkvo, proj, fc1,
+ *    fc2: a subset of the weights bf16 mode converts at load, as the issue prescribes)
+ *    rounded to bfloat16, everything computed in float32, measured by the same criteria and
+ *    printed beside bf16: what the weights' rounding alone costs on these fixtures (it
+ *    misses the goal on 4 of the 5 as well; README "bf16");
  *  - switching back to f32 gives the float32 results bit for bit;
  *  - on a CPU without AVX512_BF16 (or with RAVLT_DISABLE_BF16=1) rv_model_set_precision
  *    and `ravlt segment --precision bf16` refuse with one line, nothing crashes.
@@ -32,6 +37,75 @@ static rv_model *load(const char *name) {
   rv_status st = rv_model_load(&m, fixture_path(rel), NULL, ctx);
   if (st != RV_OK) fprintf(stderr, "%s: %s\n", name, rv_ctx_errmsg(ctx));
   assert_int_equal(st, RV_OK);
+  return m;
+}
+
+/* The control's weights: the backbone's blocks' 1x1 convs, which bf16 mode always converts
+ * (include/ravlt/model.h, rv_precision). */
+static int backbone_1x1(const char *n) {
+  static const char *const suffix[] = {".attn.qkvo.weight", ".attn.proj.weight",
+                                       ".ffn.fc1.weight", ".ffn.fc2.weight"};
+  if (strncmp(n, "backbone.", 9) != 0) return 0;
+  for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
+    size_t ln = strlen(n), ls = strlen(suffix[i]);
+    if (ln > ls && strcmp(n + ln - ls, suffix[i]) == 0) return 1;
+  }
+  return 0;
+}
+
+static float round_bf16(float v) { /* to nearest, ties to even (finite v) */
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  memcpy(&v, &u, 4);
+  return v;
+}
+
+/* The float32 model of the fixture with backbone_1x1's weights rounded to bfloat16: the
+ * checkpoint rewritten (meta config kept) as a safetensors file in a temporary folder. */
+static rv_model *load_control(const char *name) {
+  char rel[256], dir[] = "/tmp/ravlt-bf16-control.XXXXXX", path[512];
+  snprintf(rel, sizeof rel, "e2e/%s/checkpoint.pth", name);
+  rv_weights *w = NULL;
+  assert_int_equal(rv_weights_open(&w, fixture_path(rel), ctx), RV_OK);
+  rv_weights *out = rv_weights_new("control");
+  assert_non_null(out);
+  int rounded = 0, moved = 0;
+  for (int i = 0; i < rv_weights_count(w); i++) {
+    const rv_wtensor *t = rv_weights_get(w, i);
+    if (!backbone_1x1(t->name)) {
+      assert_int_equal(rv_weights_add(out, t->name, t->dtype, t->ndim, t->shape, t->data,
+                                      t->nbytes, 0, ctx), RV_OK);
+      continue;
+    }
+    const size_t n = rv_wtensor_numel(t);
+    float *v = rv_malloc(n * sizeof *v);
+    assert_non_null(v);
+    rv_wtensor_to_f32(t, v);
+    for (size_t k = 0; k < n; k++) {
+      float r = round_bf16(v[k]);
+      moved += r != v[k];
+      v[k] = r;
+    }
+    assert_int_equal(rv_weights_add(out, t->name, RV_DT_F32, t->ndim, t->shape, v,
+                                    n * sizeof *v, 1, ctx), RV_OK);
+    rounded++;
+  }
+  for (int i = 0; i < rv_weights_meta_count(w); i++)
+    assert_int_equal(rv_weights_set_meta(out, rv_weights_meta_key(w, i),
+                                         rv_weights_meta(w, rv_weights_meta_key(w, i))), RV_OK);
+  assert_true(rounded >= 4 && rounded % 4 == 0); /* four per block */
+  assert_true(moved > 0);
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/control.safetensors", dir);
+  assert_int_equal(rv_safetensors_write(path, out, ctx), RV_OK);
+  rv_model *m = NULL;
+  rv_status st = rv_model_load(&m, path, NULL, ctx);
+  if (st != RV_OK) fprintf(stderr, "%s control: %s\n", name, rv_ctx_errmsg(ctx));
+  assert_int_equal(st, RV_OK);
+  assert_int_equal(test_run("rm -rf %s", dir), 0);
+  rv_weights_free(out); /* after the load: out's untouched tensors point into w */
+  rv_weights_free(w);
   return m;
 }
 
@@ -69,19 +143,32 @@ static void seg_case(const char *name, double bound) {
   float *margin = malloc(np * sizeof *margin);
   assert_non_null(margin);
   rv_wtensor_to_f32(t, margin);
-  size_t confident = 0, agree = 0, all_agree = 0;
-  for (size_t i = 0; i < np; i++) {
-    all_agree += f[i] == b[i];
-    if (margin[i] > 1e-2f) {
-      confident++;
-      agree += f[i] == b[i];
+  double frac = 0;
+  for (int run = 0; run < 2; run++) { /* bf16, then the control */
+    int32_t *x = b;
+    if (run == 1) {
+      rv_model *c = load_control(name);
+      assert_int_equal(rv_model_segment(c, f2, &img, NULL, arena, ctx), RV_OK);
+      rv_arena_reset(arena);
+      rv_model_free(c);
+      x = f2;
     }
+    size_t confident = 0, agree = 0, all_agree = 0;
+    for (size_t i = 0; i < np; i++) {
+      all_agree += f[i] == x[i];
+      if (margin[i] > 1e-2f) {
+        confident++;
+        agree += f[i] == x[i];
+      }
+    }
+    assert_true(confident > np / 2);
+    const double fr = (double)agree / (double)confident;
+    if (run == 0) frac = fr;
+    printf("%s: %s labels agree with float32 on %zu of %zu pixels with margin > 1e-2 (%.4f%%),"
+           " %zu of %zu overall\n",
+           name, run ? "control (bf16 backbone 1x1 weights)" : "bf16", agree, confident,
+           100.0 * fr, all_agree, np);
   }
-  const double frac = (double)agree / (double)confident;
-  printf("%s: bf16 labels agree with float32 on %zu of %zu pixels with margin > 1e-2 (%.4f%%),"
-         " %zu of %zu overall\n",
-         name, agree, confident, 100.0 * frac, all_agree, np);
-  assert_true(confident > np / 2);
   assert_true(frac >= bound);
   free(margin), free(f), free(b), free(f2);
   rv_weights_free(io);
@@ -111,11 +198,39 @@ static void run_det(rv_model *m, const rv_image *img, dets *d) {
 
 static void free_dets(dets *d) { free(d->boxes), free(d->scores), free(d->labels); }
 
+/* How many of f's detections (order: f by score) have a match in x, and how many of its top
+ * 20 have none (worst top-20 IoU in *worst). */
+static int match_dets(const dets *f, const int *order, const dets *x, int *top_missed,
+                      double *worst) {
+  int *match = malloc(sizeof(int) * (size_t)f->n), *used = malloc(sizeof(int) * (size_t)(x->n + 1));
+  assert_true(match && used);
+  /* the library's matcher (eval/compare.h): in score order, the detection of x of the same
+   * label with the largest IoU >= 0.95, with the legacy +1 pixel convention (mmdet v1: x2 -
+   * x1 + 1): the fixtures' small random-weight detectors give many zero-width boxes at the
+   * image border, whose plain IoU is 0 even against themselves */
+  const rv_det_list fl = {f->n, f->boxes, 4, f->scores, 1, f->labels, NULL, order};
+  const rv_det_list xl = {x->n, x->boxes, 4, x->scores, 1, x->labels, NULL, NULL};
+  const rv_det_match_opts mo = {-1, -1, 0.95, 1, 1, 0, -1, -1};
+  const int matched = rv_match_detections(match, used, &fl, &xl, &mo).matched;
+  *top_missed = 0;
+  *worst = 1.0;
+  for (int r = 0; r < f->n && r < 20; r++) {
+    if (match[r] < 0) {
+      ++*top_missed;
+      continue;
+    }
+    double v = rv_box_iou(f->boxes + 4 * order[r], x->boxes + 4 * match[r], 1);
+    if (v < *worst) *worst = v;
+  }
+  free(match), free(used);
+  return matched;
+}
+
 static void det_case(const char *name, double bound, int top_missed_max) {
   rv_model *m = load(name);
   rv_image img = {0};
   read_image(name, &img);
-  dets f, b, f2;
+  dets f, b, f2, c;
   run_det(m, &img, &f);
   assert_int_equal(rv_model_set_precision(m, RV_PRECISION_BF16, ctx), RV_OK);
   run_det(m, &img, &b);
@@ -125,10 +240,12 @@ static void det_case(const char *name, double bound, int top_missed_max) {
   assert_memory_equal(f.boxes, f2.boxes, sizeof(float) * 4 * (size_t)f.n);
   assert_memory_equal(f.scores, f2.scores, sizeof(float) * (size_t)f.n);
   assert_true(f.n > 0);
+  rv_model *cm = load_control(name);
+  run_det(cm, &img, &c);
+  rv_model_free(cm);
   /* f is in NMS order (score descending); its top 20 by score */
-  int *order = malloc(sizeof(int) * (size_t)f.n), *match = malloc(sizeof(int) * (size_t)f.n);
-  int *used = malloc(sizeof(int) * (size_t)(b.n + 1));
-  assert_true(order && match && used);
+  int *order = malloc(sizeof(int) * (size_t)f.n);
+  assert_non_null(order);
   for (int i = 0; i < f.n; i++) order[i] = i;
   for (int i = 1; i < f.n; i++) /* insertion sort by score, stable */
     for (int j = i; j > 0 && f.scores[order[j]] > f.scores[order[j - 1]]; j--) {
@@ -136,44 +253,35 @@ static void det_case(const char *name, double bound, int top_missed_max) {
       order[j] = order[j - 1];
       order[j - 1] = t;
     }
-  /* the library's matcher (eval/compare.h): in score order, the bf16 detection of the same
-   * label with the largest IoU >= 0.95, with the legacy +1 pixel convention (mmdet v1: x2 -
-   * x1 + 1): the fixtures' small random-weight detectors give many zero-width boxes at the
-   * image border, whose plain IoU is 0 even against themselves */
-  const rv_det_list fl = {f.n, f.boxes, 4, f.scores, 1, f.labels, NULL, order};
-  const rv_det_list bl = {b.n, b.boxes, 4, b.scores, 1, b.labels, NULL, NULL};
-  const rv_det_match_opts mo = {-1, -1, 0.95, 1, 1, 0, -1, -1};
-  const int matched = rv_match_detections(match, used, &fl, &bl, &mo).matched;
-  int top_missed = 0;
-  double worst_top_iou = 1.0;
-  for (int r = 0; r < f.n && r < 20; r++) {
-    if (match[r] < 0) {
-      top_missed++;
-      continue;
-    }
-    double v = rv_box_iou(f.boxes + 4 * order[r], b.boxes + 4 * match[r], 1);
-    if (v < worst_top_iou) worst_top_iou = v;
-  }
+  int top_missed = 0, c_missed = 0;
+  double worst = 1, c_worst = 1;
+  const int matched = match_dets(&f, order, &b, &top_missed, &worst);
+  const int c_matched = match_dets(&f, order, &c, &c_missed, &c_worst);
   printf("%s: %d of %d float32 detections matched in bf16 (%d detections; label, IoU >= 0.95),"
          " top 20 missed %d, worst top-20 IoU %.4f\n",
-         name, matched, f.n, b.n, top_missed, worst_top_iou);
+         name, matched, f.n, b.n, top_missed, worst);
+  printf("%s: %d of %d matched in the control (bf16 backbone 1x1 weights; %d detections), top"
+         " 20 missed %d, worst top-20 IoU %.4f\n",
+         name, c_matched, f.n, c.n, c_missed, c_worst);
   assert_true(matched >= bound * f.n);
   assert_true(top_missed <= top_missed_max);
-  free(order), free(match), free(used);
-  free_dets(&f), free_dets(&b), free_dets(&f2);
+  free(order);
+  free_dets(&f), free_dets(&b), free_dets(&f2), free_dets(&c);
   rv_image_free(&img);
   rv_model_free(m);
 }
 
 /* bounds: the issue's goal where met, else the measured figures (Zen 5; gcc 12 Release and
  * the ASan build, whose float32 parts round differently) less a margin. With the whole
- * model in bf16 (backbone, neck and heads; README "bf16"): semantic_fpn 99.97%, upernet
- * 98.80%; mask_rcnn 69 of 71 matched, 1 of the top 20 missed; cascade 46 of 85, 10;
- * retinanet 68 of 100, 5; the ASan build: 99.97%, 98.84%, 66 of 71 and 3, 48 of 85 and 10,
- * 78 of 100 and 6 (backbone alone: upernet 99.02-99.05%, cascade 58-62 of 85 and 8,
- * retinanet 76-80 of 100 and 6-9). Most cascade misses are boxes of a few pixels whose bf16
- * box has IoU 0.90-0.95 with the float32 one, or members of clusters of overlapping
- * same-label boxes whose scores differ by less than bf16 moves them. */
+ * model in bf16 (backbone, neck and heads; README "bf16"), gcc 12 Release, 2026-12-05:
+ * semantic_fpn 99.97%, upernet 99.01%; mask_rcnn 69 of 71 matched, 1 of the top 20
+ * missed; cascade 52 of 86, 11; retinanet 68 of 100, 7. The control (float32, the
+ * backbone's 1x1 weights rounded to bf16): 99.99%, 99.08%, 69 of 71 and 1, 70 of 86 and 6,
+ * 92 of 100 and 2. Earlier builds (other float32 rounding): mask_rcnn 66-71 of 71 and 0-3,
+ * cascade 45-52 and 10-13, retinanet 68-78 and 5-7, upernet 98.42-99.05%. Most cascade
+ * misses are boxes of a few pixels whose bf16 box has IoU 0.90-0.95 with the float32 one,
+ * or members of clusters of overlapping same-label boxes whose scores differ by less than
+ * bf16 moves them. */
 static void test_semantic_fpn(void **s) { (void)s, seg_case("semantic_fpn", 0.999); }
 static void test_upernet(void **s) { (void)s, seg_case("upernet", 0.975); }
 static void test_mask_rcnn(void **s) { (void)s, det_case("mask_rcnn", 0.88, 5); }

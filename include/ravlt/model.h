@@ -101,8 +101,14 @@ RV_API rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_m
 
 /* Arithmetic of the GEMM-heavy layers. RV_PRECISION_F32 (the default) is the parity
  * reference; RV_PRECISION_BF16 rounds both operands of those layers to bfloat16 and sums
- * in float32 (AVX512_BF16 vdpbf16ps): the backbone's 1x1 convs (qkvo, proj, fc1, fc2).
- * Norms, softmax, attention, residual sums, the decoder and heads, NMS stay float32. */
+ * in float32 (AVX512_BF16 vdpbf16ps): the backbone's 1x1 convs (qkvo, proj, fc1, fc2) and
+ * attention products (RALA's, the softmax attention's); the necks' and heads' 1x1 convs,
+ * their 3x3 convs where the float32 rule runs Winograd F(4x4) (segmentation and RetinaNet
+ * heads at large sizes; the detection FPN's and RPN's run F(2x2) and stay float32), the
+ * RoI heads' conv stacks and shared fc layers, UperNet's convs of upsampled maps. The stem
+ * and downsampling convs, depthwise convs, norms, softmax, GELU, residual sums, the
+ * classifiers (conv_seg, fc_cls, fc_reg, rpn_cls / rpn_reg, retina_cls / retina_reg,
+ * conv_logits), box decoding and NMS stay float32. README "bf16": the measured agreement. */
 typedef enum { RV_PRECISION_F32 = 0, RV_PRECISION_BF16 } rv_precision;
 /* 1 when this CPU can run RV_PRECISION_BF16 (AVX-512F/BW/VL and AVX512_BF16). */
 RV_API int rv_cpu_has_bf16(void);
