@@ -6,12 +6,13 @@
  *    detections with a bf16 detection of the same label and box IoU >= 0.95 (greedy, in
  *    score order, each bf16 detection used once), and how many of the float32 top 20 miss.
  * The issue's goal (>= 99.9%; >= 98% and none of the top 20 missed) holds for semantic_fpn
- * only (mask_rcnn in some builds). The fixtures are small random-weight models whose outputs are full of near-ties
- * (mask_rcnn's top detections all score 0.495; the RetinaNet's boxes are 15 px wide, so
- * one pixel of shift is IoU < 0.95): bf16's relative rounding of 2^-9 per operand moves
- * them. Each case asserts its measured level minus a margin (a regression bound, stated
- * in `bound` below) and prints the figure; README "bf16" has the measurements, and the
- * demo models' mIoU / box AP (trained models) the fidelity that matters;
+ * only (mask_rcnn in some builds). The fixtures are small random-weight models whose
+ * outputs are full of near-ties (mask_rcnn's top detections all score 0.495; the
+ * RetinaNet's boxes are 15 px wide, so one pixel of shift is IoU < 0.95): bf16's relative
+ * rounding of 2^-9 per operand moves them. Each case asserts its measured level minus a
+ * margin (a regression bound, stated in `bound` below) and prints the figure; README
+ * "bf16" has the measurements, and the demo models' mIoU / box AP (trained models) the
+ * fidelity that matters;
  *  - the control: the float32 model with only the backbone's 1x1 weights (qkvo, proj, fc1,
  *    fc2: a subset of the weights bf16 mode converts at load, as the issue prescribes)
  *    rounded to bfloat16, everything computed in float32, measured by the same criteria and
