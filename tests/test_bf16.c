@@ -54,14 +54,6 @@ static int backbone_1x1(const char *n) {
   return 0;
 }
 
-static float round_bf16(float v) { /* to nearest, ties to even (finite v) */
-  uint32_t u;
-  memcpy(&u, &v, 4);
-  u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-  memcpy(&v, &u, 4);
-  return v;
-}
-
 /* The float32 model of the fixture with backbone_1x1's weights rounded to bfloat16: the
  * checkpoint rewritten (meta config kept) as a safetensors file in a temporary folder. */
 static rv_model *load_control(const char *name) {
@@ -84,7 +76,7 @@ static rv_model *load_control(const char *name) {
     assert_non_null(v);
     rv_wtensor_to_f32(t, v);
     for (size_t k = 0; k < n; k++) {
-      float r = round_bf16(v[k]);
+      float r = rv_bf16_to_f32(rv_f32_to_bf16(v[k])); /* bf16 mode's rounding */
       moved += r != v[k];
       v[k] = r;
     }

@@ -27,21 +27,6 @@ static const shape shapes[] = {
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-static double max_abs_f(const float *v, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; i++) m = fabs(v[i]) > m ? fabs(v[i]) : m;
-  return m;
-}
-
-static double max_diff(const float *a, const float *b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)a[i] - b[i]);
-    m = d > m || d != d ? d : m;
-  }
-  return m;
-}
-
 static void test_conv3x3_f32(void **state) {
   (void)state;
   if (!rv_conv3x3_f32_supported()) {
@@ -69,7 +54,7 @@ static void test_conv3x3_f32(void **state) {
       rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
       p.act = act;
       rv_conv2d_naive_f32(ref, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
-      const double scale = max_abs_f(ref, ny);
+      const double scale = max_abs(ref, ny);
       for (int th = 1; th <= 3; th++) {
         omp_set_num_threads(th);
         memset(y, 0xff, sizeof(float) * ny); /* NaN: every output must be written */
@@ -81,7 +66,7 @@ static void test_conv3x3_f32(void **state) {
         snprintf(what, sizeof what, "conv3x3_f32 cin %d %dx%d cout %d s%d act %d bias %d th %d",
                  S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
         kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
-        const double d = max_diff(y, ref, ny) / scale;
+        const double d = max_abs_diff(y, ref, ny) / scale;
         worst = d > worst ? d : worst;
       }
     }
@@ -126,7 +111,7 @@ static void test_conv3x3_bf16(void **state) {
       rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
       p.act = act;
       rv_conv2d_naive_f32(f, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
-      const double scale = max_abs_f(ref, ny);
+      const double scale = max_abs(ref, ny);
       for (int th = 1; th <= 3; th++) {
         omp_set_num_threads(th);
         memset(y, 0xff, sizeof(float) * ny);
@@ -138,14 +123,14 @@ static void test_conv3x3_bf16(void **state) {
         snprintf(what, sizeof what, "conv3x3_bf16 cin %d %dx%d cout %d s%d act %d bias %d th %d",
                  S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
         kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
-        double d = max_diff(y, ref, ny) / scale;
+        double d = max_abs_diff(y, ref, ny) / scale;
         worst_twin = d > worst_twin ? d : worst_twin;
         /* against float32: a loose bound, and not the float32 result */
-        const double fs = max_abs_f(f, ny);
+        const double fs = max_abs(f, ny);
         snprintf(what, sizeof what, "conv3x3_bf16 vs f32 cin %d %dx%d cout %d s%d", S.cin, S.h,
                  S.w, S.cout, S.stride);
         kc_assert_near(y, f, ny, 0.0, 2e-2 * fs, what);
-        d = max_diff(y, f, ny) / fs;
+        d = max_abs_diff(y, f, ny) / fs;
         worst_f32 = d > worst_f32 ? d : worst_f32;
         if (ny >= 64) assert_true(memcmp(y, f, sizeof(float) * ny) != 0);
         size_t wi;
