@@ -405,15 +405,22 @@ static rv_status oom(fwd *F) {
 
 /* The residual add x[c][l] += g[c] p[c][l] (g NULL: 1) as the post function of the 1x1
  * conv that makes p (attn.proj, ffn.fc2): each finished block of p is added while in
- * cache, in the same parallel region (a separate pass over x and p before) */
+ * cache, in the same parallel region (a separate pass over x and p before). Two roundings,
+ * as PyTorch's x + gamma * p (not fused, though this file is compiled with
+ * -ffp-contract=fast), 16 lanes wide where the CPU has AVX-512 (GCC builds). */
 typedef struct {
   float *x;
   const float *g;
   size_t n;
 } residual_arg;
 
-static void residual_post(void *arg, float *p, size_t ldp, int c0, int rows, size_t p0,
-                          size_t len) {
+#if defined(__clang__) /* fuses under -ffp-contract=fast whatever a pragma says: baseline */
+#define RESIDUAL_CLONES
+#else
+#define RESIDUAL_CLONES RV_CLONES4 __attribute__((optimize("fp-contract=off")))
+#endif
+RESIDUAL_CLONES static void residual_post(void *arg, float *p, size_t ldp, int c0, int rows,
+                                          size_t p0, size_t len) {
   const residual_arg *a = arg;
   for (int r = 0; r < rows; r++) {
     float *xr = a->x + (size_t)(c0 + r) * a->n + p0;

@@ -65,8 +65,8 @@ void rv_layernorm_nchw_naive_f32(float *y, const float *x, const float *g, const
 /* Fast: blocks of PB pixels; the channel loops run over contiguous pixel runs so they
  * vectorise. Two-pass mean/variance in float (C <= a few thousand). y may alias x. */
 #define PB 128
-RV_CLONES static void ln_block(float *yb, const float *xb, const float *g, const float *b,
-                               int c, int hw, int len, float eps) {
+RV_CLONES4 static void ln_block(float *yb, const float *xb, const float *g, const float *b,
+                                int c, int hw, int len, float eps) {
   float m[PB], v[PB];
   for (int j = 0; j < len; j++) m[j] = v[j] = 0.0f;
   for (int ci = 0; ci < c; ci++) {
