@@ -157,6 +157,23 @@ static inline float rv_vgeluf(float x) {
   return x < 0.0f ? h : x - h;
 }
 
+/* GELU to bf16 accuracy, for bf16 mode's FFN (fc1's output, which fc2's kernel rounds to
+ * bf16, relative error up to 2^-9, after the depthwise conv): erfc(a) = t P(t) e^{-a^2},
+ * t = 1 / (1 + p a), P of degree 4 (Abramowitz & Stegun 7.1.26: absolute error <= 1.5e-7),
+ * e^{-a^2} by rv_vexpf_bf16; the same erfc form as rv_vgeluf (no branch). About half of
+ * rv_vgeluf's operations; error measured in tests/test_ops.c (test_vmath). */
+static inline float rv_vgeluf_bf16(float x) {
+  const float a = fabsf(x) * 0.70710678118654752440f;
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  float p = 1.061405429f;
+  p = p * t - 1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t - 0.284496736f;
+  p = p * t + 0.254829592f;
+  const float h = 0.5f * x * (p * t * rv_vexpf_bf16(-(a * a)));
+  return x < 0.0f ? h : x - h;
+}
+
 static inline float rv_vsigmoidf(float x) { return 1.0f / (1.0f + rv_vexpf(-x)); }
 
 /* Sum and max of n floats with 8 partial accumulators (the compilers vectorise the

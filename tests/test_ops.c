@@ -423,6 +423,22 @@ static void test_vmath(void **state) {
   assert_true(isfinite(rv_vexpf_bf16(1000.0f)));
   assert_true(rv_vgeluf(-30.0f) == 0.0f || fabsf(rv_vgeluf(-30.0f)) < 1e-30f);
   assert_true(rv_vgeluf(30.0f) == 30.0f);
+  /* bf16 mode's GELU: relative to |GELU(x)| + 1e-3 |x| (its absolute error is that of
+   * erfc, ~1e-7 |x|, where GELU(x) -> 0 for x << 0), far below bf16's 2^-9 */
+  double gb = 0, ga = 0;
+  for (double v = -12.0; v <= 12.0; v += 1.1e-5) {
+    float f = (float)v;
+    double g = 0.5 * f * erfc(-(double)f / sqrt(2.0));
+    double d = fabs((double)rv_vgeluf_bf16(f) - g);
+    if (d > ga) ga = d;
+    d /= fabs(g) + 1e-3 * fabs((double)f) + 1e-30;
+    if (d > gb) gb = d;
+  }
+  fprintf(stderr, "vmath: gelu_bf16 rel(|g| + 1e-3|x|) %.3g, abs %.3g\n", gb, ga);
+  assert_true(gb < 2e-4 && ga < 3e-5);
+  assert_true(rv_vgeluf_bf16(0.0f) == 0.0f);
+  assert_true(fabsf(rv_vgeluf_bf16(-30.0f)) < 1e-30f && rv_vgeluf_bf16(30.0f) == 30.0f);
+  assert_true(rv_vgeluf_bf16(-1e30f) == 0.0f && rv_vgeluf_bf16(1e30f) == 1e30f);
 }
 
 /* ---- activations ---- */
