@@ -283,36 +283,84 @@ BF16_TARGET void rv_bf16_pack_panel(uint32_t *vp, const float *b, size_t ldb, in
   pack_panel(vp, b, ldb, k, 0, n, (n + BN - 1) / BN * BN);
 }
 
+/* Rows [r, r1) of column c of the panel (w words a row) from bt's row br (k floats): 32
+ * floats become 16 pairs, stored one per panel row */
+BF16_TARGET static void panel_t_column(uint32_t *vp, int w, const float *br, int k, int r,
+                                       int r1, int c) {
+  uint32_t tmp[16];
+  for (; r < r1; r += 32) {
+    const int rem = k - r;
+    const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+    const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
+                         : rem <= 16 ? (__mmask16)0
+                                     : (__mmask16)((1u << (rem - 16)) - 1);
+    _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
+                                                _mm512_maskz_loadu_ps(m1, br + r + 16)));
+    const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
+    for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
+  }
+}
+
+/* t[i][j] = r[j][i]: a 16 x 16 transpose of 32-bit words (pairs within 128-bit lanes, then
+ * pairs of pairs, then the 4 x 4 transpose of the lanes) */
+BF16_TARGET static void transpose16(__m512i r[16]) {
+  __m512i t[16], u[16];
+  for (int j = 0; j < 16; j += 2) {
+    t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+    t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+  }
+  for (int j = 0; j < 16; j += 4) { /* u[4g + m], lane L: rows 4g.. 4g+3 of word 4L + m */
+    u[j] = _mm512_unpacklo_epi64(t[j], t[j + 2]);
+    u[j + 1] = _mm512_unpackhi_epi64(t[j], t[j + 2]);
+    u[j + 2] = _mm512_unpacklo_epi64(t[j + 1], t[j + 3]);
+    u[j + 3] = _mm512_unpackhi_epi64(t[j + 1], t[j + 3]);
+  }
+  for (int m = 0; m < 4; m++) {
+    const __m512i x0 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0x44);
+    const __m512i x1 = _mm512_shuffle_i32x4(u[m], u[4 + m], 0xEE);
+    const __m512i x2 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0x44);
+    const __m512i x3 = _mm512_shuffle_i32x4(u[8 + m], u[12 + m], 0xEE);
+    r[m] = _mm512_shuffle_i32x4(x0, x2, 0x88);
+    r[4 + m] = _mm512_shuffle_i32x4(x0, x2, 0xDD);
+    r[8 + m] = _mm512_shuffle_i32x4(x1, x3, 0x88);
+    r[12 + m] = _mm512_shuffle_i32x4(x1, x3, 0xDD);
+  }
+}
+
 /* the panel of B [k x n] given transposed: B[r][c] = bt[c ldb + r] (a row of bt is a
- * column of B: 32 of its floats become 16 pairs, stored one per panel row); columns
- * [c0, c1) of the panel (c1 up to n rounded up to BN; zeros past n) */
+ * column of B: 32 of its floats become 16 pairs, one per panel row); columns [c0, c1) of
+ * the panel (c1 up to n rounded up to BN; zeros past n). 16 columns x 32 rows at a time
+ * through a transpose in registers (the 16 pairs of a column stored one word per panel
+ * row cost a quarter of RALA's bf16 time at stage 1), the rest column by column. */
 BF16_TARGET void rv_bf16_pack_panel_t(uint32_t *vp, const float *bt, size_t ldb, int k, int n,
                                       int c0, int c1) {
   const int w = (n + BN - 1) / BN * BN;
-  uint32_t tmp[16];
   RV_ASSERT(c0 >= 0 && c1 <= w);
   /* 64 panel rows (128 of k) at a time, all the columns: their cache lines stay in L1 while
-   * each column's words land in them (column by column over all of k, every store missed) */
+   * the columns' words land in them */
   for (int r0 = 0; r0 < k; r0 += 128) {
     const int r1 = r0 + 128 < k ? r0 + 128 : k;
-    for (int c = c0; c < c1; c++) {
-      if (c >= n) {
-        for (int i = r0 / 2; i < (r1 + 1) / 2; i++) vp[(size_t)i * w + c] = 0;
-        continue;
+    int c = c0;
+    for (; c + 16 <= c1 && c + 16 <= n; c += 16) {
+      int r = r0;
+      for (; r + 32 <= r1; r += 32) {
+        __m512i x[16];
+        for (int j = 0; j < 16; j++) {
+          const float *br = bt + (size_t)(c + j) * ldb + r;
+          x[j] = pair_words(_mm512_loadu_ps(br), _mm512_loadu_ps(br + 16));
+        }
+        transpose16(x);
+        for (int i = 0; i < 16; i++)
+          _mm512_storeu_si512((void *)(vp + (size_t)(r / 2 + i) * w + c), x[i]);
       }
-      const float *br = bt + (size_t)c * ldb;
-      for (int r = r0; r < r1; r += 32) {
-        const int rem = k - r;
-        const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
-        const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
-                             : rem <= 16 ? (__mmask16)0
-                                         : (__mmask16)((1u << (rem - 16)) - 1);
-        _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
-                                                    _mm512_maskz_loadu_ps(m1, br + r + 16)));
-        const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
-        for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
-      }
+      if (r < r1)
+        for (int j = 0; j < 16; j++)
+          panel_t_column(vp, w, bt + (size_t)(c + j) * ldb, k, r, r1, c + j);
     }
+    for (; c < c1 && c < n; c++) panel_t_column(vp, w, bt + (size_t)c * ldb, k, r0, r1, c);
+    if (c < c1) /* the columns past n: zeros, row by row */
+      for (int i = r0 / 2; i < (r1 + 1) / 2; i++)
+        memset(vp + (size_t)i * w + c, 0, sizeof(uint32_t) * (size_t)(c1 - c));
   }
 }
 

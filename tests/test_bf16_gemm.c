@@ -610,6 +610,41 @@ static void test_attention_bf16(void **state) {
   rv_arena_free(A);
 }
 
+/* rv_bf16_pack_panel_t (RALA's v^T panel: B given transposed) against rv_bf16_pack_panel
+ * of B written out: the same words, over k and n with and without whole 32-row / 16-column
+ * blocks (the register transpose and the column-by-column rest), column ranges that start
+ * and end inside blocks, and the zero columns past n. Words outside [c0, c1) untouched. */
+static void test_pack_panel_t(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_bf16_pack_panel_t: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  static const int shapes[][4] = {/* k, n, c0, c1 (-1: the panel's width) */
+                                  {64, 64, 0, -1},   {2048, 64, 16, 32}, {300, 40, 0, -1},
+                                  {31, 17, 0, -1},   {1, 1, 0, -1},      {257, 96, 5, 70},
+                                  {4096, 48, 0, 48}, {160, 130, 32, -1}};
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int k = shapes[c][0], n = shapes[c][1], w = (n + 47) / 48 * 48;
+    const int c0 = shapes[c][2], c1 = shapes[c][3] < 0 ? w : shapes[c][3];
+    const size_t ldb = (size_t)k + 3, words = rv_bf16_panel_words(k, n);
+    float *bt = kc_rand((size_t)n * ldb, 311 + c), *b = malloc(sizeof(float) * (size_t)k * n);
+    uint32_t *ref = malloc(sizeof(uint32_t) * words), *got = malloc(sizeof(uint32_t) * words);
+    assert_true(b && ref && got);
+    for (int r = 0; r < k; r++)
+      for (int j = 0; j < n; j++) b[(size_t)r * n + j] = bt[(size_t)j * ldb + r];
+    rv_bf16_pack_panel(ref, b, (size_t)n, k, n);
+    memset(got, 0xa5, sizeof(uint32_t) * words);
+    rv_bf16_pack_panel_t(got, bt, ldb, k, n, c0, c1);
+    for (size_t i = 0; i < words; i++) {
+      const int col = (int)(i % (size_t)w);
+      if (col >= c0 && col < c1) assert_int_equal(got[i], ref[i]);
+      else assert_int_equal(got[i], 0xa5a5a5a5u);
+    }
+    free(bt), free(b), free(ref), free(got);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_round),
@@ -620,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_winograd2_bf16),
       cmocka_unit_test(test_upsampled_bf16_packed),
       cmocka_unit_test(test_attention_bf16),
+      cmocka_unit_test(test_pack_panel_t),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
