@@ -111,9 +111,10 @@ const rv_ravlt_config *rv_ravlt_get_config(const rv_ravlt *m);
 size_t rv_ravlt_weight_bytes(const rv_ravlt *m);
 /* on 1: the blocks' 1x1 convs (qkvo, proj, fc1, fc2: most of the multiply-adds) run in bf16
  * (rv_pointwise_bf16: weights packed here once, activations rounded per call, float32
- * sums); everything else stays float32. on 0: all float32 again (the default). Call before
- * the model is shared between threads. RV_ERR_UNSUPPORTED (one line through ctx) where
- * the CPU has no AVX512_BF16. */
+ * sums), and so do the attention products; the FFN's GELU is computed to bf16 accuracy
+ * (rv_vgeluf_bf16); everything else stays float32. on 0: all float32 again (the default).
+ * Call before the model is shared between threads. RV_ERR_UNSUPPORTED (one line through
+ * ctx) where the CPU has no AVX512_BF16. */
 rv_status rv_ravlt_set_bf16(rv_ravlt *m, int on, rv_ctx *ctx);
 int rv_ravlt_is_bf16(const rv_ravlt *m);
 

@@ -108,7 +108,9 @@ RV_API rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_m
  * RoI heads' conv stacks and shared fc layers, UperNet's convs of upsampled maps. The stem
  * and downsampling convs, depthwise convs, norms, softmax, GELU, residual sums, the
  * classifiers (conv_seg, fc_cls, fc_reg, rpn_cls / rpn_reg, retina_cls / retina_reg,
- * conv_logits), box decoding and NMS stay float32. README "bf16": the measured agreement. */
+ * conv_logits), box decoding and NMS stay float32 (the backbone FFN's GELU and the
+ * attention softmax's exponentials to bf16 accuracy, 8e-5 relative: their outputs are
+ * rounded to bf16 next). README "bf16": the measured agreement. */
 typedef enum { RV_PRECISION_F32 = 0, RV_PRECISION_BF16 } rv_precision;
 /* 1 when this CPU can run RV_PRECISION_BF16 (AVX-512F/BW/VL and AVX512_BF16). */
 RV_API int rv_cpu_has_bf16(void);
