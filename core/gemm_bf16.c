@@ -93,6 +93,11 @@ int rv_bf16_supported(void) {
 
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 
+/* lanes [0, rem) of 16: all for rem >= 16, none for rem <= 0 */
+static inline __mmask16 mask16(long long rem) {
+  return rem >= 16 ? (__mmask16)0xffff : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
+}
+
 /* 16 pixels of two rows (x1 NULL: zeros) as 16 bf16 pairs, masked past m pixels */
 BF16_TARGET static inline __m512i pack16(const float *x0, const float *x1, __mmask16 m) {
   const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
@@ -113,12 +118,8 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
     const float *x0 = x + (size_t)(2 * i) * ldx + p0;
     const float *x1 = 2 * i + 1 < cin ? x0 + ldx : NULL;
     for (int t = 0; t < w; t += 16) {
-      const int rem = np - t;
-      const __mmask16 m = rem >= 16 ? (__mmask16)0xffff
-                          : rem <= 0 ? (__mmask16)0
-                                     : (__mmask16)((1u << rem) - 1);
       _mm512_storeu_si512((void *)(vp + (size_t)i * w + t),
-                          pack16(x0 + t, x1 ? x1 + t : NULL, m));
+                          pack16(x0 + t, x1 ? x1 + t : NULL, mask16(np - t)));
     }
   }
 }
@@ -147,12 +148,7 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
     }
   }
   __mmask16 mk[3];
-  for (int q = 0; q < 3; q++) {
-    const int rem = nt - 16 * q;
-    mk[q] = rem >= 16 ? (__mmask16)0xffff
-            : rem <= 0 ? (__mmask16)0
-                       : (__mmask16)((1u << rem) - 1);
-  }
+  for (int q = 0; q < 3; q++) mk[q] = mask16(nt - 16 * q);
   for (int r = 0; r < rows; r++) {
     for (int q = 0; q < 3; q++) {
       float *cr = c + (size_t)r * ldc + 16 * q;
@@ -220,6 +216,12 @@ BF16_TARGET static inline __m512i pair_words(__m512 lo16, __m512 hi16) {
   return (__m512i)_mm512_cvtne2ps_pbh(hi16, lo16);
 }
 
+/* bf16(sc x[j]) for j < min(rem, 32), zeros past rem, as 16 pairs (words of pair_words) */
+BF16_TARGET static inline __m512i pairs32(const float *x, int rem, __m512 sc) {
+  return pair_words(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(rem), x), sc),
+                    _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(rem - 16), x + 16), sc));
+}
+
 BF16_TARGET void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a,
                                    size_t lda, int m, int k, float scale) {
   const int k2 = (k + 1) / 2;
@@ -234,13 +236,7 @@ BF16_TARGET void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float
     const float *ar = a + (size_t)r * lda;
     for (int c = 0; c < k; c += 32) {
       const int rem = k - c;
-      const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
-      const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
-                           : rem <= 16 ? (__mmask16)0
-                                       : (__mmask16)((1u << (rem - 16)) - 1);
-      const __m512 lo = _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, ar + c), sc);
-      const __m512 hi = _mm512_mul_ps(_mm512_maskz_loadu_ps(m1, ar + c + 16), sc);
-      _mm512_storeu_si512((void *)tmp, pair_words(lo, hi));
+      _mm512_storeu_si512((void *)tmp, pairs32(ar + c, rem, sc));
       const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
       for (int i = 0; i < nw; i++) d[(size_t)(c / 2 + i) * BM] = tmp[i];
     }
@@ -252,10 +248,7 @@ BF16_TARGET void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float
   const int k2 = (k + 1) / 2, mp = (m + BM - 1) / BM * BM;
   const __m512 sc = _mm512_set1_ps(scale);
   for (int r0 = 0; r0 < mp; r0 += 16) {
-    const int rem = m - r0;
-    const __mmask16 msk = rem >= 16 ? (__mmask16)0xffff
-                          : rem <= 0 ? (__mmask16)0
-                                     : (__mmask16)((1u << rem) - 1);
+    const __mmask16 msk = mask16(m - r0);
     uint32_t *g0 = wp + (size_t)(r0 / BM) * group_words;
     uint32_t *g1 = r0 + BM < mp ? g0 + group_words : NULL;
     for (int i = 0; i < k2; i++) {
@@ -290,12 +283,7 @@ BF16_TARGET static void panel_t_column(uint32_t *vp, int w, const float *br, int
   uint32_t tmp[16];
   for (; r < r1; r += 32) {
     const int rem = k - r;
-    const __mmask16 m0 = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
-    const __mmask16 m1 = rem >= 32   ? (__mmask16)0xffff
-                         : rem <= 16 ? (__mmask16)0
-                                     : (__mmask16)((1u << (rem - 16)) - 1);
-    _mm512_storeu_si512((void *)tmp, pair_words(_mm512_maskz_loadu_ps(m0, br + r),
-                                                _mm512_maskz_loadu_ps(m1, br + r + 16)));
+    _mm512_storeu_si512((void *)tmp, pairs32(br + r, rem, _mm512_set1_ps(1.0f)));
     const int nw = (rem + 1) / 2 < 16 ? (rem + 1) / 2 : 16;
     for (int i = 0; i < nw; i++) vp[(size_t)(r / 2 + i) * w + c] = tmp[i];
   }
@@ -381,8 +369,7 @@ BF16_TARGET void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap,
  * out[i] = bf16(x[i]) for i < n, by the vector instruction. */
 BF16_TARGET void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
   for (size_t i = 0; i < n; i += 16) {
-    const size_t rem = n - i;
-    const __mmask16 m = rem >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << rem) - 1);
+    const __mmask16 m = mask16((long long)(n - i));
     const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
     _mm256_mask_storeu_epi16((void *)(out + i), m, (__m256i)h);
   }
