@@ -306,8 +306,9 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
 }
 
 rv_status rv_roi_head_set_bf16(rv_roi_head *h, int on, rv_ctx *ctx) {
-  /* the shared convs and fcs of the box heads, the mask heads' convs; fc_cls, fc_reg, the
-   * mask upsample and logits stay float32 */
+  /* the shared convs and fcs of the box heads, the mask heads' convs (and with them, on the
+   * labelled AVX-512 path of heads/mask_head.c, the mask upsample's GEMM); fc_cls, fc_reg and
+   * the mask logits' dot products stay float32 */
   rv_status st = RV_OK;
   for (int s = 0; s < 4 && st == RV_OK; s++) {
     st = rv_convmods_set_bf16_rois(h->bbox[s].convs, 8, on, ctx);

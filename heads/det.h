@@ -32,6 +32,11 @@ extern "C" {
  * (with the layer's algo). RV_ERR_NOMEM if the scratch arena is short. */
 rv_status rv_det_conv_stack_rois(float *y, const rv_layer *layers, int nl, const float *x,
                                  int n, int s, rv_arena *scratch);
+/* The same with y [n, s, s, cout] (channels-last) where the stack runs on the channels-last
+ * Winograd path (AVX-512, every layer F(4x4) at one width: rv_conv2d_winograd_rois_f32 / _bf16,
+ * the same sums), RV_ERR_UNSUPPORTED (nothing done) elsewhere. */
+rv_status rv_det_conv_stack_rois_hwc(float *y, const rv_layer *layers, int nl, const float *x,
+                                     int n, int s, rv_arena *scratch);
 /* ---- RPN (heads/rpn.c) ----------------------------------------------------------------- */
 typedef struct {
   rv_layer conv;            /* rpn_conv 3x3 (+ReLU) */
@@ -90,7 +95,9 @@ rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
                             rv_ctx *ctx);
 void rv_mask_head_free(rv_mask_head *h);
 /* roi_feats [n, C, 14, 14] -> logits [n, K, 28, 28], or with labels != NULL only the
- * channel labels[i] of each roi: logits [n, 1, 28, 28]. */
+ * channel labels[i] of each roi: logits [n, 1, 28, 28]. With labels, AVX-512 and the conv
+ * stack on its channels-last path, the deconv and the label's logits are fused over all rois
+ * (heads/mask_head.c; in bf16 mode, when the convs are, the deconv's GEMM in bf16). */
 rv_status rv_mask_head_forward(float *logits, const rv_mask_head *h, const float *roi_feats,
                                int n, const int *labels, rv_arena *scratch, rv_ctx *ctx);
 /* ---- RoI heads: cascade and standard (heads/cascade.c) --------------------------------- */

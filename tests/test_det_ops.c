@@ -479,6 +479,67 @@ static void test_mask_head_label_channel(void **state) {
   free(one);
 }
 
+/* Mask head, the labelled path on the AVX-512 kernels (deconv and the label's channel of
+ * conv_logits fused over the conv stack's channels-last output): 32 channels, convs under
+ * AUTO_FAST (the stack's channels-last F(4x4) path), 13 rois (2548 pixel rows: the last block
+ * of 6 ragged), labels on every class. Float32: equal to the label channel of the full NCHW
+ * path within 1e-5 of the logits' scale (the same sums but the dot over co in 16 lanes).
+ * bf16 mode (the convs packed by rv_convmods_set_bf16_rois, the deconv following them):
+ * within 3e-2 of the scale of the float32 result and not equal to it. Where the CPU lacks
+ * AVX-512 the labelled call takes the NCHW path and the float32 check still holds. */
+static void test_mask_head_labelled_fused(void **state) {
+  (void)state;
+  const int c = 32, cu = 32, K = 7, n = 13, s = 14;
+  rv_mask_head h;
+  memset(&h, 0, sizeof h);
+  h.num_convs = 2;
+  for (int i = 0; i < 2; i++) {
+    h.convs[i] = rand_layer(c, c, 3, 31 + i);
+    h.convs[i].algo = RV_CONV_AUTO_FAST;
+    h.convs[i].stride = 1, h.convs[i].pad = 1; /* a ConvModule 3x3 (bf16 packing checks) */
+  }
+  h.upsample = rand_layer(c, cu, 2, 33);
+  h.logits = rand_layer(cu, K, 1, 34);
+  h.in_channels = c;
+  h.roi_size = s;
+  h.num_classes = K;
+  float *x = malloc(sizeof(float) * n * c * 196), *full = malloc(sizeof(float) * n * K * 784);
+  float *one = malloc(sizeof(float) * n * 784), *half = malloc(sizeof(float) * n * 784);
+  fill_rand(x, (size_t)n * c * 196, 35);
+  int labels[13];
+  for (int i = 0; i < n; i++) labels[i] = (i * 3) % K;
+  rv_arena *a = rv_arena_create(0);
+  rv_ctx *ctx = rv_ctx_create();
+  assert_int_equal(rv_mask_head_forward(full, &h, x, n, NULL, a, ctx), RV_OK);
+  assert_int_equal(rv_mask_head_forward(one, &h, x, n, labels, a, ctx), RV_OK);
+  assert_int_equal(rv_arena_used(a), 0);
+  double sc = 0, e = 0;
+  for (int i = 0; i < n; i++) {
+    const float *f = full + ((size_t)i * K + labels[i]) * 784;
+    const double si = max_abs(f, 784), ei = max_abs_diff(one + (size_t)i * 784, f, 784);
+    sc = si > sc ? si : sc;
+    e = ei > e ? ei : e;
+  }
+  assert_true(sc > 0.1);
+  if (!(e <= 1e-5 * sc)) fail_msg("labelled path: err %g, scale %g", e, sc);
+  if (rv_bf16_supported() && rv_winograd_rois_supported()) {
+    assert_int_equal(rv_convmods_set_bf16_rois(h.convs, 2, 1, ctx), RV_OK);
+    assert_int_equal(rv_mask_head_forward(half, &h, x, n, labels, a, ctx), RV_OK);
+    assert_int_equal(rv_arena_used(a), 0);
+    const double eb = max_abs_diff(half, one, (size_t)n * 784);
+    printf("mask head labelled path: float32 %.3g, bf16 %.3g of the scale %.3g\n", e / sc,
+           eb / sc, sc);
+    assert_true(eb > 0);
+    assert_true(eb <= 3e-2 * sc);
+  } else {
+    printf("mask head labelled path: bf16 not tested (no AVX512_BF16)\n");
+  }
+  rv_mask_head_free(&h);
+  rv_arena_free(a);
+  rv_ctx_free(ctx);
+  free(x), free(full), free(one), free(half);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_anchors),          cmocka_unit_test(test_delta2bbox),
@@ -487,6 +548,7 @@ int main(void) {
       cmocka_unit_test(test_roi_align_vs_naive), cmocka_unit_test(test_roi_levels),
       cmocka_unit_test(test_paste_mask),       cmocka_unit_test(test_conv_stack_rois),
       cmocka_unit_test(test_conv_stack_rois_one_width),
+      cmocka_unit_test(test_mask_head_labelled_fused),
       cmocka_unit_test(test_argsort_topk),
       cmocka_unit_test(test_mask_head_label_channel),
   };
