@@ -14,7 +14,8 @@
  *
  * Tiles run in an OpenMP loop, each calling cblas_sgemm on its own tile. OpenBLAS's
  * OpenMP build runs a GEMM called from inside a parallel region on the calling thread
- * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription.
+ * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription; where
+ * OpenBLAS's runtime is not ours, rv_blas_serial_begin (core/gemm.c) keeps it so.
  */
 #include "backbone/attention.h"
 #include "core/ops.h"
@@ -147,8 +148,11 @@ static void att_run(const att_job *j, int tasks, int nth, att_task fn) {
 #ifdef _OPENMP
     tid = omp_get_thread_num();
 #endif
+    rv_blas_serial bs; /* the tiles' sgemm on this thread whatever runtime OpenBLAS asks */
+    rv_blas_serial_begin(&bs);
 #pragma omp for schedule(dynamic, 1)
     for (int t = 0; t < tasks; t++) fn(j, t, tid);
+    rv_blas_serial_end(&bs);
   }
 }
 

@@ -5,8 +5,12 @@
 #include "core/ops.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
@@ -22,6 +26,37 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
   }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* OpenBLAS's OpenMP build runs a GEMM called from inside a parallel region on the calling
+ * thread alone (its num_cpu_avail(): omp_in_parallel(), omp_get_max_threads()), but it asks
+ * its own OpenMP runtime, libgomp. Where ours is another (a clang build: LLVM's libomp) and
+ * OpenBLAS's omp_* calls bind to libgomp (a Python whose numpy loaded OpenBLAS before the
+ * library), it cannot see our regions: each thread's GEMM forked a libgomp team of its own
+ * (oversubscription), and OpenBLAS's Haswell kernels give bits that depend on how a GEMM is
+ * split among threads, so the library in Python and the executable disagreed on a label or
+ * two (test_python, clang build). rv_blas_serial_begin sets libgomp's thread count of the
+ * calling thread to 1 in that case (no-op where libgomp is not loaded or is our runtime);
+ * rv_blas_serial_end restores it. Called by each thread of a region that calls BLAS. */
+void rv_blas_serial_begin(rv_blas_serial *g) {
+  g->set = NULL;
+  g->saved = 0;
+  void *h = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return;
+  void (*set)(int) = (void (*)(int))(uintptr_t)dlsym(h, "omp_set_num_threads");
+  int (*get)(void) = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_max_threads");
+  dlclose(h); /* a NOLOAD handle: libgomp stays loaded by whoever loaded it */
+#ifdef _OPENMP
+  if (set == omp_set_num_threads) return; /* one runtime: OpenBLAS sees the region */
+#endif
+  if (!set || !get) return;
+  g->set = (void *)(uintptr_t)set;
+  g->saved = get();
+  set(1);
+}
+
+void rv_blas_serial_end(const rv_blas_serial *g) {
+  if (g->set) ((void (*)(int))(uintptr_t)g->set)(g->saved);
 }
 
 /* Reference: plain triple loop, double accumulation. beta == 0 ignores C's old contents

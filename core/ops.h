@@ -30,6 +30,14 @@ typedef enum { RV_ACT_NONE = 0, RV_ACT_RELU, RV_ACT_GELU, RV_ACT_SILU, RV_ACT_SI
 /* C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C, row-major, via OpenBLAS sgemm. */
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
+/* Around BLAS calls made inside an OpenMP parallel region, by each thread (core/gemm.c):
+ * keeps OpenBLAS on the calling thread where its OpenMP runtime is not ours. */
+typedef struct {
+  void *set; /* libgomp's omp_set_num_threads where it was changed, else NULL */
+  int saved;
+} rv_blas_serial;
+void rv_blas_serial_begin(rv_blas_serial *g);
+void rv_blas_serial_end(const rv_blas_serial *g);
 void rv_gemm_naive_f32(int trans_a, int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
                        int ldc);

@@ -8,6 +8,9 @@
 #include "kernel_check.h"
 #include "core/vmath.h"
 
+#include <dlfcn.h>
+#include <omp.h>
+
 /* values against a hard-coded list, relative tolerance per element */
 static void assert_values(const float *a, const double *want, size_t n, double rtol,
                           const char *what) {
@@ -697,6 +700,44 @@ static void test_resize_sweep(void **state) {
   free(x), free(y);
 }
 
+/* rv_blas_serial_begin / end (core/gemm.c): where libgomp (OpenBLAS's OpenMP runtime) is
+ * loaded and is not this build's runtime (clang: libomp), libgomp's thread count of the
+ * calling thread is 1 between them and restored after; where it is this build's runtime
+ * (gcc) or not loaded, they change nothing. */
+static void test_blas_serial(void **state) {
+  (void)state;
+  rv_blas_serial g;
+  void *h = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) {
+    rv_blas_serial_begin(&g);
+    assert_null(g.set);
+    rv_blas_serial_end(&g);
+    printf("rv_blas_serial: libgomp not loaded, no change\n");
+    return;
+  }
+  void (*set)(int) = (void (*)(int))(uintptr_t)dlsym(h, "omp_set_num_threads");
+  int (*get)(void) = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_max_threads");
+  assert_non_null(set);
+  assert_non_null(get);
+  const int before = get();
+  set(3);
+  rv_blas_serial_begin(&g);
+  const int one_runtime = set == omp_set_num_threads;
+  if (one_runtime) {
+    assert_null(g.set);
+    assert_int_equal(get(), 3);
+  } else {
+    assert_non_null(g.set);
+    assert_int_equal(get(), 1);
+  }
+  rv_blas_serial_end(&g);
+  assert_int_equal(get(), 3);
+  set(before);
+  dlclose(h);
+  printf("rv_blas_serial: %s\n", one_runtime ? "libgomp is this build's runtime: no change"
+                                              : "libgomp's thread count 1 inside, restored");
+}
+
 int main(void) {
   /* upgrade OpenBLAS from its generic fallback kernels where the CPU allows (rv_blas_init) */
   const char *core = rv_blas_init();
@@ -705,6 +746,7 @@ int main(void) {
   assert_string_equal(rv_blas_init(), core); /* idempotent: OPENBLAS_CORETYPE is now set */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_pointwise),
+      cmocka_unit_test(test_blas_serial),
       cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),
       cmocka_unit_test(test_deconv),        cmocka_unit_test(test_norms),
