@@ -533,6 +533,20 @@ static rv_status conv3x3(fwd *F, float *y, const float *x, const float *w, const
   return RV_OK;
 }
 
+/* The stem's 3x3 convs (few input channels: 3, then embed_dims[0] / 2) on the direct kernel
+ * where the CPU has it (core/conv3x3_direct.c: at 512x512 the stem of RAVLT-S went 19.2 ->
+ * 13.5 ms, bench/RESULTS.md), else as conv3x3 above; the stride-2 ones give conv3x3's bits
+ * (the same sums in the same order as im2col + the GEMM), the stride-1 ones the direct sums
+ * instead of Winograd F(2x2)'s. */
+static rv_status stem_conv(fwd *F, float *y, const float *x, const float *w, const float *b,
+                           int cin, int h, int wd, int cout, int stride, rv_act act) {
+  if (rv_conv3x3_direct_supported()) {
+    rv_status st = rv_conv3x3_direct_f32(y, x, w, b, cin, h, wd, cout, stride, act, F->A);
+    return st == RV_OK ? RV_OK : oom(F);
+  }
+  return conv3x3(F, y, x, w, b, cin, h, wd, cout, stride, act);
+}
+
 /* One image: stem, stages, outputs (backbone: out slices; classifier: logits row). */
 static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor out[4],
                                float *logits) {
@@ -550,13 +564,13 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   const size_t half = (size_t)m->stem_c[1] * h2 * w2; /* stem_c[1..3]: all embed_dims[0] / 2 */
   float *pa = rv_arena_floats(F->A, half), *pb = rv_arena_floats(F->A, half);
   if (!pa || !pb) return oom(F);
-  RV_TRY(conv3x3(F, pa, img, m->stem_w[0], m->stem_b[0], m->stem_c[0], H, W, m->stem_c[1], 2,
+  RV_TRY(stem_conv(F, pa, img, m->stem_w[0], m->stem_b[0], m->stem_c[0], H, W, m->stem_c[1], 2,
                  RV_ACT_GELU));
-  RV_TRY(conv3x3(F, pb, pa, m->stem_w[1], m->stem_b[1], m->stem_c[1], h2, w2, m->stem_c[2], 1,
+  RV_TRY(stem_conv(F, pb, pa, m->stem_w[1], m->stem_b[1], m->stem_c[1], h2, w2, m->stem_c[2], 1,
                  RV_ACT_GELU));
-  RV_TRY(conv3x3(F, pa, pb, m->stem_w[2], m->stem_b[2], m->stem_c[2], h2, w2, m->stem_c[3], 1,
+  RV_TRY(stem_conv(F, pa, pb, m->stem_w[2], m->stem_b[2], m->stem_c[2], h2, w2, m->stem_c[3], 1,
                  RV_ACT_GELU));
-  RV_TRY(conv3x3(F, x, pa, m->stem_w[3], m->stem_b[3], m->stem_c[3], h2, w2, m->stem_c[4], 2,
+  RV_TRY(stem_conv(F, x, pa, m->stem_w[3], m->stem_b[3], m->stem_c[3], h2, w2, m->stem_c[4], 2,
                  RV_ACT_NONE));
   rv_arena_release(F->A, ms);
   emit(F, "patch_embed", x, m->stem_c[4], h, w);

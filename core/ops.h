@@ -183,6 +183,21 @@ rv_status rv_conv3x3_bf16(float *y, const float *x, const uint32_t *wp, const fl
 void rv_conv3x3_bf16_naive(float *y, const float *x, const float *w, const float *b, int cin,
                            int h, int wd, int cout, int stride, rv_act act);
 
+/* ---- direct dense 3x3 convs for few input channels (core/conv3x3_direct.c) -------------------
+ * The same conv as rv_conv3x3_f32 (pad 1, stride 1 or 2, one NCHW image, w [cout][cin][3][3]
+ * as PyTorch stores it, b may be NULL) by a register-blocked AVX-512 kernel reading x in place:
+ * each output sums over k = 9 ci + 3 ky + kx in order with FMA (padding taps skipped), then
+ * + b, then act: the order of im2col with a GEMM that does not split k. The weights are
+ * packed per call (rv_conv3x3_direct_packed_floats(cout, cin) floats of scratch): meant for
+ * small cin (the stem), where im2col and Winograd move more bytes than they multiply.
+ * RV_ERR_UNSUPPORTED without AVX-512F (rv_conv3x3_direct_supported()), RV_ERR_ARG for
+ * another stride, RV_ERR_NOMEM if scratch is short. */
+int rv_conv3x3_direct_supported(void);
+size_t rv_conv3x3_direct_packed_floats(int cout, int cin);
+rv_status rv_conv3x3_direct_f32(float *y, const float *x, const float *w, const float *b,
+                                int cin, int h, int wd, int cout, int stride, rv_act act,
+                                rv_arena *scratch);
+
 /* ---- convolution ----------------------------------------------------------------------- */
 /* How rv_conv2d_f32 computes a conv. The AUTO modes pick by the rule in core/conv.c; the
  * others force a path (Winograd applies only to 3x3 stride-1 undilated ungrouped convs,

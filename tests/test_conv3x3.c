@@ -1,4 +1,5 @@
-/* The dense 3x3 convs on the GEMM kernels (core/conv3x3.c) over odd shapes: cin 3, 5, 32,
+/* The dense 3x3 convs on the GEMM kernels (core/conv3x3.c) and the direct kernel
+ * (core/conv3x3_direct.c, test_conv3x3_direct below) over odd shapes: cin 3, 5, 32,
  * 67; maps odd and even, smaller and larger than one panel (up to 4 x 48 pixels) and with
  * several wide panels; stride 1 and 2; cout not a multiple of 8; with and without GELU and
  * bias; 1, 2 and 3 threads. Tolerances, all relative to S = max|ref| over the output:
@@ -82,6 +83,67 @@ static void test_conv3x3_f32(void **state) {
   rv_arena_free(scratch);
 }
 
+/* rv_conv3x3_direct_f32 (core/conv3x3_direct.c) against the naive conv: the shapes above
+ * and wider rows, so that each of the kernel's variants runs (2 and 3 vectors a cell, cells
+ * inside the row with unmasked loads and cells at its borders, strides 1 and 2, cout not a
+ * multiple of 8, 1x1 maps); |d| <= 1e-5 S as rv_conv3x3_f32 (the same sums over 9 cin terms
+ * in order) */
+static const shape wide[] = {
+    {5, 13, 200, 9, 1}, {3, 10, 300, 8, 2}, {32, 9, 96, 16, 1}, {4, 7, 192, 16, 2},
+    {32, 6, 130, 33, 1}, {48, 5, 101, 24, 2}, {2, 1, 1, 3, 2},
+};
+
+static void test_conv3x3_direct(void **state) {
+  (void)state;
+  if (!rv_conv3x3_direct_supported()) {
+    printf("rv_conv3x3_direct_f32: no AVX-512F on this CPU, not tested here\n");
+    skip();
+  }
+  rv_arena *scratch = rv_arena_create(0);
+  const int threads0 = omp_get_max_threads();
+  const int nwide = (int)(sizeof wide / sizeof wide[0]);
+  double worst = 0;
+  for (int s = 0; s < NSHAPES + nwide; s++) {
+    const shape S = s < NSHAPES ? shapes[s] : wide[s - NSHAPES];
+    const int oh = rv_conv_out_size(S.h, 3, S.stride, 1, 1);
+    const int ow = rv_conv_out_size(S.w, 3, S.stride, 1, 1);
+    const size_t ny = (size_t)S.cout * oh * ow;
+    float *x = kc_rand((size_t)S.cin * S.h * S.w, 110 + s);
+    float *w = kc_rand((size_t)S.cout * S.cin * 9, 140 + s);
+    float *b = kc_rand((size_t)S.cout, 170 + s);
+    float *y = kc_rand(ny, 1), *ref = kc_rand(ny, 2);
+    for (int v = 0; v < 2; v++) {
+      const rv_act act = (s + v) % 2 ? RV_ACT_GELU : RV_ACT_NONE;
+      const float *bias = v ? b : NULL;
+      rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
+      p.act = act;
+      rv_conv2d_naive_f32(ref, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
+      const double scale = max_abs(ref, ny);
+      for (int th = 1; th <= 3; th++) {
+        omp_set_num_threads(th);
+        memset(y, 0xff, sizeof(float) * ny); /* NaN: every output must be written */
+        assert_int_equal(rv_conv3x3_direct_f32(y, x, w, bias, S.cin, S.h, S.w, S.cout, S.stride,
+                                               act, scratch),
+                         RV_OK);
+        assert_int_equal(rv_arena_used(scratch), 0);
+        char what[128];
+        snprintf(what, sizeof what, "conv3x3_direct cin %d %dx%d cout %d s%d act %d bias %d th %d",
+                 S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
+        kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
+        const double d = max_abs_diff(y, ref, ny) / scale;
+        worst = d > worst ? d : worst;
+      }
+    }
+    omp_set_num_threads(threads0);
+    free(x), free(w), free(b), free(y), free(ref);
+  }
+  printf("rv_conv3x3_direct_f32: max |d| / max|y| against the naive conv: %.3g\n", worst);
+  float one = 1.0f, out[4], w1[9] = {0};
+  assert_int_equal(rv_conv3x3_direct_f32(out, &one, w1, NULL, 1, 1, 1, 1, 3, RV_ACT_NONE, scratch),
+                   RV_ERR_ARG);
+  rv_arena_free(scratch);
+}
+
 static void test_conv3x3_bf16(void **state) {
   (void)state;
   if (!rv_bf16_supported()) {
@@ -150,6 +212,7 @@ static void test_conv3x3_bf16(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_conv3x3_f32),
+      cmocka_unit_test(test_conv3x3_direct),
       cmocka_unit_test(test_conv3x3_bf16),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
