@@ -105,7 +105,8 @@ RV_API rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_m
  * attention products (RALA's, the softmax attention's); the necks' and heads' 1x1 convs,
  * their 3x3 convs where the float32 rule runs Winograd F(4x4) (segmentation and RetinaNet
  * heads at large sizes; the detection FPN's and RPN's run F(2x2) and stay float32), the
- * RoI heads' conv stacks and shared fc layers, UperNet's convs of upsampled maps. The stem
+ * RoI heads' conv stacks and shared fc layers, the mask heads' 2x2 deconv (on CPUs with
+ * AVX-512, where it is fused with the label's logits), UperNet's convs of upsampled maps. The stem
  * and downsampling convs, depthwise convs, norms, softmax, GELU, residual sums, the
  * classifiers (conv_seg, fc_cls, fc_reg, rpn_cls / rpn_reg, retina_cls / retina_reg,
  * conv_logits), box decoding and NMS stay float32 (the backbone FFN's GELU and the
