@@ -28,27 +28,41 @@ static const shape shapes[] = {
 };
 #define NSHAPES ((int)(sizeof shapes / sizeof shapes[0]))
 
-static void test_conv3x3_f32(void **state) {
-  (void)state;
-  if (!rv_conv3x3_f32_supported()) {
-    printf("rv_conv3x3_f32: no AVX-512F on this CPU, not tested here\n");
-    skip();
-  }
-  rv_arena *scratch = rv_arena_create(0);
+/* The float32 convs of this file: y from x, w ([cout][cin][3][3]) and b. */
+typedef rv_status (*conv_fn)(float *y, const float *x, const float *w, const float *b, shape S,
+                             rv_act act, rv_arena *scratch);
+
+static rv_status run_gather(float *y, const float *x, const float *w, const float *b, shape S,
+                            rv_act act, rv_arena *scratch) {
+  float *up = malloc(sizeof(float) * rv_conv3x3_packed_floats(S.cout, S.cin));
+  assert_non_null(up);
+  rv_conv3x3_pack_f32(up, w, S.cout, S.cin);
+  rv_status st = rv_conv3x3_f32(y, x, up, b, S.cin, S.h, S.w, S.cout, S.stride, act, scratch);
+  free(up);
+  return st;
+}
+
+static rv_status run_direct(float *y, const float *x, const float *w, const float *b, shape S,
+                            rv_act act, rv_arena *scratch) {
+  return rv_conv3x3_direct_f32(y, x, w, b, S.cin, S.h, S.w, S.cout, S.stride, act, scratch);
+}
+
+/* fn over the shapes, with and without bias, GELU on every other one, 1-3 threads, every
+ * output written (y filled with NaN first), the scratch arena given back: |d| <= 1e-5 S
+ * against rv_conv2d_naive_f32; returns the largest |d| / S */
+static double sweep_f32(const char *name, conv_fn fn, const shape *list, int count, int seed,
+                        rv_arena *scratch) {
   const int threads0 = omp_get_max_threads();
   double worst = 0;
-  for (int s = 0; s < NSHAPES; s++) {
-    const shape S = shapes[s];
+  for (int s = 0; s < count; s++) {
+    const shape S = list[s];
     const int oh = rv_conv_out_size(S.h, 3, S.stride, 1, 1);
     const int ow = rv_conv_out_size(S.w, 3, S.stride, 1, 1);
     const size_t ny = (size_t)S.cout * oh * ow;
-    float *x = kc_rand((size_t)S.cin * S.h * S.w, 10 + s);
-    float *w = kc_rand((size_t)S.cout * S.cin * 9, 40 + s);
-    float *b = kc_rand((size_t)S.cout, 70 + s);
+    float *x = kc_rand((size_t)S.cin * S.h * S.w, seed + s);
+    float *w = kc_rand((size_t)S.cout * S.cin * 9, seed + 30 + s);
+    float *b = kc_rand((size_t)S.cout, seed + 60 + s);
     float *y = kc_rand(ny, 1), *ref = kc_rand(ny, 2);
-    float *up = malloc(sizeof(float) * rv_conv3x3_packed_floats(S.cout, S.cin));
-    assert_non_null(up);
-    rv_conv3x3_pack_f32(up, w, S.cout, S.cin);
     for (int v = 0; v < 2; v++) {
       const rv_act act = (s + v) % 2 ? RV_ACT_GELU : RV_ACT_NONE;
       const float *bias = v ? b : NULL;
@@ -59,12 +73,10 @@ static void test_conv3x3_f32(void **state) {
       for (int th = 1; th <= 3; th++) {
         omp_set_num_threads(th);
         memset(y, 0xff, sizeof(float) * ny); /* NaN: every output must be written */
-        assert_int_equal(rv_conv3x3_f32(y, x, up, bias, S.cin, S.h, S.w, S.cout, S.stride, act,
-                                        scratch),
-                         RV_OK);
+        assert_int_equal(fn(y, x, w, bias, S, act, scratch), RV_OK);
         assert_int_equal(rv_arena_used(scratch), 0);
         char what[128];
-        snprintf(what, sizeof what, "conv3x3_f32 cin %d %dx%d cout %d s%d act %d bias %d th %d",
+        snprintf(what, sizeof what, "%s cin %d %dx%d cout %d s%d act %d bias %d th %d", name,
                  S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
         kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
         const double d = max_abs_diff(y, ref, ny) / scale;
@@ -72,8 +84,19 @@ static void test_conv3x3_f32(void **state) {
       }
     }
     omp_set_num_threads(threads0);
-    free(x), free(w), free(b), free(y), free(ref), free(up);
+    free(x), free(w), free(b), free(y), free(ref);
   }
+  return worst;
+}
+
+static void test_conv3x3_f32(void **state) {
+  (void)state;
+  if (!rv_conv3x3_f32_supported()) {
+    printf("rv_conv3x3_f32: no AVX-512F on this CPU, not tested here\n");
+    skip();
+  }
+  rv_arena *scratch = rv_arena_create(0);
+  const double worst = sweep_f32("conv3x3_f32", run_gather, shapes, NSHAPES, 10, scratch);
   printf("rv_conv3x3_f32: max |d| / max|y| against the naive conv: %.3g\n", worst);
   /* a stride the kernel does not take */
   float one = 1.0f, out[4];
@@ -100,43 +123,10 @@ static void test_conv3x3_direct(void **state) {
     skip();
   }
   rv_arena *scratch = rv_arena_create(0);
-  const int threads0 = omp_get_max_threads();
-  const int nwide = (int)(sizeof wide / sizeof wide[0]);
-  double worst = 0;
-  for (int s = 0; s < NSHAPES + nwide; s++) {
-    const shape S = s < NSHAPES ? shapes[s] : wide[s - NSHAPES];
-    const int oh = rv_conv_out_size(S.h, 3, S.stride, 1, 1);
-    const int ow = rv_conv_out_size(S.w, 3, S.stride, 1, 1);
-    const size_t ny = (size_t)S.cout * oh * ow;
-    float *x = kc_rand((size_t)S.cin * S.h * S.w, 110 + s);
-    float *w = kc_rand((size_t)S.cout * S.cin * 9, 140 + s);
-    float *b = kc_rand((size_t)S.cout, 170 + s);
-    float *y = kc_rand(ny, 1), *ref = kc_rand(ny, 2);
-    for (int v = 0; v < 2; v++) {
-      const rv_act act = (s + v) % 2 ? RV_ACT_GELU : RV_ACT_NONE;
-      const float *bias = v ? b : NULL;
-      rv_conv_params p = rv_conv_default_params(3, S.stride, 1);
-      p.act = act;
-      rv_conv2d_naive_f32(ref, x, w, bias, 1, S.cin, S.h, S.w, S.cout, p);
-      const double scale = max_abs(ref, ny);
-      for (int th = 1; th <= 3; th++) {
-        omp_set_num_threads(th);
-        memset(y, 0xff, sizeof(float) * ny); /* NaN: every output must be written */
-        assert_int_equal(rv_conv3x3_direct_f32(y, x, w, bias, S.cin, S.h, S.w, S.cout, S.stride,
-                                               act, scratch),
-                         RV_OK);
-        assert_int_equal(rv_arena_used(scratch), 0);
-        char what[128];
-        snprintf(what, sizeof what, "conv3x3_direct cin %d %dx%d cout %d s%d act %d bias %d th %d",
-                 S.cin, S.h, S.w, S.cout, S.stride, (int)act, v, th);
-        kc_assert_near(y, ref, ny, 0.0, 1e-5 * scale, what);
-        const double d = max_abs_diff(y, ref, ny) / scale;
-        worst = d > worst ? d : worst;
-      }
-    }
-    omp_set_num_threads(threads0);
-    free(x), free(w), free(b), free(y), free(ref);
-  }
+  double worst = sweep_f32("conv3x3_direct", run_direct, shapes, NSHAPES, 110, scratch);
+  const double w2 = sweep_f32("conv3x3_direct", run_direct, wide,
+                              (int)(sizeof wide / sizeof wide[0]), 210, scratch);
+  worst = w2 > worst ? w2 : worst;
   printf("rv_conv3x3_direct_f32: max |d| / max|y| against the naive conv: %.3g\n", worst);
   float one = 1.0f, out[4], w1[9] = {0};
   assert_int_equal(rv_conv3x3_direct_f32(out, &one, w1, NULL, 1, 1, 1, 1, 3, RV_ACT_NONE, scratch),
