@@ -20,14 +20,14 @@
 
 #include <omp.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
 enum { DR = 8 }; /* output channels per register block */
 
 size_t rv_conv3x3_direct_packed_floats(int cout, int cin) {
   return (size_t)((cout + DR - 1) / DR * DR) * (size_t)cin * 9;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
 
 /* up[((co / 8) cin + ci) 9 + tap][co % 8] = w[co][ci][tap], zero rows past cout */
 static void pack(float *up, const float *w, int cout, int cin) {
@@ -39,12 +39,14 @@ static void pack(float *up, const float *w, int cout, int cin) {
             co < cout ? w[((size_t)co * cin + ci) * 9 + t] : 0.0f;
 }
 
+/* lanes [0, n) of 16: all for n >= 16, none for n <= 0 */
+static __mmask16 lanes_below(long n) {
+  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
 /* lanes [0, 16) of a load starting at column c0 that fall in [0, wd) */
 static __mmask16 cols_mask(long c0, int wd) {
-  unsigned m = 0;
-  for (int t = 0; t < 16; t++)
-    if (c0 + t >= 0 && c0 + t < wd) m |= 1u << t;
-  return (__mmask16)m;
+  return (__mmask16)(lanes_below((long)wd - c0) & ~lanes_below(-c0));
 }
 
 /* One cell: rows [ky0, ky1) of the taps, NV vectors of 16 output pixels from column ox0 of
@@ -117,10 +119,7 @@ __attribute__((target("avx512f,fma"))) static void run_cell(int S, const dgeom *
   const int ky0 = iy0 < 0 ? -iy0 : 0, ky1 = iy0 + 3 > g->h ? g->h - iy0 : 3;
   __mmask16 m[3][6], sm[3];
   int full = 1;
-  for (int q = 0; q < NV; q++) {
-    const int left = g->ow - (ox0 + 16 * q);
-    sm[q] = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-  }
+  for (int q = 0; q < NV; q++) sm[q] = lanes_below((long)g->ow - (ox0 + 16 * q));
   for (int kx = 0; kx < 3; kx++)
     for (int q = 0; q < NV * S; q++) {
       m[kx][q] = cols_mask((long)ox0 * S + kx - 1 + 16 * q, g->wd);
@@ -188,9 +187,6 @@ rv_status rv_conv3x3_direct_f32(float *y, const float *x, const float *w, const 
 }
 #else
 int rv_conv3x3_direct_supported(void) { return 0; }
-size_t rv_conv3x3_direct_packed_floats(int cout, int cin) {
-  return (size_t)((cout + 7) / 8 * 8) * (size_t)cin * 9;
-}
 rv_status rv_conv3x3_direct_f32(float *y, const float *x, const float *w, const float *b,
                                 int cin, int h, int wd, int cout, int stride, rv_act act,
                                 rv_arena *scratch) {
