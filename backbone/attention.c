@@ -12,6 +12,10 @@
  * fewer tasks than threads at N ~ 1000 (bench/RESULTS.md, "Measurements behind the code's
  * rules").
  *
+ * Where the CPU has AVX-512 both products run on core/ukernel.c's kernel instead (the
+ * section "float32 on the AVX-512 kernel" below), with the same online softmax; the BLAS
+ * tiles (rv_softmax_attention_tiles_f32) are the other CPUs' path.
+ *
  * Tiles run in an OpenMP loop, each calling cblas_sgemm on its own tile. OpenBLAS's
  * OpenMP build runs a GEMM called from inside a parallel region on the calling thread
  * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription; where
@@ -164,9 +168,227 @@ static void f32_task(const att_job *j, int t, int tid) {
              j->ld, j->d, j->n, j->scale, q0, bq, s, o, m, m + BQ);
 }
 
-rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
-                                   const float *v, int ld, int heads, int d, int n,
-                                   float scale, rv_arena *arena) {
+
+/* ---- float32 on the AVX-512 kernel (core/ukernel.c) --------------------------------------
+ * Where rv_ukernel_supported(): the tile of flash_tile computed transposed, as the bf16 one
+ * below, with both products on rv_ukernel_f32 and no BLAS call:
+ *   S^T = (scale K_tile)^T Q_tile  [bk x bq]   (K packed per head, once, as 8-key groups
+ *                                              [key / 8][c][key % 8]; Q read in place)
+ *   softmax down the columns, in place (16 queries per vector)
+ *   O^T = O^T alpha + V_tile P^T   [d x bq]    (V packed per head, once, as 8-channel groups
+ *                                              [e / 8][key][e % 8]; P^T, the S^T tile)
+ * OpenBLAS re-packed the 512 x 64 query tile for every key tile and the 512 x 512
+ * probabilities for the second product (its copy routines were a tenth of the attention's
+ * time) and stored the 512 x 64 output tile row-major, transposed at the end. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define ATT_F32 __attribute__((target("avx512f,fma")))
+
+/* rv_vexpf (core/vmath.h) on 16 lanes, operation for operation */
+ATT_F32 static inline __m512 exp16_f32(__m512 x) {
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3365f));
+  const __m512 n = _mm512_sub_ps(
+      _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(12582912.0f)),
+      _mm512_set1_ps(12582912.0f));
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r,
+                             _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r),
+                                 _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
+}
+
+/* Column softmax update of S^T [bk x 16 queries] (row stride ls) in place: the columns'
+ * running maxima m, sums l and rescale factors alpha (16 each, all lanes: columns past the
+ * tile hold finite values, never read back) */
+ATT_F32 static void softmax_cols16(float *st, size_t ls, int bk, float *m, float *l,
+                                   float *alpha) {
+  const __m512 m0 = _mm512_loadu_ps(m);
+  __m512 mx0 = m0, mx1 = m0, mx2 = m0, mx3 = m0;
+  int j = 0;
+  for (; j + 4 <= bk; j += 4) {
+    mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
+    mx1 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 1) * ls), mx1);
+    mx2 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 2) * ls), mx2);
+    mx3 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 3) * ls), mx3);
+  }
+  for (; j < bk; j++) mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
+  const __m512 mx = _mm512_max_ps(_mm512_max_ps(mx0, mx1), _mm512_max_ps(mx2, mx3));
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  for (j = 0; j + 2 <= bk; j += 2) {
+    float *s0 = st + (size_t)j * ls, *s1 = s0 + ls;
+    const __m512 e0 = exp16_f32(_mm512_sub_ps(_mm512_loadu_ps(s0), mx));
+    const __m512 e1 = exp16_f32(_mm512_sub_ps(_mm512_loadu_ps(s1), mx));
+    _mm512_storeu_ps(s0, e0);
+    _mm512_storeu_ps(s1, e1);
+    acc0 = _mm512_add_ps(acc0, e0);
+    acc1 = _mm512_add_ps(acc1, e1);
+  }
+  if (j < bk) {
+    float *s0 = st + (size_t)j * ls;
+    const __m512 e0 = exp16_f32(_mm512_sub_ps(_mm512_loadu_ps(s0), mx));
+    _mm512_storeu_ps(s0, e0);
+    acc0 = _mm512_add_ps(acc0, e0);
+  }
+  /* alpha = e^(m - m'), 0 where m was -inf (the first tile) */
+  const __mmask16 first = _mm512_cmp_ps_mask(m0, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ);
+  const __m512 a = _mm512_mask_mov_ps(exp16_f32(_mm512_sub_ps(m0, mx)), first,
+                                      _mm512_setzero_ps());
+  _mm512_storeu_ps(alpha, a);
+  _mm512_storeu_ps(l, _mm512_fmadd_ps(_mm512_loadu_ps(l), a, _mm512_add_ps(acc0, acc1)));
+  _mm512_storeu_ps(m, mx);
+}
+
+/* O^T [d x bq] (row stride bq) times alpha, column by column */
+ATT_F32 static void rescale_cols(float *ot, int d, int bq, const float *alpha) {
+  for (int e = 0; e < d; e++) {
+    float *r = ot + (size_t)e * bq;
+    int i = 0;
+    for (; i + 16 <= bq; i += 16)
+      _mm512_storeu_ps(r + i, _mm512_mul_ps(_mm512_loadu_ps(r + i), _mm512_loadu_ps(alpha + i)));
+    if (i < bq) {
+      const __mmask16 mk = (__mmask16)((1u << (bq - i)) - 1);
+      _mm512_mask_storeu_ps(r + i, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, r + i),
+                                                     _mm512_maskz_loadu_ps(mk, alpha + i)));
+    }
+  }
+}
+#define ATT_HAVE_UK 1
+#else
+#define ATT_HAVE_UK 0
+static void softmax_cols16(float *st, size_t ls, int bk, float *m, float *l, float *alpha) {
+  (void)st, (void)ls, (void)bk, (void)m, (void)l, (void)alpha;
+  RV_ASSERT(0); /* the kernel path runs only where rv_ukernel_supported() */
+}
+static void rescale_cols(float *ot, int d, int bq, const float *alpha) {
+  (void)ot, (void)d, (void)bq, (void)alpha;
+  RV_ASSERT(0);
+}
+#endif
+
+/* One query tile of one head against key tiles of BKU, 48 queries (the kernel's block) at
+ * a time within a key tile: the block's S^T [BKU x 48] stays in L1 from the product through
+ * the column softmax to the second product, and the key tile's packed K and V (2 x 32 KB
+ * for d = 64) stay in L1 / L2 for all the tile's blocks (query blocks outside, K and V came
+ * from L3 once per block: 20% slower).
+ * kp, vp: this head's packed K (keys rounded up to 8) and V (channels rounded up to 8, np
+ * keys a group); st [BKU x 48]; ot [bq / 48 blocks][dp][48]; m, l, alpha BQ + 48 each. */
+enum { BKU = 128 };
+static void flash_tile_uk(float *res, int ldr, const float *kp, const float *vp, int np,
+                          const float *q, int ld, int d, int n, int q0, int bq, float *qp,
+                          float *st, float *ot, float *m, float *l, float *alpha) {
+  const int dp = (d + UK_MR - 1) / UK_MR * UK_MR, nb = (bq + UK_NT - 1) / UK_NT;
+  /* the query tile as blocks [d][48]: read in place, rows ld apart, a power of two such as
+   * N = 1024 put the block's 64 rows in one L1 set (the products ran 25% slower) */
+  for (int b = 0; b < nb; b++) {
+    const int i0 = b * UK_NT, nt = bq - i0 < UK_NT ? bq - i0 : UK_NT;
+    for (int c = 0; c < d; c++) {
+      float *o = qp + ((size_t)b * d + c) * UK_NT;
+      memcpy(o, q + (size_t)c * ld + q0 + i0, sizeof(float) * nt);
+      for (int i = nt; i < UK_NT; i++) o[i] = 0.0f;
+    }
+  }
+  for (int i = 0; i < nb * UK_NT; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+  for (size_t i = 0; i < (size_t)nb * dp * UK_NT; i++) ot[i] = 0.0f;
+  /* columns past bq: read by the softmax's vectors, finite */
+  for (size_t i = 0; i < (size_t)BKU * UK_NT; i++) st[i] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += BKU) {
+    const int bk = n - k0 < BKU ? n - k0 : BKU;
+    for (int b = 0; b < nb; b++) {
+      const int i0 = b * UK_NT, nt = bq - i0 < UK_NT ? bq - i0 : UK_NT;
+      float *ob = ot + (size_t)b * dp * UK_NT;
+      /* S^T rows of 8 keys (the last group's padding keys give rows past bk, not read) */
+      for (int g = 0; g < bk; g += UK_MR)
+        rv_ukernel_f32(st + (size_t)g * UK_NT, UK_NT, kp + (size_t)(k0 + g) * d,
+                       qp + (size_t)b * d * UK_NT, UK_NT, d, nt, NULL);
+      for (int c = 0; c < UK_NT; c += 16)
+        softmax_cols16(st + c, UK_NT, bk, m + i0 + c, l + i0 + c, alpha + c);
+      if (k0 > 0) rescale_cols(ob, dp, UK_NT, alpha);
+      for (int e0 = 0; e0 < dp; e0 += UK_MR)
+        rv_ukernel_acc_f32(ob + (size_t)e0 * UK_NT, UK_NT,
+                           vp + (size_t)e0 * np + (size_t)k0 * UK_MR, st, UK_NT, bk, nt);
+    }
+  }
+  for (int i = 0; i < bq; i++) l[i] = 1.0f / l[i];
+  for (int b = 0; b < nb; b++) {
+    const int i0 = b * UK_NT, nt = bq - i0 < UK_NT ? bq - i0 : UK_NT;
+    for (int e = 0; e < d; e++) {
+      const float *r = ot + ((size_t)b * dp + e) * UK_NT;
+      float *o = res + (size_t)e * ldr + q0 + i0;
+      for (int i = 0; i < nt; i++) o[i] = r[i] * l[i0 + i];
+    }
+  }
+}
+
+static void uk_task(const att_job *j, int t, int tid) {
+  const int dp = (j->d + UK_MR - 1) / UK_MR * UK_MR;
+  float *st = j->scratch + j->per * tid, *ot = st + (size_t)BKU * UK_NT;
+  float *qp = ot + (size_t)dp * (BQ + UK_NT), *m = qp + (size_t)dp * (BQ + UK_NT);
+  const int h = t / j->nqt, q0 = (t % j->nqt) * BQ, bq = j->n - q0 < BQ ? j->n - q0 : BQ;
+  const float *kp = (const float *)j->packed + (size_t)h * (j->kwords + j->vwords);
+  flash_tile_uk(j->res + (size_t)h * j->d * j->ldr, j->ldr, kp, kp + j->kwords, (int)j->kgw,
+                j->q + (size_t)h * j->d * j->ld, j->ld, j->d, j->n, q0, bq, qp, st, ot, m,
+                m + BQ + UK_NT, m + 2 * (BQ + UK_NT));
+}
+
+static rv_status attention_uk(float *res, int ldr, const float *q, const float *k,
+                              const float *v, int ld, int heads, int d, int n, float scale,
+                              rv_arena *arena) {
+  const int nqt = (n + BQ - 1) / BQ, tasks = heads * nqt, nth = att_threads(tasks);
+  const int np = (n + UK_MR - 1) / UK_MR * UK_MR, dp = (d + UK_MR - 1) / UK_MR * UK_MR;
+  const size_t kfl = (size_t)np * d, vfl = (size_t)dp * np; /* packed K, V floats a head */
+  const size_t per = (size_t)BKU * UK_NT + (size_t)(2 * dp + 3) * (BQ + UK_NT) + 16;
+  rv_arena_mark mk = rv_arena_get_mark(arena);
+  float *packed = rv_arena_floats(arena, (kfl + vfl) * heads);
+  float *scratch = rv_arena_floats(arena, per * nth);
+  if (!packed || !scratch) {
+    rv_arena_release(arena, mk);
+    return RV_ERR_NOMEM;
+  }
+#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
+  for (int h = 0; h < 2 * heads; h++) {
+    const size_t off = (size_t)(h / 2) * d * ld;
+    float *dst = packed + (size_t)(h / 2) * (kfl + vfl);
+    if (h % 2 == 0) { /* K: [key / 8][c][key % 8] times scale, zero keys past n */
+      const float *kh = k + off;
+      for (int g = 0; g < np; g += UK_MR) {
+        const int nk = n - g < UK_MR ? n - g : UK_MR;
+        for (int c = 0; c < d; c++) {
+          float *o = dst + (size_t)g * d + (size_t)c * UK_MR;
+          const float *src = kh + (size_t)c * ld + g;
+          for (int r = 0; r < nk; r++) o[r] = src[r] * scale;
+          for (int r = nk; r < UK_MR; r++) o[r] = 0.0f;
+        }
+      }
+    } else { /* V: [e / 8][key][e % 8], zero keys past n and channels past d */
+      const float *vh = v + off;
+      float *vd = dst + kfl;
+      memset(vd, 0, sizeof(float) * vfl);
+      for (int e = 0; e < d; e++) {
+        const float *src = vh + (size_t)e * ld;
+        float *o = vd + (size_t)(e / UK_MR) * UK_MR * np + e % UK_MR;
+        for (int key = 0; key < n; key++) o[(size_t)key * UK_MR] = src[key];
+      }
+    }
+  }
+  const att_job j = {res, ldr, ld, d, n, nqt, q, k, v, scale, scratch, per,
+                     (const uint32_t *)packed, kfl, vfl, (size_t)np, 0};
+  att_run(&j, tasks, nth, uk_task);
+  rv_arena_release(arena, mk);
+  return RV_OK;
+}
+
+rv_status rv_softmax_attention_tiles_f32(float *res, int ldr, const float *q, const float *k,
+                                         const float *v, int ld, int heads, int d, int n,
+                                         float scale, rv_arena *arena) {
   RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
   const int nqt = (n + BQ - 1) / BQ, tasks = heads * nqt, nth = att_threads(tasks);
   const size_t per = (size_t)BQ * BK + (size_t)BQ * d + 2 * (size_t)BQ + 16;
@@ -177,6 +399,15 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
   att_run(&j, tasks, nth, f32_task);
   rv_arena_release(arena, mk);
   return RV_OK;
+}
+
+rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
+                                   const float *v, int ld, int heads, int d, int n,
+                                   float scale, rv_arena *arena) {
+  RV_ASSERT(res && q && k && v && heads > 0 && d > 0 && n > 0 && ld >= n && ldr >= n);
+  if (ATT_HAVE_UK && rv_ukernel_supported())
+    return attention_uk(res, ldr, q, k, v, ld, heads, d, n, scale, arena);
+  return rv_softmax_attention_tiles_f32(res, ldr, q, k, v, ld, heads, d, n, scale, arena);
 }
 
 /* ---- bf16 (rv_softmax_attention_bf16) ----------------------------------------------------

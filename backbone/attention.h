@@ -77,10 +77,16 @@ rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
 /* Softmax attention per head on already-roped q, k and v [heads*d x N] (row stride ld):
  *   res[:, l] = sum_m softmax_m(scale * q_l . k_m) v[:, m]
  * computed in query tiles x key tiles with an online softmax: the N x N matrix is never
- * stored (scratch O(threads * tile^2)). */
+ * stored (scratch O(threads * tile^2), plus K and V packed: 2 heads d N floats where the
+ * AVX-512 kernel runs). Where rv_ukernel_supported(), both products on rv_ukernel_f32
+ * (core/ukernel.c), else rv_softmax_attention_tiles_f32. */
 rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
                                    const float *v, int ld, int heads, int d, int n,
                                    float scale, rv_arena *arena);
+/* The same with the products as BLAS calls on 512 x 512 tiles (any CPU). */
+rv_status rv_softmax_attention_tiles_f32(float *res, int ldr, const float *q, const float *k,
+                                         const float *v, int ld, int heads, int d, int n,
+                                         float scale, rv_arena *arena);
 /* The same with both products on the bf16 kernel (q, k scaled and v and the probabilities
  * rounded to bfloat16, float32 sums; softmax, rescaling and the division in float32). Only
  * where rv_bf16_supported(). */
