@@ -413,11 +413,13 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
 /* ---- bf16 (rv_softmax_attention_bf16) ----------------------------------------------------
  * The same blocked online softmax with the two products on the bf16 kernel, computed
  * transposed so that every operand is in the layout the kernel packs without a transpose:
- *   S^T = (scale K_tile)^T Q_tile  [bk x bq]   (K packed per head, once, as rows = keys)
+ *   S^T = (scale K_tile)^T Q_tile  [bk x 48]   (K packed per head, once, as rows = keys;
+ *                                              the query tile packed once as the panel)
  *   softmax down the columns (16 queries per vector: no horizontal reductions)
- *   O^T = O^T alpha + V_tile P^T   [d x bq]    (V packed per head, once, as rows = channels;
- *                                              P^T, the S^T tile, packed as the panel)
- * and res[:, q0 + i] = O^T[:, i] / l_i, rows contiguous. */
+ *   O^T = O^T alpha + V_tile P^T   [d x 48]    (V packed per head, once, as rows = channels;
+ *                                              P^T, the S^T block, packed as the panel)
+ * key tiles of BKU outside, the query tile's 48-query blocks inside (flash_tile_uk's
+ * order), and res[:, q0 + i] = O^T[:, i] / l_i, rows contiguous. */
 
 /* Column softmax update of S^T [bk x bq] (row stride ls) for 16 query columns at i0, the
  * probabilities written straight into the panel of the second product as bf16 pairs (keys
@@ -499,54 +501,69 @@ static void softmax_pack16(const float *st, size_t ls, int bk, int nq, float *m,
 
 enum { BQ16 = 512 }; /* query tile (a multiple of 16 and of the kernel's 48-pixel block) */
 
+/* One query tile of one head, as flash_tile_uk: against key tiles of BKU keys, 48 queries
+ * at a time, the block's S^T [BKU x 48], its probabilities as bf16 pairs [BKU / 2 x 48] and
+ * its O^T [d x 48] in L1 (S^T tiles of 512 x 512 streamed the column softmax from L2).
+ * qpan: the query tile's panel; ppan BKU / 2 x 48 words; st BKU x 48; ot [bq / 48][dp][48];
+ * m, l BQ16 + 48 each, alpha 48. */
 static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint32_t *vp,
                             size_t kgw, size_t vgw, const float *q, int ld, int d, int n,
                             int q0, int bq, uint32_t *qpan, uint32_t *ppan, float *st,
                             float *ot, float *m, float *l, float *alpha) {
-  const int bqp = (bq + 15) / 16 * 16; /* S^T's row stride: whole 16-column strips */
-  const int pw = (int)(rv_bf16_panel_words(2, bq)); /* the panel's row: bq rounded up to 48 */
-  rv_bf16_pack_panel(qpan, q + q0, (size_t)ld, d, bq);
-  for (int i = 0; i < bqp; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
-  for (size_t i = 0; i < (size_t)d * bq; i++) ot[i] = 0.0f;
-  if (bqp != bq) /* the padding columns are read by the softmax's vectors: defined values */
-    for (size_t i = 0; i < (size_t)BK * bqp; i++) st[i] = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += BK) {
-    const int bk = n - k0 < BK ? n - k0 : BK;
-    /* S^T [bk x bq]: keys k0.. are rows k0.. of the packed K (k0 a multiple of 8) */
-    rv_bf16_gemm_panel(st, (size_t)bqp, kp + (size_t)(k0 / 8) * kgw, kgw, qpan, bk, d, bq, 0);
-    for (int i0 = 0; i0 < bq; i0 += 16)
-      softmax_pack16(st + i0, (size_t)bqp, bk, bq - i0 < 16 ? bq - i0 : 16, m + i0, l + i0,
-                     alpha + i0, ppan + i0, pw);
-    for (int i = 0; i < (bk + 1) / 2; i++) /* the panel's columns past the 16-column strips */
-      for (int c = bqp; c < pw; c++) ppan[(size_t)i * pw + c] = 0;
-    if (k0 > 0)
-      for (int e = 0; e < d; e++) {
-        float *r = ot + (size_t)e * bq;
-        for (int i = 0; i < bq; i++) r[i] *= alpha[i];
-      }
-    /* O^T += V[:, k0..k0+bk) P^T: P^T, packed by softmax_pack16, as the panel (k = keys,
-     * n = queries) */
-    rv_bf16_gemm_panel(ot, (size_t)bq, vp + (size_t)(k0 / 2) * 8, vgw, ppan, d, bk, bq, 1);
+  const int nb = (bq + 47) / 48, pw = nb * 48, dp = (d + 7) / 8 * 8, d2 = (d + 1) / 2;
+  rv_bf16_pack_panel(qpan, q + q0, (size_t)ld, d, bq); /* rows pw words: bq rounded to 48 */
+  for (int i = 0; i < pw; i++) { m[i] = -INFINITY; l[i] = 0.0f; }
+  for (int i = 0; i < 48; i++) alpha[i] = 1.0f;
+  for (size_t i = 0; i < (size_t)nb * dp * 48; i++) ot[i] = 0.0f;
+  /* columns past bq: read by the softmax's vectors, finite */
+  for (size_t i = 0; i < (size_t)BKU * 48; i++) st[i] = 0.0f;
+  for (int k0 = 0; k0 < n; k0 += BKU) {
+    const int bk = n - k0 < BKU ? n - k0 : BKU;
+    for (int b = 0; b < nb; b++) {
+      const int i0 = b * 48, nt = bq - i0 < 48 ? bq - i0 : 48;
+      float *ob = ot + (size_t)b * dp * 48;
+      /* S^T [bk x nt]: keys k0.. are rows k0.. of the packed K (k0 a multiple of 8; the
+       * last group's padding keys give rows past bk, not read) */
+      for (int g = 0; g < bk; g += 8)
+        rv_bf16_block(st + (size_t)g * 48, 48, kp + (size_t)((k0 + g) / 8) * kgw, qpan + i0,
+                      (size_t)pw, d2, 8, nt, NULL, 0);
+      for (int c = 0; c < 48; c += 16)
+        softmax_pack16(st + c, 48, bk, nt - c < 16 ? (nt - c > 0 ? nt - c : 0) : 16,
+                       m + i0 + c, l + i0 + c, alpha + c, ppan + c, 48);
+      if (k0 > 0)
+        for (int e = 0; e < d; e++) {
+          float *r = ob + (size_t)e * 48;
+          for (int i = 0; i < 48; i++) r[i] *= alpha[i];
+        }
+      /* O^T += V[:, k0..k0+bk) P^T (keys 2i, 2i + 1 the panel's pair i) */
+      for (int e0 = 0; e0 < d; e0 += 8)
+        rv_bf16_block(ob + (size_t)e0 * 48, 48, vp + (size_t)(e0 / 8) * vgw + (size_t)(k0 / 2) * 8,
+                      ppan, 48, (bk + 1) / 2, d - e0 < 8 ? d - e0 : 8, nt, NULL, 1);
+    }
   }
   for (int i = 0; i < bq; i++) l[i] = 1.0f / l[i];
-  for (int e = 0; e < d; e++) {
-    const float *r = ot + (size_t)e * bq;
-    float *o = res + (size_t)e * ldr + q0;
-    for (int i = 0; i < bq; i++) o[i] = r[i] * l[i];
+  for (int b = 0; b < nb; b++) {
+    const int i0 = b * 48, nt = bq - i0 < 48 ? bq - i0 : 48;
+    for (int e = 0; e < d; e++) {
+      const float *r = ot + ((size_t)b * dp + e) * 48;
+      float *o = res + (size_t)e * ldr + q0 + i0;
+      for (int i = 0; i < nt; i++) o[i] = r[i] * l[i0 + i];
+    }
   }
 }
 
 static void bf16_task(const att_job *j, int t, int tid) {
+  const int dp = (j->d + 7) / 8 * 8;
   float *base = j->scratch + j->per * tid;
   uint32_t *qpan = (uint32_t *)base, *ppan = qpan + rv_bf16_panel_words(j->d, BQ16);
-  float *st = (float *)(ppan + rv_bf16_panel_words(BK, BQ16));
-  float *ot = st + (size_t)BK * BQ16, *m = ot + (size_t)j->d * BQ16;
+  float *st = (float *)(ppan + (size_t)BKU / 2 * 48);
+  float *ot = st + (size_t)BKU * 48, *m = ot + (size_t)dp * (BQ16 + 48);
   const int h = t / j->nqt, q0 = (t % j->nqt) * BQ16;
   const int bq = j->n - q0 < BQ16 ? j->n - q0 : BQ16;
   const uint32_t *kp = j->packed + (size_t)h * (j->kwords + j->vwords);
   flash_tile_bf16(j->res + (size_t)h * j->d * j->ldr, j->ldr, kp, kp + j->kwords, j->kgw,
                   j->vgw, j->q + (size_t)h * j->d * j->ld, j->ld, j->d, j->n, q0, bq, qpan,
-                  ppan, st, ot, m, m + BQ16, m + 2 * BQ16);
+                  ppan, st, ot, m, m + BQ16 + 48, m + 2 * (BQ16 + 48));
 }
 
 rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const float *k,
@@ -559,8 +576,8 @@ rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const f
   const size_t kgw = (size_t)8 * ((d + 1) / 2); /* K packed: rows = keys, k = channels */
   const size_t vgw = (size_t)8 * ((np + 1) / 2); /* V packed: rows = channels, k = keys */
   const size_t kwords = (size_t)(np / 8) * kgw, vwords = (size_t)(dp / 8) * vgw;
-  const size_t per = rv_bf16_panel_words(d, BQ16) + rv_bf16_panel_words(BK, BQ16) +
-                     (size_t)BK * BQ16 + (size_t)d * BQ16 + 3 * (size_t)BQ16 + 64;
+  const size_t per = rv_bf16_panel_words(d, BQ16) + (size_t)BKU / 2 * 48 + (size_t)BKU * 48 +
+                     (size_t)(dp + 3) * (BQ16 + 48) + 64;
   rv_arena_mark mk = rv_arena_get_mark(arena);
   uint32_t *packed = (uint32_t *)rv_arena_floats(arena, (kwords + vwords) * heads);
   float *scratch = rv_arena_floats(arena, per * nth);
