@@ -125,38 +125,49 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
 }
 
 /* c[r ldc + t] = bias[r] + sum_{i < k2} dot(u[i BM + r], v[i ldv + t]) for r < rows,
- * t < nt (stores masked past nt) */
-BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
-                               size_t ldv, int k2, int rows, int nt, const float *bias,
-                               int accumulate) {
+ * t < nt (stores masked past nt), on NV vectors of 16 columns (NV 1 to 3, a literal) */
+BF16_TARGET static inline __attribute__((always_inline)) void
+kernel_nv(int NV, float *c, size_t ldc, const uint32_t *u, const uint32_t *v, size_t ldv,
+          int k2, int rows, int nt, const float *bias, int accumulate) {
   __m512 acc[BM][3];
   for (int r = 0; r < BM; r++)
-    for (int q = 0; q < 3; q++) acc[r][q] = _mm512_setzero_ps();
+    for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int i = 0; i < k2; i++) {
     const uint32_t *vi = v + (size_t)i * ldv;
-    const __m512bh x0 = (__m512bh)_mm512_loadu_si512((const void *)vi);
-    const __m512bh x1 = (__m512bh)_mm512_loadu_si512((const void *)(vi + 16));
-    const __m512bh x2 = (__m512bh)_mm512_loadu_si512((const void *)(vi + 32));
+    __m512bh x[3];
+    for (int q = 0; q < NV; q++)
+      x[q] = (__m512bh)_mm512_loadu_si512((const void *)(vi + 16 * q));
     const uint32_t *ui = u + (size_t)i * BM;
 #pragma GCC unroll 8
     for (int r = 0; r < BM; r++) {
       const __m512bh s = (__m512bh)_mm512_set1_epi32((int)ui[r]);
-      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], s, x0);
-      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], s, x1);
-      acc[r][2] = _mm512_dpbf16_ps(acc[r][2], s, x2);
+      for (int q = 0; q < NV; q++) acc[r][q] = _mm512_dpbf16_ps(acc[r][q], s, x[q]);
     }
   }
   __mmask16 mk[3];
-  for (int q = 0; q < 3; q++) mk[q] = mask16(nt - 16 * q);
+  for (int q = 0; q < NV; q++) mk[q] = mask16(nt - 16 * q);
   for (int r = 0; r < rows; r++) {
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < NV; q++) {
       float *cr = c + (size_t)r * ldc + 16 * q;
       const __m512 add = accumulate ? _mm512_maskz_loadu_ps(mk[q], cr)
                                     : _mm512_set1_ps(bias ? bias[r] : 0.0f);
       _mm512_mask_storeu_ps(cr, mk[q], _mm512_add_ps(acc[r][q], add));
     }
   }
+}
+
+/* kernel_nv on as many vectors as nt needs: a tail of 16 or 32 columns skips the third
+ * vector's dot products (a 512-query attention tile is 10 blocks of 48 and one of 32) */
+BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
+                               size_t ldv, int k2, int rows, int nt, const float *bias,
+                               int accumulate) {
+  if (nt > 32)
+    kernel_nv(3, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+  else if (nt > 16)
+    kernel_nv(2, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+  else
+    kernel_nv(1, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
 }
 
 

@@ -80,8 +80,14 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
 __attribute__((target("avx512f,fma"))) void rv_ukernel_f32(float *c, size_t ldc, const float *u,
                                                           const float *v, size_t ldv, int k,
                                                           int nt, const float *bias) {
+  /* a tail of 16 or 32 columns on 1 or 2 vectors: masked loads of the third still cost
+   * its FMAs (a 256-token attention is 5 blocks of 48 and one of 16) */
   if (nt == UK_NT)
     block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1, 0);
+  else if (nt <= 16)
+    block_body(UK_MR, 1, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
+  else if (nt <= 32)
+    block_body(UK_MR, 2, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
   else
     block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
 }
@@ -91,6 +97,10 @@ __attribute__((target("avx512f,fma"))) void rv_ukernel_acc_f32(float *c, size_t 
                                                               size_t ldv, int k, int nt) {
   if (nt == UK_NT)
     block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, NULL, 1, 1);
+  else if (nt <= 16)
+    block_body(UK_MR, 1, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
+  else if (nt <= 32)
+    block_body(UK_MR, 2, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
   else
     block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
 }
