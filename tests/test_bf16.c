@@ -266,12 +266,14 @@ static void det_case(const char *name, double bound, int top_missed_max) {
 
 /* bounds: the issue's goal where met, else the measured figures (Zen 5; gcc 12 Release and
  * the ASan build, whose float32 parts round differently) less a margin. With the whole
- * model in bf16 (backbone, neck and heads; README "bf16"), gcc 12 Release, 2026-12-05:
- * semantic_fpn 99.97%, upernet 99.01%; mask_rcnn 69 of 71 matched, 1 of the top 20
- * missed; cascade 52 of 86, 11; retinanet 68 of 100, 7. The control (float32, the
- * backbone's 1x1 weights rounded to bf16): 99.99%, 99.08%, 69 of 71 and 1, 70 of 86 and 6,
- * 92 of 100 and 2. Earlier builds (other float32 rounding): mask_rcnn 66-71 of 71 and 0-3,
- * cascade 45-52 and 10-13, retinanet 68-78 and 5-7, upernet 98.42-99.05%. Most cascade
+ * model in bf16 (backbone, neck and heads; README "bf16"), gcc 12 Release, 2026-12-05,
+ * after the softmax attention moved to our kernels (SkylakeX / Haswell OpenBLAS kernels):
+ * semantic_fpn 99.963% / 99.962%, upernet 98.71% / 98.81%; mask_rcnn 70 of 71 matched, 1
+ * of the top 20 missed / the same; cascade 44 of 86, 12 / 48, 9; retinanet 71 of 100, 6 /
+ * 70, 9. The control (float32, the backbone's 1x1 weights rounded to bf16): 99.99%,
+ * 99.08%, 69 of 71 and 1, 70 of 86 and 6, 92 of 100 and 2. Earlier builds (other float32
+ * rounding): mask_rcnn 66-71 of 71 and 0-3, cascade 42-52 and 9-14, retinanet 68-78 and
+ * 5-7, upernet 98.42-99.05%. Most cascade
  * misses are boxes of a few pixels whose bf16 box has IoU 0.90-0.95 with the float32 one,
  * or members of clusters of overlapping same-label boxes whose scores differ by less than
  * bf16 moves them. */
