@@ -170,16 +170,19 @@ static void f32_task(const att_job *j, int t, int tid) {
 
 
 /* ---- float32 on the AVX-512 kernel (core/ukernel.c) --------------------------------------
- * Where rv_ukernel_supported(): the tile of flash_tile computed transposed, as the bf16 one
- * below, with both products on rv_ukernel_f32 and no BLAS call:
- *   S^T = (scale K_tile)^T Q_tile  [bk x bq]   (K packed per head, once, as 8-key groups
- *                                              [key / 8][c][key % 8]; Q read in place)
+ * Where rv_ukernel_supported(): flash_tile's products computed transposed, as the bf16 ones
+ * below, on rv_ukernel_f32 / rv_ukernel_acc_f32 and no BLAS call, for each block of 48
+ * queries against each key tile of BKU:
+ *   S^T = (scale K_tile)^T Q_block  [bk x 48]  (K packed per head, once, as 8-key groups
+ *                                              [key / 8][c][key % 8]; the query tile
+ *                                              copied once as [d][48] blocks)
  *   softmax down the columns, in place (16 queries per vector)
- *   O^T = O^T alpha + V_tile P^T   [d x bq]    (V packed per head, once, as 8-channel groups
- *                                              [e / 8][key][e % 8]; P^T, the S^T tile)
+ *   O^T = O^T alpha + V_tile P^T    [d x 48]   (V packed per head, once, as 8-channel groups
+ *                                              [e / 8][key][e % 8]; P^T, the S^T block)
  * OpenBLAS re-packed the 512 x 64 query tile for every key tile and the 512 x 512
  * probabilities for the second product (its copy routines were a tenth of the attention's
- * time) and stored the 512 x 64 output tile row-major, transposed at the end. */
+ * time) and stored the 512 x 64 output tile row-major, transposed at the end: 1.03-1.15x
+ * with SkylakeX kernels, 1.5-1.8x with Haswell ones (bench/RESULTS.md). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define ATT_F32 __attribute__((target("avx512f,fma")))
@@ -280,7 +283,8 @@ static void rescale_cols(float *ot, int d, int bq, const float *alpha) {
  * for d = 64) stay in L1 / L2 for all the tile's blocks (query blocks outside, K and V came
  * from L3 once per block: 20% slower).
  * kp, vp: this head's packed K (keys rounded up to 8) and V (channels rounded up to 8, np
- * keys a group); st [BKU x 48]; ot [bq / 48 blocks][dp][48]; m, l, alpha BQ + 48 each. */
+ * keys a group); qp [bq / 48 blocks][d][48]; st [BKU x 48]; ot [bq / 48 blocks][dp][48];
+ * m, l BQ + 48 each, alpha 48. */
 enum { BKU = 128 };
 static void flash_tile_uk(float *res, int ldr, const float *kp, const float *vp, int np,
                           const float *q, int ld, int d, int n, int q0, int bq, float *qp,
