@@ -209,13 +209,11 @@ ATT_F32 static inline __m512 exp16_f32(__m512 x) {
   return _mm512_mul_ps(e, _mm512_castsi512_ps(bits));
 }
 
-/* Column softmax update of S^T [bk x 16 queries] (row stride ls) in place: the columns'
- * running maxima m, sums l and rescale factors alpha (16 each, all lanes: columns past the
- * tile hold finite values, never read back) */
-ATT_F32 static void softmax_cols16(float *st, size_t ls, int bk, float *m, float *l,
-                                   float *alpha) {
-  const __m512 m0 = _mm512_loadu_ps(m);
-  __m512 mx0 = m0, mx1 = m0, mx2 = m0, mx3 = m0;
+/* The running maximum of 16 columns of S^T [bk x 16] (row stride ls) from init: a > mx ?
+ * a : mx (vmaxps: a NaN score is skipped), four chains */
+__attribute__((target("avx512f"))) static inline __m512 col_max16(const float *st, size_t ls,
+                                                                  int bk, __m512 init) {
+  __m512 mx0 = init, mx1 = init, mx2 = init, mx3 = init;
   int j = 0;
   for (; j + 4 <= bk; j += 4) {
     mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
@@ -224,7 +222,17 @@ ATT_F32 static void softmax_cols16(float *st, size_t ls, int bk, float *m, float
     mx3 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 3) * ls), mx3);
   }
   for (; j < bk; j++) mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
-  const __m512 mx = _mm512_max_ps(_mm512_max_ps(mx0, mx1), _mm512_max_ps(mx2, mx3));
+  return _mm512_max_ps(_mm512_max_ps(mx0, mx1), _mm512_max_ps(mx2, mx3));
+}
+
+/* Column softmax update of S^T [bk x 16 queries] (row stride ls) in place: the columns'
+ * running maxima m, sums l and rescale factors alpha (16 each, all lanes: columns past the
+ * tile hold finite values, never read back) */
+ATT_F32 static void softmax_cols16(float *st, size_t ls, int bk, float *m, float *l,
+                                   float *alpha) {
+  const __m512 m0 = _mm512_loadu_ps(m);
+  const __m512 mx = col_max16(st, ls, bk, m0);
+  int j;
   __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
   for (j = 0; j + 2 <= bk; j += 2) {
     float *s0 = st + (size_t)j * ls, *s1 = s0 + ls;
@@ -461,17 +469,8 @@ ATT_BF16 static void softmax_pack16(const float *st, size_t ls, int bk, int nq, 
   const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
                                        24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                        16, 0);
-  /* the running maximum: a > mx ? a : mx (vmaxps: a NaN score is skipped), four chains */
-  __m512 mx0 = _mm512_maskz_loadu_ps(valid, m), mx1 = mx0, mx2 = mx0, mx3 = mx0;
-  int j = 0;
-  for (; j + 4 <= bk; j += 4) {
-    mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
-    mx1 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 1) * ls), mx1);
-    mx2 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 2) * ls), mx2);
-    mx3 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)(j + 3) * ls), mx3);
-  }
-  for (; j < bk; j++) mx0 = _mm512_max_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx0);
-  const __m512 mx = _mm512_max_ps(_mm512_max_ps(mx0, mx1), _mm512_max_ps(mx2, mx3));
+  const __m512 mx = col_max16(st, ls, bk, _mm512_maskz_loadu_ps(valid, m));
+  int j;
   __m512 acc = _mm512_setzero_ps();
   for (j = 0; j < bk; j += 2) {
     const __m512 e0 = exp16_bf16(_mm512_sub_ps(_mm512_loadu_ps(st + (size_t)j * ls), mx));
