@@ -160,6 +160,17 @@ static void att_run(const att_job *j, int tasks, int nth, att_task fn) {
   }
 }
 
+/* The kernel paths' two buffers: K and V of every head packed, and the threads' scratch;
+ * 0 (the arena back at mk) if either fails */
+static int att_buffers(rv_arena *arena, rv_arena_mark mk, size_t packed_floats,
+                       size_t scratch_floats, float **packed, float **scratch) {
+  *packed = rv_arena_floats(arena, packed_floats);
+  *scratch = rv_arena_floats(arena, scratch_floats);
+  if (*packed && *scratch) return 1;
+  rv_arena_release(arena, mk);
+  return 0;
+}
+
 static void f32_task(const att_job *j, int t, int tid) {
   float *s = j->scratch + j->per * tid, *o = s + (size_t)BQ * BK, *m = o + (size_t)BQ * j->d;
   const int h = t / j->nqt, q0 = (t % j->nqt) * BQ, bq = j->n - q0 < BQ ? j->n - q0 : BQ;
@@ -258,18 +269,15 @@ ATT_F32 static void softmax_cols16(float *st, size_t ls, int bk, float *m, float
   _mm512_storeu_ps(m, mx);
 }
 
-/* O^T [d x bq] (row stride bq) times alpha, column by column */
-ATT_F32 static void rescale_cols(float *ot, int d, int bq, const float *alpha) {
+/* A block's O^T [d x 48] times alpha, column by column (both precisions' loops) */
+ATT_F32 static void rescale_cols(float *ot, int d, const float *alpha) {
+  const __m512 a0 = _mm512_loadu_ps(alpha), a1 = _mm512_loadu_ps(alpha + 16),
+               a2 = _mm512_loadu_ps(alpha + 32);
   for (int e = 0; e < d; e++) {
-    float *r = ot + (size_t)e * bq;
-    int i = 0;
-    for (; i + 16 <= bq; i += 16)
-      _mm512_storeu_ps(r + i, _mm512_mul_ps(_mm512_loadu_ps(r + i), _mm512_loadu_ps(alpha + i)));
-    if (i < bq) {
-      const __mmask16 mk = (__mmask16)((1u << (bq - i)) - 1);
-      _mm512_mask_storeu_ps(r + i, mk, _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, r + i),
-                                                     _mm512_maskz_loadu_ps(mk, alpha + i)));
-    }
+    float *r = ot + (size_t)e * 48;
+    _mm512_storeu_ps(r, _mm512_mul_ps(_mm512_loadu_ps(r), a0));
+    _mm512_storeu_ps(r + 16, _mm512_mul_ps(_mm512_loadu_ps(r + 16), a1));
+    _mm512_storeu_ps(r + 32, _mm512_mul_ps(_mm512_loadu_ps(r + 32), a2));
   }
 }
 #define ATT_HAVE_UK 1
@@ -279,8 +287,8 @@ static void softmax_cols16(float *st, size_t ls, int bk, float *m, float *l, flo
   (void)st, (void)ls, (void)bk, (void)m, (void)l, (void)alpha;
   RV_ASSERT(0); /* the kernel path runs only where rv_ukernel_supported() */
 }
-static void rescale_cols(float *ot, int d, int bq, const float *alpha) {
-  (void)ot, (void)d, (void)bq, (void)alpha;
+static void rescale_cols(float *ot, int d, const float *alpha) {
+  (void)ot, (void)d, (void)alpha;
   RV_ASSERT(0);
 }
 #endif
@@ -323,7 +331,7 @@ static void flash_tile_uk(float *res, int ldr, const float *kp, const float *vp,
                        qp + (size_t)b * d * UK_NT, UK_NT, d, nt, NULL);
       for (int c = 0; c < UK_NT; c += 16)
         softmax_cols16(st + c, UK_NT, bk, m + i0 + c, l + i0 + c, alpha + c);
-      if (k0 > 0) rescale_cols(ob, dp, UK_NT, alpha);
+      if (k0 > 0) rescale_cols(ob, dp, alpha);
       for (int e0 = 0; e0 < dp; e0 += UK_MR)
         rv_ukernel_acc_f32(ob + (size_t)e0 * UK_NT, UK_NT,
                            vp + (size_t)e0 * np + (size_t)k0 * UK_MR, st, UK_NT, bk, nt);
@@ -359,12 +367,9 @@ static rv_status attention_uk(float *res, int ldr, const float *q, const float *
   const size_t kfl = (size_t)np * d, vfl = (size_t)dp * np; /* packed K, V floats a head */
   const size_t per = (size_t)BKU * UK_NT + (size_t)(2 * dp + 3) * (BQ + UK_NT) + 16;
   rv_arena_mark mk = rv_arena_get_mark(arena);
-  float *packed = rv_arena_floats(arena, (kfl + vfl) * heads);
-  float *scratch = rv_arena_floats(arena, per * nth);
-  if (!packed || !scratch) {
-    rv_arena_release(arena, mk);
+  float *packed, *scratch;
+  if (!att_buffers(arena, mk, (kfl + vfl) * heads, per * nth, &packed, &scratch))
     return RV_ERR_NOMEM;
-  }
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
   for (int h = 0; h < 2 * heads; h++) {
     const size_t off = (size_t)(h / 2) * d * ld;
@@ -533,11 +538,7 @@ static void flash_tile_bf16(float *res, int ldr, const uint32_t *kp, const uint3
       for (int c = 0; c < 48; c += 16)
         softmax_pack16(st + c, 48, bk, nt - c < 16 ? (nt - c > 0 ? nt - c : 0) : 16,
                        m + i0 + c, l + i0 + c, alpha + c, ppan + c, 48);
-      if (k0 > 0)
-        for (int e = 0; e < d; e++) {
-          float *r = ob + (size_t)e * 48;
-          for (int i = 0; i < 48; i++) r[i] *= alpha[i];
-        }
+      if (k0 > 0) rescale_cols(ob, d, alpha);
       /* O^T += V[:, k0..k0+bk) P^T (keys 2i, 2i + 1 the panel's pair i) */
       for (int e0 = 0; e0 < d; e0 += 8)
         rv_bf16_block(ob + (size_t)e0 * 48, 48, vp + (size_t)(e0 / 8) * vgw + (size_t)(k0 / 2) * 8,
@@ -582,12 +583,10 @@ rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const f
   const size_t per = rv_bf16_panel_words(d, BQ16) + (size_t)BKU / 2 * 48 + (size_t)BKU * 48 +
                      (size_t)(dp + 3) * (BQ16 + 48) + 64;
   rv_arena_mark mk = rv_arena_get_mark(arena);
-  uint32_t *packed = (uint32_t *)rv_arena_floats(arena, (kwords + vwords) * heads);
-  float *scratch = rv_arena_floats(arena, per * nth);
-  if (!packed || !scratch) {
-    rv_arena_release(arena, mk);
+  float *packed_f, *scratch;
+  if (!att_buffers(arena, mk, (kwords + vwords) * heads, per * nth, &packed_f, &scratch))
     return RV_ERR_NOMEM;
-  }
+  uint32_t *packed = (uint32_t *)packed_f;
   /* K and V of every head packed once (a key range is an offset into them) */
 #pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
   for (int h = 0; h < 2 * heads; h++) {

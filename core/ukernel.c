@@ -77,32 +77,32 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
   }
 }
 
+/* block_body on UK_MR rows and as many vectors as nt needs: a tail of 16 or 32 columns on
+ * 1 or 2 vectors (masked loads of the third still cost its FMAs: a 256-token attention is
+ * 5 blocks of 48 and one of 16) */
+__attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
+block_cols(float *c, size_t ldc, const float *u, const float *v, size_t ldv, int k, int nt,
+           const float *bias, int accumulate) {
+  if (nt == UK_NT)
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1, accumulate);
+  else if (nt <= 16)
+    block_body(UK_MR, 1, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, accumulate);
+  else if (nt <= 32)
+    block_body(UK_MR, 2, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, accumulate);
+  else
+    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, accumulate);
+}
+
 __attribute__((target("avx512f,fma"))) void rv_ukernel_f32(float *c, size_t ldc, const float *u,
                                                           const float *v, size_t ldv, int k,
                                                           int nt, const float *bias) {
-  /* a tail of 16 or 32 columns on 1 or 2 vectors: masked loads of the third still cost
-   * its FMAs (a 256-token attention is 5 blocks of 48 and one of 16) */
-  if (nt == UK_NT)
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, bias, 1, 0);
-  else if (nt <= 16)
-    block_body(UK_MR, 1, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
-  else if (nt <= 32)
-    block_body(UK_MR, 2, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
-  else
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, bias, 0, 0);
+  block_cols(c, ldc, u, v, ldv, k, nt, bias, 0);
 }
 
 __attribute__((target("avx512f,fma"))) void rv_ukernel_acc_f32(float *c, size_t ldc,
                                                               const float *u, const float *v,
                                                               size_t ldv, int k, int nt) {
-  if (nt == UK_NT)
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, UK_NT, NULL, 1, 1);
-  else if (nt <= 16)
-    block_body(UK_MR, 1, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
-  else if (nt <= 32)
-    block_body(UK_MR, 2, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
-  else
-    block_body(UK_MR, UK_NT / 16, c, ldc, u, 1, UK_MR, v, ldv, k, nt, NULL, 0, 1);
+  block_cols(c, ldc, u, v, ldv, k, nt, NULL, 1);
 }
 
 __attribute__((target("avx512f,fma"))) void rv_ukernel_rows_f32(float *c, size_t ldc,
