@@ -5,8 +5,10 @@
  * are copied into a zero-padded stack buffer, then each output row is one pass summing all
  * k*k taps per pixel (K a literal, so the tap loops unroll and the pixel loop vectorises);
  * rows too wide for the buffer (> ~2300 for k = 7) take a per-row variant with
- * bounds-checked border columns. Other strides: for each tap a shifted input row segment
- * is added to the output row over the columns whose input is in range. */
+ * bounds-checked border columns. Stride 1, k = 5 or 7 on AVX-512 CPUs: register blocks of
+ * 4 rows x 32 columns read the input in place (dw_plane_avx512), with the same sums. Other
+ * strides: for each tap a shifted input row segment is added to the output row over the
+ * columns whose input is in range. */
 #include "core/ops.h"
 #include "core/vmath.h"
 
@@ -166,6 +168,153 @@ RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp,
   return 1;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DW_AVX512 1
+
+enum { DW_R = 4 }; /* output rows of a register block */
+
+/* lanes [0, n) of 16: all for n >= 16, none for n <= 0 */
+static __mmask16 dw_lanes_below(long n) {
+  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* A column block's masks: om[q] the output lanes of vector q inside the row, lm[kx][q] the
+ * lanes of tap column kx's load inside the input row (and the output row). */
+typedef struct {
+  __mmask16 om[2], lm[7][2];
+} dw_masks;
+
+enum { DW_MAXB = 128 }; /* column blocks of 32 a call's masks are computed for (ow <= 4096) */
+
+static void dw_masks_init(dw_masks *m, int k, int pad, int wd, int ow) {
+  for (int x0 = 0, bi = 0; x0 < ow; x0 += 32, bi++)
+    for (int q = 0; q < 2; q++) {
+      m[bi].om[q] = dw_lanes_below((long)ow - (x0 + 16 * q));
+      for (int kx = 0; kx < k; kx++) {
+        const long c0 = (long)x0 + 16 * q - pad + kx;
+        m[bi].lm[kx][q] =
+            (__mmask16)(dw_lanes_below((long)wd - c0) & ~dw_lanes_below(-c0) & m[bi].om[q]);
+      }
+    }
+}
+
+/* One register block of dw_plane_k: output rows [oy0, oy0 + rows) x columns [x0, x0 + 16 NQ).
+ * FULL (a literal): every tap row inside the plane and every load and store inside its row,
+ * so no masks (masked loads and stores cost more than plain ones on the Zen 5 measured). */
+__attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
+dw_block(const int K, const int FULL, const int NQ, float *yp, const float *xp,
+         const float *wp, float bv, const float *rp, const float *gp, int h, int wd, int pad,
+         int ow, int oy0, int rows, int x0, const dw_masks *m) {
+  const __mmask16 *om = m->om;
+  const __mmask16(*lm)[2] = m->lm;
+  const __m512 b = _mm512_set1_ps(bv);
+  __m512 acc[DW_R][2];
+#pragma GCC unroll 4
+  for (int i = 0; i < DW_R; i++)
+#pragma GCC unroll 2
+    for (int q = 0; q < NQ; q++) {
+      acc[i][q] = b;
+      if (rp && (FULL || i < rows)) {
+        const float *rr = rp + (size_t)(oy0 + i) * ow + x0 + 16 * q;
+        acc[i][q] =
+            _mm512_add_ps(FULL ? _mm512_loadu_ps(rr) : _mm512_maskz_loadu_ps(om[q], rr), b);
+      }
+    }
+#pragma GCC unroll 16
+  for (int t = 0; t < DW_R + K - 1; t++) {
+    /* a row outside the plane: loads of nothing (zeros), as the band path's zero rows */
+    const int iy = oy0 - pad + t, in = FULL || (iy >= 0 && iy < h);
+    const float *row = xp + (size_t)(in ? iy : 0) * wd + x0 - pad;
+    const __mmask16 rm = in ? (__mmask16)0xffff : (__mmask16)0;
+#pragma GCC unroll 7
+    for (int kx = 0; kx < K; kx++)
+#pragma GCC unroll 2
+      for (int q = 0; q < NQ; q++) {
+        __m512 v = FULL ? _mm512_loadu_ps(row + kx + 16 * q)
+                        : _mm512_maskz_loadu_ps(lm[kx][q] & rm, row + kx + 16 * q);
+        /* one load for the up to K FMAs (GCC would fold it into each, as a memory operand) */
+        __asm__("" : "+v"(v));
+#pragma GCC unroll 4
+        for (int i = 0; i < DW_R; i++) {
+          const int ky = t - i;
+          if (ky >= 0 && ky < K)
+            acc[i][q] = _mm512_fmadd_ps(_mm512_set1_ps(wp[ky * K + kx]), v, acc[i][q]);
+        }
+      }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < DW_R; i++) {
+    if (!FULL && i >= rows) break;
+#pragma GCC unroll 2
+    for (int q = 0; q < NQ; q++) {
+      const size_t o = (size_t)(oy0 + i) * ow + x0 + 16 * q;
+      __m512 a = acc[i][q];
+      if (gp)
+        a = _mm512_mul_ps(a, FULL ? _mm512_loadu_ps(gp + o) : _mm512_maskz_loadu_ps(om[q], gp + o));
+      if (FULL)
+        _mm512_storeu_ps(yp + o, a);
+      else
+        _mm512_mask_storeu_ps(yp + o, om[q], a);
+    }
+  }
+}
+
+/* One plane, stride 1, pad < K, on AVX-512 (K = 5, 7: RAVLT's LePE): register blocks of
+ * DW_R output rows x 32 columns (8 accumulators); each input row of a block is loaded once
+ * per tap column and feeds the up to K output rows it is a tap row of (masked where the
+ * window crosses the plane's border; rows outside it load zeros). Each output takes its taps
+ * in the order of dw_interior (ky, then kx, FMA onto residual + b) with the padding's zeros
+ * included, so the outputs are dw_plane_band's AVX-512 clone's bit for bit. The band path
+ * copies every row into its stack buffer and runs one 25-FMA chain per vector: this is
+ * 1.3-1.6x faster on the LePE's planes (input just written, as in the model). For K = 3 it
+ * was 1.0x there (both move the map at the memory's rate), so 3x3 stays on the band path
+ * (bench/RESULTS.md). */
+__attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
+dw_plane_k(const int K, float *yp, const float *xp, const float *wp, float bv, const float *rp,
+           const float *gp, int h, int wd, int pad, int oh, int ow, const dw_masks *m) {
+  for (int oy0 = 0; oy0 < oh; oy0 += DW_R) {
+    const int rows = oh - oy0 < DW_R ? oh - oy0 : DW_R;
+    const int rows_in = rows == DW_R && oy0 - pad >= 0 && oy0 - pad + DW_R + K - 1 <= h;
+    for (int x0 = 0; x0 < ow; x0 += 32) {
+      /* the rows that two blocks down read first: each row is a short stream of its own */
+      for (int j = 0; j < DW_R; j++) {
+        const int iy = oy0 + 2 * DW_R - pad + K - 1 + j, oy = oy0 + 2 * DW_R + j;
+        if (iy < h) {
+          _mm_prefetch((const char *)(xp + (size_t)iy * wd + x0), _MM_HINT_T0);
+          _mm_prefetch((const char *)(xp + (size_t)iy * wd + x0) + 64, _MM_HINT_T0);
+        }
+        if (oy < oh && rp && rp != xp) {
+          _mm_prefetch((const char *)(rp + (size_t)oy * ow + x0), _MM_HINT_T0);
+          _mm_prefetch((const char *)(rp + (size_t)oy * ow + x0) + 64, _MM_HINT_T0);
+        }
+        if (oy < oh && gp) {
+          _mm_prefetch((const char *)(gp + (size_t)oy * ow + x0), _MM_HINT_T0);
+          _mm_prefetch((const char *)(gp + (size_t)oy * ow + x0) + 64, _MM_HINT_T0);
+        }
+      }
+      if (ow - x0 <= 16)
+        dw_block(K, 0, 1, yp, xp, wp, bv, rp, gp, h, wd, pad, ow, oy0, rows, x0, m + x0 / 32);
+      else if (rows_in && x0 - pad >= 0 && x0 + 32 - pad + K - 1 <= wd && x0 + 32 <= ow)
+        dw_block(K, 1, 2, yp, xp, wp, bv, rp, gp, h, wd, pad, ow, oy0, rows, x0, m + x0 / 32);
+      else
+        dw_block(K, 0, 2, yp, xp, wp, bv, rp, gp, h, wd, pad, ow, oy0, rows, x0, m + x0 / 32);
+    }
+  }
+}
+
+__attribute__((target("avx512f,fma"))) static void dw_plane_avx512(
+    float *yp, const float *xp, const float *wp, float bv, const float *rp, const float *gp,
+    int h, int wd, int k, int pad, int oh, int ow, const dw_masks *m) {
+  switch (k) {
+    case 5: dw_plane_k(5, yp, xp, wp, bv, rp, gp, h, wd, pad, oh, ow, m); break;
+    case 7: dw_plane_k(7, yp, xp, wp, bv, rp, gp, h, wd, pad, oh, ow, m); break;
+  }
+}
+#else
+#define DW_AVX512 0
+#endif
+
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad) {
@@ -179,6 +328,13 @@ void rv_dwconv2d_gate_f32(float *y, const float *x, const float *w, const float 
   int oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
   RV_ASSERT(oh > 0 && ow > 0);
   long planes = (long)n * c;
+#if DW_AVX512
+  dw_masks masks[DW_MAXB];
+  /* rows of 16 or fewer columns (RAVLT's stage 4 at 512x512): the band path (0.8-1.0x) */
+  const int fast = stride == 1 && (k == 5 || k == 7) && pad < k && ow > 16 &&
+                   ow <= 32 * DW_MAXB && rv_ukernel_supported();
+  if (fast) dw_masks_init(masks, k, pad, wd, ow);
+#endif
 #pragma omp parallel for schedule(static) if ((size_t)planes * oh * ow * k * k >= 65536)
   for (long p = 0; p < planes; p++) {
     int ci = (int)(p % c);
@@ -189,6 +345,12 @@ void rv_dwconv2d_gate_f32(float *y, const float *x, const float *w, const float 
     float *yp = y + (size_t)p * oh * ow;
     float bv = b ? b[ci] : 0.0f;
     if (stride == 1 && k <= 7 && pad < k) {
+#if DW_AVX512
+      if (fast) {
+        dw_plane_avx512(yp, xp, wp, bv, rp, gp, h, wd, k, pad, oh, ow, masks);
+        continue;
+      }
+#endif
       if (!dw_plane_band(yp, xp, wp, bv, rp, gp, h, wd, k, pad, oh, ow))
         dw_plane_rows(yp, xp, wp, bv, rp, gp, h, wd, k, pad, oh, ow);
       continue;

@@ -267,10 +267,13 @@ static void test_dwconv_sweep(void **state) {
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
   /* several row bands (wd 1000: 12 rows per band for k = 5), and rows too wide for the
-   * band buffer (k = 7, wd 2400: per-row path with bounds-checked borders) */
+   * band buffer (k = 7, wd 2400: per-row path with bounds-checked borders); on AVX-512 CPUs
+   * k = 5, 7 run on register blocks of 4 rows x 32 columns: blocks inside the plane, blocks
+   * at each border, a last block of 16 or fewer columns, a last row block of 1-3 rows */
   {
-    int cases[3][4] = {{31, 1000, 5, 2}, {9, 2400, 7, 3}, {9, 2400, 5, 2}};
-    for (int t = 0; t < 3; t++) {
+    int cases[7][4] = {{31, 1000, 5, 2}, {9, 2400, 7, 3}, {9, 2400, 5, 2}, {37, 70, 5, 2},
+                       {23, 113, 7, 3}, {18, 48, 5, 2}, {6, 4100, 5, 2}};
+    for (int t = 0; t < 7; t++) {
       int h = cases[t][0], wd = cases[t][1], k = cases[t][2], pad = cases[t][3], c = 2;
       size_t nx = (size_t)c * h * wd;
       float *x = kc_rand(nx, 31), *w = kc_rand((size_t)c * k * k, 32), *b = kc_rand((size_t)c, 33);
