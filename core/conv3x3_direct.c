@@ -27,7 +27,7 @@ size_t rv_conv3x3_direct_packed_floats(int cout, int cin) {
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "core/lanes16.h"
 
 /* up[((co / 8) cin + ci) 9 + tap][co % 8] = w[co][ci][tap], zero rows past cout */
 static void pack(float *up, const float *w, int cout, int cin) {
@@ -37,16 +37,6 @@ static void pack(float *up, const float *w, int cout, int cin) {
       for (int t = 0; t < 9; t++)
         up[(((size_t)(co / DR) * cin + ci) * 9 + t) * DR + co % DR] =
             co < cout ? w[((size_t)co * cin + ci) * 9 + t] : 0.0f;
-}
-
-/* lanes [0, n) of 16: all for n >= 16, none for n <= 0 */
-static __mmask16 lanes_below(long n) {
-  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
-/* lanes [0, 16) of a load starting at column c0 that fall in [0, wd) */
-static __mmask16 cols_mask(long c0, int wd) {
-  return (__mmask16)(lanes_below((long)wd - c0) & ~lanes_below(-c0));
 }
 
 /* One cell: rows [ky0, ky1) of the taps, NV vectors of 16 output pixels from column ox0 of
@@ -119,10 +109,10 @@ __attribute__((target("avx512f,fma"))) static void run_cell(int S, const dgeom *
   const int ky0 = iy0 < 0 ? -iy0 : 0, ky1 = iy0 + 3 > g->h ? g->h - iy0 : 3;
   __mmask16 m[3][6], sm[3];
   int full = 1;
-  for (int q = 0; q < NV; q++) sm[q] = lanes_below((long)g->ow - (ox0 + 16 * q));
+  for (int q = 0; q < NV; q++) sm[q] = rv_lanes_below((long)g->ow - (ox0 + 16 * q));
   for (int kx = 0; kx < 3; kx++)
     for (int q = 0; q < NV * S; q++) {
-      m[kx][q] = cols_mask((long)ox0 * S + kx - 1 + 16 * q, g->wd);
+      m[kx][q] = rv_cols_mask((long)ox0 * S + kx - 1 + 16 * q, g->wd);
       full &= m[kx][q] == (__mmask16)0xffff;
     }
   /* a full cell may still read past the row's end in the lanes not stored (stride 2: the

@@ -169,15 +169,10 @@ RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp,
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "core/lanes16.h"
 #define DW_AVX512 1
 
 enum { DW_R = 4 }; /* output rows of a register block */
-
-/* lanes [0, n) of 16: all for n >= 16, none for n <= 0 */
-static __mmask16 dw_lanes_below(long n) {
-  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
 
 /* A column block's masks: om[q] the output lanes of vector q inside the row, lm[kx][q] the
  * lanes of tap column kx's load inside the input row (and the output row). */
@@ -190,12 +185,10 @@ enum { DW_MAXB = 128 }; /* column blocks of 32 a call's masks are computed for (
 static void dw_masks_init(dw_masks *m, int k, int pad, int wd, int ow) {
   for (int x0 = 0, bi = 0; x0 < ow; x0 += 32, bi++)
     for (int q = 0; q < 2; q++) {
-      m[bi].om[q] = dw_lanes_below((long)ow - (x0 + 16 * q));
-      for (int kx = 0; kx < k; kx++) {
-        const long c0 = (long)x0 + 16 * q - pad + kx;
+      m[bi].om[q] = rv_lanes_below((long long)ow - (x0 + 16 * q));
+      for (int kx = 0; kx < k; kx++)
         m[bi].lm[kx][q] =
-            (__mmask16)(dw_lanes_below((long)wd - c0) & ~dw_lanes_below(-c0) & m[bi].om[q]);
-      }
+            (__mmask16)(rv_cols_mask((long long)x0 + 16 * q - pad + kx, wd) & m[bi].om[q]);
     }
 }
 

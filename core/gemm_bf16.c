@@ -72,7 +72,7 @@ void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const flo
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
-#include <immintrin.h>
+#include "core/lanes16.h"
 
 /* the hardware check alone (the kernels' precondition) */
 static int cpu_bf16(void) {
@@ -93,10 +93,6 @@ int rv_bf16_supported(void) {
 
 #define BF16_TARGET __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 
-/* lanes [0, rem) of 16: all for rem >= 16, none for rem <= 0 */
-static inline __mmask16 mask16(long long rem) {
-  return rem >= 16 ? (__mmask16)0xffff : rem <= 0 ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
-}
 
 /* 16 pixels of two rows (x1 NULL: zeros) as 16 bf16 pairs, masked past m pixels */
 BF16_TARGET static inline __m512i pack16(const float *x0, const float *x1, __mmask16 m) {
@@ -119,7 +115,7 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
     const float *x1 = 2 * i + 1 < cin ? x0 + ldx : NULL;
     for (int t = 0; t < w; t += 16) {
       _mm512_storeu_si512((void *)(vp + (size_t)i * w + t),
-                          pack16(x0 + t, x1 ? x1 + t : NULL, mask16(np - t)));
+                          pack16(x0 + t, x1 ? x1 + t : NULL, rv_lanes_below(np - t)));
     }
   }
 }
@@ -146,7 +142,7 @@ kernel_nv(int NV, float *c, size_t ldc, const uint32_t *u, const uint32_t *v, si
     }
   }
   __mmask16 mk[3];
-  for (int q = 0; q < NV; q++) mk[q] = mask16(nt - 16 * q);
+  for (int q = 0; q < NV; q++) mk[q] = rv_lanes_below(nt - 16 * q);
   for (int r = 0; r < rows; r++) {
     for (int q = 0; q < NV; q++) {
       float *cr = c + (size_t)r * ldc + 16 * q;
@@ -229,8 +225,8 @@ BF16_TARGET static inline __m512i pair_words(__m512 lo16, __m512 hi16) {
 
 /* bf16(sc x[j]) for j < min(rem, 32), zeros past rem, as 16 pairs (words of pair_words) */
 BF16_TARGET static inline __m512i pairs32(const float *x, int rem, __m512 sc) {
-  return pair_words(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(rem), x), sc),
-                    _mm512_mul_ps(_mm512_maskz_loadu_ps(mask16(rem - 16), x + 16), sc));
+  return pair_words(_mm512_mul_ps(_mm512_maskz_loadu_ps(rv_lanes_below(rem), x), sc),
+                    _mm512_mul_ps(_mm512_maskz_loadu_ps(rv_lanes_below(rem - 16), x + 16), sc));
 }
 
 BF16_TARGET void rv_bf16_pack_rows(uint32_t *wp, size_t group_words, const float *a,
@@ -259,7 +255,7 @@ BF16_TARGET void rv_bf16_pack_cols(uint32_t *wp, size_t group_words, const float
   const int k2 = (k + 1) / 2, mp = (m + BM - 1) / BM * BM;
   const __m512 sc = _mm512_set1_ps(scale);
   for (int r0 = 0; r0 < mp; r0 += 16) {
-    const __mmask16 msk = mask16(m - r0);
+    const __mmask16 msk = rv_lanes_below(m - r0);
     uint32_t *g0 = wp + (size_t)(r0 / BM) * group_words;
     uint32_t *g1 = r0 + BM < mp ? g0 + group_words : NULL;
     for (int i = 0; i < k2; i++) {
@@ -380,7 +376,7 @@ BF16_TARGET void rv_bf16_gemm_panel(float *y, size_t ldy, const uint32_t *ap,
  * out[i] = bf16(x[i]) for i < n, by the vector instruction. */
 BF16_TARGET void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {
   for (size_t i = 0; i < n; i += 16) {
-    const __mmask16 m = mask16((long long)(n - i));
+    const __mmask16 m = rv_lanes_below((long long)(n - i));
     const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i));
     _mm256_mask_storeu_epi16((void *)(out + i), m, (__m256i)h);
   }

@@ -24,7 +24,7 @@
 #define UK_MIN_PIXELS 4096
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "core/lanes16.h"
 
 /* The register block of both kernels: R rows x NV vectors of 16 accumulators,
  *   c[r ldc + t] = (bias ? bias[r] : 0) + sum_{i < k} s[r sr + i si] v[i ldv + t]
@@ -40,9 +40,7 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
   __mmask16 mk[MAXV];
   for (int q = 0; q < NV; q++) {
     const int rem = nt - 16 * q;
-    mk[q] = full || rem >= 16 ? (__mmask16)0xffff
-            : rem <= 0        ? (__mmask16)0
-                              : (__mmask16)((1u << rem) - 1);
+    mk[q] = full ? (__mmask16)0xffff : rv_lanes_below(rem);
   }
   __m512 acc[MAXR][MAXV];
   for (int r = 0; r < R; r++)
