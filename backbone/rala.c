@@ -141,7 +141,7 @@ CLONES static float scale_chunk_to(float *restrict y, const float *restrict x,
 /* bf16 products (rv_rala_bf16): k'' packed as rows, v^T as the panel, kv^T packed as the
  * 1x1 weights of the second product */
 typedef struct {
-  uint32_t *kp, *vp, *wp;
+  uint32_t *kp, *vp[2], *wp; /* vp: two panels, chunks alternate */
   float *tb; /* per thread: 8 rows x SC tokens of k'' before packing */
   rv_arena *arena;
 } bf16_bufs;
@@ -150,20 +150,25 @@ typedef struct {
  * packed (bb->kp, groups of 8 rows), inside a parallel region. It runs over chunks of KC
  * tokens (its panel, v^T of the chunk, stays in L2 while every group of 8 rows of k reads
  * it; over all tokens at once the panel of an 800x1344 stage 1, 13 MB, came from memory
- * once per group), accumulating in kv. */
+ * once per group), accumulating in kv. One barrier a chunk: the panels alternate between
+ * two buffers, so packing chunk c + 1 needs no barrier after chunk c's products (a thread
+ * passed chunk c's barrier after its products of chunk c - 1, the last reader of that
+ * buffer), and a group's products run on the same thread in every chunk (the same static
+ * schedule), in chunk order. The parallel region's end completes kv. */
 enum { KC = 2048 };
 static void kv_bf16(float *kv, const float *v, int d, int n, const bf16_bufs *bb) {
   const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
   const int groups = (d + 7) / 8, w = (d + 47) / 48 * 48, cols = 16;
   for (int k0 = 0; k0 < n; k0 += KC) {
     const int kc = n - k0 < KC ? n - k0 : KC;
+    uint32_t *vp = bb->vp[(k0 / KC) & 1];
 #pragma omp for schedule(static)
     for (int c = 0; c < w; c += cols)
-      rv_bf16_pack_panel_t(bb->vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
-#pragma omp for schedule(static)
+      rv_bf16_pack_panel_t(vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
+#pragma omp for schedule(static) nowait
     for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
       rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d,
-                         bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, bb->vp,
+                         bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, vp,
                          d - 8 * g < 8 ? d - 8 * g : 8, kc, d, k0 > 0);
   }
 }
@@ -233,8 +238,9 @@ static void rala_head(float *res, int ldr, float *q, float *k, const float *v, i
       km[i] = (float)(s / n);
     }
     /* pass 4: z_l = 1 / (q'_l . mean(k'') + 1e-6) in a[], then q <- rope(q') * z (z folded
-     * into the numerator's right factor) on the block's row pairs */
-#pragma omp for schedule(static)
+     * into the numerator's right factor) on the block's row pairs; no barrier after it:
+     * kv_bf16 reads k and v, and the region's end waits for it */
+#pragma omp for schedule(static) nowait
     for (int b = 0; b < nb; b++) {
       const int l0 = b * CB, m = n - l0 < CB ? n - l0 : CB;
       col_dot(a + l0, q + l0, ld, km, d, m);
@@ -273,7 +279,8 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     const size_t k2 = (size_t)(n + 1) / 2, groups = (size_t)(d + 7) / 8;
     bb.kp = (uint32_t *)rv_arena_floats(arena, groups * 8 * k2);
     bb.tb = rv_arena_floats(arena, (size_t)8 * SC * omp_get_max_threads());
-    bb.vp = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
+    bb.vp[0] = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
+    bb.vp[1] = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
     bb.wp = (uint32_t *)rv_arena_floats(arena, rv_bf16_packed_words(d, d));
     bb.arena = arena;
     /* rv_pointwise_bf16's workspace (k2 * 192 words per thread), tried here so that it
@@ -284,7 +291,7 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     rv_arena_release(arena, probe);
     if (!ok) bb.kp = NULL;
   }
-  if (!qm || !km || !kv || !a || !parts || (bf16 && (!bb.kp || !bb.tb || !bb.vp || !bb.wp))) {
+  if (!qm || !km || !kv || !a || !parts || (bf16 && (!bb.kp || !bb.tb || !bb.vp[0] || !bb.vp[1] || !bb.wp))) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
