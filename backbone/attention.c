@@ -122,7 +122,7 @@ typedef struct {
   float scale;
   float *scratch; /* per floats per thread */
   size_t per;
-  const uint32_t *packed; /* bf16: K and V of every head (kwords + vwords each) */
+  uint32_t *packed; /* kernel paths: K and V of every head (kwords + vwords each) */
   size_t kwords, vwords, kgw, vgw;
 } att_job;
 
@@ -137,12 +137,16 @@ static int att_threads(int tasks) {
   return nth < 1 ? 1 : nth;
 }
 
-/* tasks 0..tasks-1 on nth threads, one at a time each (dynamic) */
-static void att_run(const att_job *j, int tasks, int nth, att_task fn) {
+/* preps 0..preps-1 (packing, static), then tasks 0..tasks-1 on nth threads, one at a time
+ * each (dynamic), in one parallel region: one sleep and wake of the threads (OMP passive)
+ * fewer than two regions */
+static void att_run(const att_job *j, int tasks, int nth, att_task fn, att_task prep,
+                    int preps) {
   if (nth == 1) {
     /* not an inactive parallel region: inside one, OpenBLAS (omp_in_parallel() false) would
      * fork its own team, which LLVM's libomp (clang builds) serialises while OpenBLAS's
      * workers wait on each other: a sched_yield livelock */
+    for (int t = 0; t < preps; t++) prep(j, t, 0);
     for (int t = 0; t < tasks; t++) fn(j, t, 0);
     return;
   }
@@ -152,9 +156,13 @@ static void att_run(const att_job *j, int tasks, int nth, att_task fn) {
 #ifdef _OPENMP
     tid = omp_get_thread_num();
 #endif
+    if (preps > 0) {
+#pragma omp for schedule(static)
+      for (int t = 0; t < preps; t++) prep(j, t, tid);
+    }
     rv_blas_serial bs; /* the tiles' sgemm on this thread whatever runtime OpenBLAS asks */
     rv_blas_serial_begin(&bs);
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
     for (int t = 0; t < tasks; t++) fn(j, t, tid);
     rv_blas_serial_end(&bs);
   }
@@ -359,6 +367,35 @@ static void uk_task(const att_job *j, int t, int tid) {
                 m + BQ + UK_NT, m + 2 * (BQ + UK_NT));
 }
 
+/* prep h of attention_uk: K (h even) or V (h odd) of head h / 2 packed, K times scale */
+static void uk_pack(const att_job *j, int h, int tid) {
+  (void)tid;
+  const int d = j->d, n = j->n, np = (int)j->kgw;
+  const size_t kfl = j->kwords, vfl = j->vwords, off = (size_t)(h / 2) * d * j->ld;
+  float *dst = (float *)j->packed + (size_t)(h / 2) * (kfl + vfl);
+  if (h % 2 == 0) { /* K: [key / 8][c][key % 8] times scale, zero keys past n */
+    const float *kh = j->k + off;
+    for (int g = 0; g < np; g += UK_MR) {
+      const int nk = n - g < UK_MR ? n - g : UK_MR;
+      for (int c = 0; c < d; c++) {
+        float *o = dst + (size_t)g * d + (size_t)c * UK_MR;
+        const float *src = kh + (size_t)c * j->ld + g;
+        for (int r = 0; r < nk; r++) o[r] = src[r] * j->scale;
+        for (int r = nk; r < UK_MR; r++) o[r] = 0.0f;
+      }
+    }
+  } else { /* V: [e / 8][key][e % 8], zero keys past n and channels past d */
+    const float *vh = j->v + off;
+    float *vd = dst + kfl;
+    memset(vd, 0, sizeof(float) * vfl);
+    for (int e = 0; e < d; e++) {
+      const float *src = vh + (size_t)e * j->ld;
+      float *o = vd + (size_t)(e / UK_MR) * UK_MR * np + e % UK_MR;
+      for (int key = 0; key < n; key++) o[(size_t)key * UK_MR] = src[key];
+    }
+  }
+}
+
 static rv_status attention_uk(float *res, int ldr, const float *q, const float *k,
                               const float *v, int ld, int heads, int d, int n, float scale,
                               rv_arena *arena) {
@@ -370,35 +407,9 @@ static rv_status attention_uk(float *res, int ldr, const float *q, const float *
   float *packed, *scratch;
   if (!att_buffers(arena, mk, (kfl + vfl) * heads, per * nth, &packed, &scratch))
     return RV_ERR_NOMEM;
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-  for (int h = 0; h < 2 * heads; h++) {
-    const size_t off = (size_t)(h / 2) * d * ld;
-    float *dst = packed + (size_t)(h / 2) * (kfl + vfl);
-    if (h % 2 == 0) { /* K: [key / 8][c][key % 8] times scale, zero keys past n */
-      const float *kh = k + off;
-      for (int g = 0; g < np; g += UK_MR) {
-        const int nk = n - g < UK_MR ? n - g : UK_MR;
-        for (int c = 0; c < d; c++) {
-          float *o = dst + (size_t)g * d + (size_t)c * UK_MR;
-          const float *src = kh + (size_t)c * ld + g;
-          for (int r = 0; r < nk; r++) o[r] = src[r] * scale;
-          for (int r = nk; r < UK_MR; r++) o[r] = 0.0f;
-        }
-      }
-    } else { /* V: [e / 8][key][e % 8], zero keys past n and channels past d */
-      const float *vh = v + off;
-      float *vd = dst + kfl;
-      memset(vd, 0, sizeof(float) * vfl);
-      for (int e = 0; e < d; e++) {
-        const float *src = vh + (size_t)e * ld;
-        float *o = vd + (size_t)(e / UK_MR) * UK_MR * np + e % UK_MR;
-        for (int key = 0; key < n; key++) o[(size_t)key * UK_MR] = src[key];
-      }
-    }
-  }
   const att_job j = {res, ldr, ld, d, n, nqt, q, k, v, scale, scratch, per,
-                     (const uint32_t *)packed, kfl, vfl, (size_t)np, 0};
-  att_run(&j, tasks, nth, uk_task);
+                     (uint32_t *)packed, kfl, vfl, (size_t)np, 0};
+  att_run(&j, tasks, nth, uk_task, uk_pack, 2 * heads);
   rv_arena_release(arena, mk);
   return RV_OK;
 }
@@ -413,7 +424,7 @@ rv_status rv_softmax_attention_tiles_f32(float *res, int ldr, const float *q, co
   float *scratch = rv_arena_floats(arena, per * nth);
   if (!scratch) return RV_ERR_NOMEM;
   const att_job j = {res, ldr, ld, d, n, nqt, q, k, v, scale, scratch, per, NULL, 0, 0, 0, 0};
-  att_run(&j, tasks, nth, f32_task);
+  att_run(&j, tasks, nth, f32_task, NULL, 0);
   rv_arena_release(arena, mk);
   return RV_OK;
 }
@@ -570,6 +581,15 @@ static void bf16_task(const att_job *j, int t, int tid) {
                   ppan, st, ot, m, m + BQ16 + 48, m + 2 * (BQ16 + 48));
 }
 
+/* prep h of rv_softmax_attention_bf16: K (h even, times scale) or V (h odd) of head h / 2 */
+static void bf16_pack(const att_job *j, int h, int tid) {
+  (void)tid;
+  const size_t off = (size_t)(h / 2) * j->d * j->ld;
+  uint32_t *dst = j->packed + (size_t)(h / 2) * (j->kwords + j->vwords);
+  if (h % 2 == 0) rv_bf16_pack_cols(dst, j->kgw, j->k + off, (size_t)j->ld, j->n, j->d, j->scale);
+  else rv_bf16_pack_rows(dst + j->kwords, j->vgw, j->v + off, (size_t)j->ld, j->d, j->n, 1.0f);
+}
+
 rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const float *k,
                                     const float *v, int ld, int heads, int d, int n,
                                     float scale, rv_arena *arena) {
@@ -587,17 +607,10 @@ rv_status rv_softmax_attention_bf16(float *res, int ldr, const float *q, const f
   if (!att_buffers(arena, mk, (kwords + vwords) * heads, per * nth, &packed_f, &scratch))
     return RV_ERR_NOMEM;
   uint32_t *packed = (uint32_t *)packed_f;
-  /* K and V of every head packed once (a key range is an offset into them) */
-#pragma omp parallel for schedule(static) num_threads(nth) if (nth > 1)
-  for (int h = 0; h < 2 * heads; h++) {
-    const size_t off = (size_t)(h / 2) * d * ld;
-    uint32_t *dst = packed + (size_t)(h / 2) * (kwords + vwords);
-    if (h % 2 == 0) rv_bf16_pack_cols(dst, kgw, k + off, (size_t)ld, n, d, scale);
-    else rv_bf16_pack_rows(dst + kwords, vgw, v + off, (size_t)ld, d, n, 1.0f);
-  }
+  /* K and V of every head packed once (a key range is an offset into them): bf16_pack */
   const att_job j = {res,   ldr,     ld,   d,      n,      nqt,    q,   k,  v,
                      scale, scratch, per,  packed, kwords, vwords, kgw, vgw};
-  att_run(&j, tasks, nth, bf16_task);
+  att_run(&j, tasks, nth, bf16_task, bf16_pack, 2 * heads);
   rv_arena_release(arena, mk);
   return RV_OK;
 }
