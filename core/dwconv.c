@@ -120,21 +120,33 @@ RV_CLONES4 static void dw_plane_rows(float *yp, const float *xp, const float *wp
 
 #define DWBUF 16384 /* floats of stack per thread for a zero-padded band of input rows */
 
+/* output rows of a band of dw_plane_band (< 1: rows too wide for its buffer) */
+static int dw_band_rows(int wd, int k, int pad) { return DWBUF / (wd + 2 * pad) - (k - 1); }
+
+int rv_dwconv2d_inplace_ok(int wd, int k) {
+  return k >= 1 && k <= 7 && k % 2 == 1 && wd >= 1 && dw_band_rows(wd, k, k / 2) >= 1;
+}
+
 /* One plane, stride 1, k <= 7, pad < k: bands of output rows; the band's input rows are
  * copied into a zero-padded buffer of width wd + 2 pad, so every output pixel takes all
  * k*k taps from valid memory and each output row is one vectorised pass (no border code,
- * weights fixed for the plane). Returns 0 if the rows are too wide for the buffer. */
+ * weights fixed for the plane). The k - 1 input rows two bands share are carried in the
+ * buffer, not copied again: so the input is read before its rows are written, and yp may be
+ * xp (in place). Returns 0 if the rows are too wide for the buffer (dw_band_rows). */
 RV_CLONES4 static int dw_plane_band(float *yp, const float *xp, const float *wp, float bv,
                                    const float *rp, const float *gp, int h, int wd, int k,
                                    int pad, int oh, int ow) {
   float buf[DWBUF];
-  int pw = wd + 2 * pad;
-  int band = DWBUF / pw - (k - 1);
+  const int pw = wd + 2 * pad, band = dw_band_rows(wd, k, pad);
   if (band < 1) return 0;
   const float *xr[7];
   for (int oy0 = 0; oy0 < oh; oy0 += band) {
-    int rows = oh - oy0 < band ? oh - oy0 : band;
-    for (int t = 0; t < rows + k - 1; t++) {
+    int rows = oh - oy0 < band ? oh - oy0 : band, t0 = 0;
+    if (oy0 > 0 && k > 1) { /* the previous band's last k - 1 input rows */
+      memmove(buf, buf + (size_t)band * pw, sizeof(float) * (size_t)(k - 1) * pw);
+      t0 = k - 1;
+    }
+    for (int t = t0; t < rows + k - 1; t++) {
       float *d = buf + (size_t)t * pw;
       int iy = oy0 - pad + t;
       if (iy < 0 || iy >= h) {
@@ -320,11 +332,14 @@ void rv_dwconv2d_gate_f32(float *y, const float *x, const float *w, const float 
   RV_ASSERT(k > 0 && stride > 0 && pad >= 0);
   int oh = (h + 2 * pad - k) / stride + 1, ow = (wd + 2 * pad - k) / stride + 1;
   RV_ASSERT(oh > 0 && ow > 0);
+  /* in place: only through the band path, which reads each input row before writing it */
+  const int inplace = y == x;
+  RV_ASSERT(!inplace || (stride == 1 && 2 * pad == k - 1 && rv_dwconv2d_inplace_ok(wd, k)));
   long planes = (long)n * c;
 #if DW_AVX512
   dw_masks masks[DW_MAXB];
   /* rows of 16 or fewer columns (RAVLT's stage 4 at 512x512): the band path (0.8-1.0x) */
-  const int fast = stride == 1 && (k == 5 || k == 7) && pad < k && ow > 16 &&
+  const int fast = !inplace && stride == 1 && (k == 5 || k == 7) && pad < k && ow > 16 &&
                    ow <= 32 * DW_MAXB && rv_ukernel_supported();
   if (fast) dw_masks_init(masks, k, pad, wd, ow);
 #endif

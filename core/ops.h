@@ -337,7 +337,9 @@ rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *
 
 /* Depthwise k x k (odd k), stride s, pad (k-1)/2*... as given: w [c, 1, k, k], b may be NULL.
  * If `residual` is non-NULL it is added to the output (y = residual + conv(x)); y may alias
- * residual but not x. */
+ * residual, and x (in place: y = x + conv(x) with residual x) where stride is 1, pad is
+ * (k - 1) / 2 and rv_dwconv2d_inplace_ok(wd, k) (rows of up to ~4000 floats). */
+int rv_dwconv2d_inplace_ok(int wd, int k);
 void rv_dwconv2d_f32(float *y, const float *x, const float *w, const float *b,
                      const float *residual, int n, int c, int h, int wd, int k, int stride,
                      int pad);

@@ -263,6 +263,21 @@ static void test_dwconv_sweep(void **state) {
             rv_dwconv2d_gate_f32(y3, x, w, b, res ? y3 : NULL, g, n, c, h, wd, k, s, pad);
             for (size_t i = 0; i < ny; i++)
               if (y3[i] != y1[i] * g[i]) fail_msg("%s gate: element %zu", what, i);
+            /* in place (y = x + conv(x), as RAVLT's CPE and FFN convs): the naive result
+             * with x as the residual, bit for bit the out-of-place call's */
+            if (s == 1 && 2 * pad == k - 1 && res == 1) {
+              assert_true(rv_dwconv2d_inplace_ok(wd, k));
+              size_t nx = (size_t)n * c * h * wd;
+              float *xi = malloc(nx * sizeof(float)), *yo = kc_rand(nx, 9);
+              memcpy(xi, x, nx * sizeof(float));
+              rv_dwconv2d_f32(yo, x, w, b, x, n, c, h, wd, k, s, pad);
+              rv_dwconv2d_f32(xi, xi, w, b, xi, n, c, h, wd, k, s, pad);
+              rv_dwconv2d_naive_f32(y2, x, w, b, x, n, c, h, wd, k, s, pad);
+              kc_assert_close(xi, y2, nx, 2e-6, what);
+              for (size_t i = 0; i < nx; i++)
+                if (xi[i] != yo[i]) fail_msg("%s in place: element %zu", what, i);
+              free(xi), free(yo);
+            }
             free(g), free(y3);
             free(x), free(w), free(b), free(r), free(y1), free(y2);
           }
@@ -271,8 +286,10 @@ static void test_dwconv_sweep(void **state) {
    * k = 5, 7 run on register blocks of 4 rows x 32 columns: blocks inside the plane, blocks
    * at each border, a last block of 16 or fewer columns, a last row block of 1-3 rows */
   {
-    int cases[7][4] = {{31, 1000, 5, 2}, {9, 2400, 7, 3}, {9, 2400, 5, 2}, {37, 70, 5, 2},
-                       {23, 113, 7, 3}, {18, 48, 5, 2}, {6, 4100, 5, 2}};
+    /* h, wd, k, pad, whether in place is possible (the band buffer holds k rows) */
+    int cases[7][5] = {{31, 1000, 5, 2, 1}, {9, 2400, 7, 3, 0}, {9, 2400, 5, 2, 1},
+                       {37, 70, 5, 2, 1},   {23, 113, 7, 3, 1}, {18, 48, 5, 2, 1},
+                       {6, 4100, 5, 2, 0}};
     for (int t = 0; t < 7; t++) {
       int h = cases[t][0], wd = cases[t][1], k = cases[t][2], pad = cases[t][3], c = 2;
       size_t nx = (size_t)c * h * wd;
@@ -285,6 +302,17 @@ static void test_dwconv_sweep(void **state) {
       rv_dwconv2d_gate_f32(y2, x, w, b, r, g, 1, c, h, wd, k, 1, pad);
       for (size_t i = 0; i < nx; i++)
         if (y2[i] != y1[i] * g[i]) fail_msg("dwconv wide gate: element %zu", i);
+      /* in place across several bands (the k - 1 rows two bands share carried in the
+       * buffer, read before the first band writes them); rows too wide for the buffer
+       * cannot be done in place */
+      assert_int_equal(rv_dwconv2d_inplace_ok(wd, k), cases[t][4]);
+      if (cases[t][4]) {
+        rv_dwconv2d_f32(y1, x, w, b, x, 1, c, h, wd, k, 1, pad);
+        memcpy(y2, x, nx * sizeof(float));
+        rv_dwconv2d_f32(y2, y2, w, b, y2, 1, c, h, wd, k, 1, pad);
+        for (size_t i = 0; i < nx; i++)
+          if (y2[i] != y1[i]) fail_msg("dwconv wide in place: element %zu", i);
+      }
       free(g);
       free(x), free(w), free(b), free(r), free(y1), free(y2);
     }
