@@ -264,7 +264,9 @@ static void test_dwconv_sweep(void **state) {
             for (size_t i = 0; i < ny; i++)
               if (y3[i] != y1[i] * g[i]) fail_msg("%s gate: element %zu", what, i);
             /* in place (y = x + conv(x), as RAVLT's CPE and FFN convs): the naive result
-             * with x as the residual, bit for bit the out-of-place call's */
+             * with x as the residual; for 3x3 bit for bit the out-of-place call's (the
+             * same band path; 5x5 and 7x7 out of place run on the AVX-512 blocks where the
+             * CPU has them, whose tap sums a clang build's band path need not share) */
             if (s == 1 && 2 * pad == k - 1 && res == 1) {
               assert_true(rv_dwconv2d_inplace_ok(wd, k));
               size_t nx = (size_t)n * c * h * wd;
@@ -274,7 +276,7 @@ static void test_dwconv_sweep(void **state) {
               rv_dwconv2d_f32(xi, xi, w, b, xi, n, c, h, wd, k, s, pad);
               rv_dwconv2d_naive_f32(y2, x, w, b, x, n, c, h, wd, k, s, pad);
               kc_assert_close(xi, y2, nx, 2e-6, what);
-              for (size_t i = 0; i < nx; i++)
+              for (size_t i = 0; k == 3 && i < nx; i++)
                 if (xi[i] != yo[i]) fail_msg("%s in place: element %zu", what, i);
               free(xi), free(yo);
             }
@@ -287,10 +289,10 @@ static void test_dwconv_sweep(void **state) {
    * at each border, a last block of 16 or fewer columns, a last row block of 1-3 rows */
   {
     /* h, wd, k, pad, whether in place is possible (the band buffer holds k rows) */
-    int cases[7][5] = {{31, 1000, 5, 2, 1}, {9, 2400, 7, 3, 0}, {9, 2400, 5, 2, 1},
+    int cases[8][5] = {{31, 1000, 5, 2, 1}, {9, 2400, 7, 3, 0}, {9, 2400, 5, 2, 1},
                        {37, 70, 5, 2, 1},   {23, 113, 7, 3, 1}, {18, 48, 5, 2, 1},
-                       {6, 4100, 5, 2, 0}};
-    for (int t = 0; t < 7; t++) {
+                       {6, 4100, 5, 2, 0},  {40, 1000, 3, 1, 1}};
+    for (int t = 0; t < 8; t++) {
       int h = cases[t][0], wd = cases[t][1], k = cases[t][2], pad = cases[t][3], c = 2;
       size_t nx = (size_t)c * h * wd;
       float *x = kc_rand(nx, 31), *w = kc_rand((size_t)c * k * k, 32), *b = kc_rand((size_t)c, 33);
@@ -306,11 +308,12 @@ static void test_dwconv_sweep(void **state) {
        * buffer, read before the first band writes them); rows too wide for the buffer
        * cannot be done in place */
       assert_int_equal(rv_dwconv2d_inplace_ok(wd, k), cases[t][4]);
-      if (cases[t][4]) {
+      if (cases[t][4]) { /* bit for bit for 3x3 (the same band path), as above */
         rv_dwconv2d_f32(y1, x, w, b, x, 1, c, h, wd, k, 1, pad);
         memcpy(y2, x, nx * sizeof(float));
         rv_dwconv2d_f32(y2, y2, w, b, y2, 1, c, h, wd, k, 1, pad);
-        for (size_t i = 0; i < nx; i++)
+        kc_assert_close(y2, y1, nx, 2e-6, "dwconv wide in place");
+        for (size_t i = 0; k == 3 && i < nx; i++)
           if (y2[i] != y1[i]) fail_msg("dwconv wide in place: element %zu", i);
       }
       free(g);
