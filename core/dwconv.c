@@ -270,11 +270,12 @@ dw_block(const int K, const int FULL, const int NQ, float *yp, const float *xp,
  * per tap column and feeds the up to K output rows it is a tap row of (masked where the
  * window crosses the plane's border; rows outside it load zeros). Each output takes its taps
  * in the order of dw_interior (ky, then kx, FMA onto residual + b) with the padding's zeros
- * included, so the outputs are dw_plane_band's AVX-512 clone's bit for bit. The band path
- * copies every row into its stack buffer and runs one 25-FMA chain per vector: this is
- * 1.3-1.6x faster on the LePE's planes (input just written, as in the model). For K = 3 it
- * was 1.0x there (both move the map at the memory's rate), so 3x3 stays on the band path
- * (bench/RESULTS.md). */
+ * included, so the outputs are those of dw_plane_band's AVX-512 clone (GCC's; clang builds
+ * have no such clone) bit for bit. The band path copies every row into its stack buffer
+ * and runs one 25-FMA chain per vector: this is 1.16-2.1x faster on the LePE's planes with
+ * the input just written, as in the model (16x16: 0.8-1.0x, left on the band path). For
+ * K = 3 it was 1.0x there (both move the map at the memory's rate), so 3x3 stays on the
+ * band path, which can also run in place (bench/RESULTS.md). */
 __attribute__((target("avx512f,fma"))) static inline __attribute__((always_inline)) void
 dw_plane_k(const int K, float *yp, const float *xp, const float *wp, float bv, const float *rp,
            const float *gp, int h, int wd, int pad, int oh, int ow, const dw_masks *m) {
