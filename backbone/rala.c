@@ -151,10 +151,11 @@ typedef struct {
  * tokens (its panel, v^T of the chunk, stays in L2 while every group of 8 rows of k reads
  * it; over all tokens at once the panel of an 800x1344 stage 1, 13 MB, came from memory
  * once per group), accumulating in kv. One barrier a chunk: the panels alternate between
- * two buffers, so packing chunk c + 1 needs no barrier after chunk c's products (a thread
- * passed chunk c's barrier after its products of chunk c - 1, the last reader of that
- * buffer), and a group's products run on the same thread in every chunk (the same static
- * schedule), in chunk order. The parallel region's end completes kv. */
+ * two buffers, so packing chunk c + 1 needs no barrier after chunk c's products (its buffer
+ * was last read by chunk c - 1's products, which every thread finished before it reached
+ * the barrier after packing chunk c), and a group's products run on the same thread in
+ * every chunk (the same static schedule), in chunk order. The parallel region's end
+ * completes kv. */
 enum { KC = 2048 };
 static void kv_bf16(float *kv, const float *v, int d, int n, const bf16_bufs *bb) {
   const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
@@ -291,7 +292,8 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     rv_arena_release(arena, probe);
     if (!ok) bb.kp = NULL;
   }
-  if (!qm || !km || !kv || !a || !parts || (bf16 && (!bb.kp || !bb.tb || !bb.vp[0] || !bb.vp[1] || !bb.wp))) {
+  if (!qm || !km || !kv || !a || !parts ||
+      (bf16 && (!bb.kp || !bb.tb || !bb.vp[0] || !bb.vp[1] || !bb.wp))) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
