@@ -203,7 +203,7 @@ static void f32_task(const att_job *j, int t, int tid) {
  * time) and stored the 512 x 64 output tile row-major, transposed at the end: 1.03-1.15x
  * with SkylakeX kernels, 1.5-1.8x with Haswell ones (bench/RESULTS.md). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#include "core/lanes16.h"
 #define ATT_F32 __attribute__((target("avx512f,fma")))
 
 /* rv_vexpf (core/vmath.h) on 16 lanes, operation for operation */
@@ -481,7 +481,7 @@ ATT_BF16 static inline __m512 exp16_bf16(__m512 x) {
 
 ATT_BF16 static void softmax_pack16(const float *st, size_t ls, int bk, int nq, float *m,
                                     float *l, float *alpha, uint32_t *pan, size_t pw) {
-  const __mmask16 valid = nq >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nq) - 1);
+  const __mmask16 valid = rv_lanes_below(nq);
   const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9,
                                        24, 8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1,
                                        16, 0);
