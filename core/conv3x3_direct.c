@@ -49,7 +49,9 @@ cell(int S, int NV, int full, float *y, size_t ldy, int rows, __mmask16 sm[3], c
      const float *bias) {
   const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   __m512 acc[DR][3];
+#pragma GCC unroll 8
   for (int r = 0; r < DR; r++)
+#pragma GCC unroll 3
     for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
   for (int ci = 0; ci < cin; ci++) {
     const float *xc = xr + (size_t)ci * hw;
@@ -83,8 +85,12 @@ cell(int S, int NV, int full, float *y, size_t ldy, int rows, __mmask16 sm[3], c
       }
     }
   }
-  for (int r = 0; r < rows; r++) {
+  /* to DR, unrolled: a loop to rows would index acc at run time (a stack array) */
+#pragma GCC unroll 8
+  for (int r = 0; r < DR; r++) {
+    if (r >= rows) break;
     const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
+#pragma GCC unroll 3
     for (int q = 0; q < NV; q++)
       _mm512_mask_storeu_ps(y + (size_t)r * ldy + 16 * q, sm[q], _mm512_add_ps(acc[r][q], br));
   }

@@ -38,12 +38,15 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
            size_t si, const float *restrict v, size_t ldv, int k, int nt, const float *bias,
            int full, int accumulate) {
   __mmask16 mk[MAXV];
+#pragma GCC unroll 4
   for (int q = 0; q < NV; q++) {
     const int rem = nt - 16 * q;
     mk[q] = full ? (__mmask16)0xffff : rv_lanes_below(rem);
   }
   __m512 acc[MAXR][MAXV];
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
     for (int q = 0; q < NV; q++) acc[r][q] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (int i = 0; i < k; i++) {
@@ -59,8 +62,10 @@ block_body(int R, int NV, float *restrict c, size_t ldc, const float *restrict s
       for (int q = 0; q < NV; q++) acc[r][q] = _mm512_fmadd_ps(b, x[q], acc[r][q]);
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; r++) {
     const __m512 br = _mm512_set1_ps(bias ? bias[r] : 0.0f);
+#pragma GCC unroll 4
     for (int q = 0; q < NV; q++) {
       float *cq = c + (size_t)r * ldc + 16 * q;
       const __m512 cv = full ? _mm512_loadu_ps(cq) : _mm512_maskz_loadu_ps(mk[q], cq);
