@@ -138,39 +138,53 @@ CLONES static float scale_chunk_to(float *restrict y, const float *restrict x,
 }
 #undef SCALE_CHUNK
 
-/* bf16 products (rv_rala_bf16): k'' packed as rows, v^T as the panel, kv^T packed as the
+/* bf16 products (rv_rala_bf16): k'' packed as rows, v^T as the panels, kv^T packed as the
  * 1x1 weights of the second product */
 typedef struct {
-  uint32_t *kp, *vp[2], *wp; /* vp: two panels, chunks alternate */
+  uint32_t *kp, *vt, *wp; /* vt: one panel per column block of kv (kv_bf16) */
   float *tb; /* per thread: 8 rows x SC tokens of k'' before packing */
   rv_arena *arena;
 } bf16_bufs;
 
 /* The first product kv = k v^T / N [d x d] on the bf16 kernel (float32 sums) from k''/N
- * packed (bb->kp, groups of 8 rows), inside a parallel region. It runs over chunks of KC
- * tokens (its panel, v^T of the chunk, stays in L2 while every group of 8 rows of k reads
- * it; over all tokens at once the panel of an 800x1344 stage 1, 13 MB, came from memory
- * once per group), accumulating in kv. One barrier a chunk: the panels alternate between
- * two buffers, so packing chunk c + 1 needs no barrier after chunk c's products (its buffer
- * was last read by chunk c - 1's products, which every thread finished before it reached
- * the barrier after packing chunk c), and a group's products run on the same thread in
- * every chunk (the same static schedule), in chunk order. The parallel region's end
- * completes kv. */
+ * packed (bb->kp, groups of 8 rows), inside a parallel region, with no barrier: the
+ * threads split kv's columns in blocks of 16 (rows of v), and each packs its block of v^T
+ * chunk by chunk (KC tokens, its panel in L2 while every group of 8 rows of k reads it;
+ * over all tokens at once the panel of an 800x1344 stage 1, 13 MB, came from memory once
+ * per group) into a panel of its own and accumulates all of kv's rows in its columns in
+ * chunk order. Each output is the kernel's sum over a chunk added to the chunks before it,
+ * whatever block its column falls in: the same bits for any number of threads. The
+ * parallel region's end completes kv. (A shared panel per chunk, its columns packed by all
+ * threads, needed a barrier a chunk: 44 a RAVLT-S forward at 512x512.) */
 enum { KC = 2048 };
+static int kv_blocks(int d, int threads) {
+  const int nb = (d + 15) / 16;
+  return threads < nb ? threads : nb;
+}
 static void kv_bf16(float *kv, const float *v, int d, int n, const bf16_bufs *bb) {
   const size_t gw = (size_t)8 * ((n + 1) / 2); /* words per group of 8 rows of k */
-  const int groups = (d + 7) / 8, w = (d + 47) / 48 * 48, cols = 16;
-  for (int k0 = 0; k0 < n; k0 += KC) {
-    const int kc = n - k0 < KC ? n - k0 : KC;
-    uint32_t *vp = bb->vp[(k0 / KC) & 1];
-#pragma omp for schedule(static)
-    for (int c = 0; c < w; c += cols)
-      rv_bf16_pack_panel_t(vp, v + k0, (size_t)n, kc, d, c, c + cols < w ? c + cols : w);
+  const int groups = (d + 7) / 8, nb = (d + 15) / 16;
+#ifdef _OPENMP
+  const int tasks = kv_blocks(d, omp_get_num_threads());
+#else
+  const int tasks = 1;
+#endif
+  const size_t pw = rv_bf16_panel_words(n < KC ? n : KC, d);
 #pragma omp for schedule(static) nowait
-    for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
-      rv_bf16_gemm_panel(kv + (size_t)g * 8 * d, (size_t)d,
-                         bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, vp,
-                         d - 8 * g < 8 ? d - 8 * g : 8, kc, d, k0 > 0);
+  for (int t = 0; t < tasks; t++) {
+    const int c0 = 16 * (t * nb / tasks), c1e = 16 * ((t + 1) * nb / tasks);
+    const int c1 = c1e < d ? c1e : d, cols = c1 - c0;
+    uint32_t *vp = bb->vt + (size_t)t * pw;
+    for (int k0 = 0; k0 < n; k0 += KC) {
+      const int kc = n - k0 < KC ? n - k0 : KC;
+      /* columns to a multiple of 16: the kernel reads whole vectors of them */
+      rv_bf16_pack_panel_t(vp, v + (size_t)c0 * n + k0, (size_t)n, kc, cols, 0,
+                           (cols + 15) / 16 * 16);
+      for (int g = 0; g < groups; g++) /* tokens k0.. are pair k0 / 2 of the packed rows */
+        rv_bf16_gemm_panel(kv + (size_t)g * 8 * d + c0, (size_t)d,
+                           bb->kp + (size_t)g * gw + (size_t)(k0 / 2) * 8, gw, vp,
+                           d - 8 * g < 8 ? d - 8 * g : 8, kc, cols, k0 > 0);
+    }
   }
 }
 
@@ -280,8 +294,8 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     const size_t k2 = (size_t)(n + 1) / 2, groups = (size_t)(d + 7) / 8;
     bb.kp = (uint32_t *)rv_arena_floats(arena, groups * 8 * k2);
     bb.tb = rv_arena_floats(arena, (size_t)8 * SC * omp_get_max_threads());
-    bb.vp[0] = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
-    bb.vp[1] = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d));
+    bb.vt = (uint32_t *)rv_arena_floats(arena, rv_bf16_panel_words(n < KC ? n : KC, d) *
+                                                    (size_t)kv_blocks(d, omp_get_max_threads()));
     bb.wp = (uint32_t *)rv_arena_floats(arena, rv_bf16_packed_words(d, d));
     bb.arena = arena;
     /* rv_pointwise_bf16's workspace (k2 * 192 words per thread), tried here so that it
@@ -293,7 +307,7 @@ static rv_status rala(float *res, int ldr, float *q, float *k, const float *v, i
     if (!ok) bb.kp = NULL;
   }
   if (!qm || !km || !kv || !a || !parts ||
-      (bf16 && (!bb.kp || !bb.tb || !bb.vp[0] || !bb.vp[1] || !bb.wp))) {
+      (bf16 && (!bb.kp || !bb.tb || !bb.vt || !bb.wp))) {
     rv_arena_release(arena, mk);
     return RV_ERR_NOMEM;
   }
