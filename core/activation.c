@@ -26,6 +26,10 @@ RV_CLONES4 void rv_gelu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
 }
 
+RV_CLONES4 void rv_gelu_bf16_serial_f32(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf_bf16(x[i]);
+}
+
 RV_CLONES void rv_sigmoid_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = rv_vsigmoidf(x[i]);
 }

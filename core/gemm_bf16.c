@@ -120,11 +120,47 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
   }
 }
 
+/* rv_vgeluf_bf16 (core/vmath.h) on 16 lanes, its operations in its order with the
+ * multiply-adds GCC's vectorised loop fuses (the function's callers are compiled with
+ * -ffp-contract=fast): x log2(e) + 1.5 2^23 and x log2(e) - n in e^{-a^2}, the Horner steps;
+ * bit for bit the loop's results on the inputs tests/test_ops.c sweeps (where e^{-a^2}
+ * underflows, |x| > 13.2, GCC folds the clamped exponential to a constant: equal there
+ * within an ulp of a value below 1e-37). */
+BF16_TARGET static inline __m512 gelu16_bf16(__m512 x) {
+  const __m512 a = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.70710678118654752440f));
+  const __m512 t = _mm512_div_ps(
+      _mm512_set1_ps(1.0f),
+      _mm512_fmadd_ps(a, _mm512_set1_ps(0.3275911f), _mm512_set1_ps(1.0f)));
+  __m512 p = _mm512_fmadd_ps(t, _mm512_set1_ps(1.061405429f), _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  /* rv_vexpf_bf16(-(a a)): -(a a) <= 0, so only the lower clamp */
+  __m512 xe = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(a, a));
+  const __m512 lo = _mm512_set1_ps(-87.3365f);
+  xe = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xe, lo, _CMP_GT_OQ), lo, xe);
+  const __m512 l2e = _mm512_set1_ps(1.44269504088896341f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xe, l2e, _mm512_set1_ps(12582912.0f)),
+                                 _mm512_set1_ps(12582912.0f));
+  const __m512 f = _mm512_fmsub_ps(xe, l2e, n);
+  __m512 e = _mm512_fmadd_ps(f, _mm512_set1_ps(5.5171669075e-02f),
+                             _mm512_set1_ps(2.4261112219e-01f));
+  e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(6.9326098546e-01f));
+  e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(9.9992807354e-01f));
+  const __m512i sb = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  e = _mm512_mul_ps(e, _mm512_castsi512_ps(sb));
+  const __m512 h =
+      _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), _mm512_mul_ps(_mm512_mul_ps(p, t), e));
+  /* x < 0 ? h : x - h */
+  return _mm512_mask_sub_ps(h, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_NLT_UQ), x, h);
+}
+
 /* c[r ldc + t] = bias[r] + sum_{i < k2} dot(u[i BM + r], v[i ldv + t]) for r < rows,
  * t < nt (stores masked past nt), on NV vectors of 16 columns (NV 1 to 3, a literal) */
 BF16_TARGET static inline __attribute__((always_inline)) void
-kernel_nv(int NV, float *c, size_t ldc, const uint32_t *u, const uint32_t *v, size_t ldv,
-          int k2, int rows, int nt, const float *bias, int accumulate) {
+kernel_nv(int NV, int ACT, float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
+          size_t ldv, int k2, int rows, int nt, const float *bias, int accumulate) {
   __m512 acc[BM][3];
 #pragma GCC unroll 8
   for (int r = 0; r < BM; r++)
@@ -159,7 +195,8 @@ kernel_nv(int NV, float *c, size_t ldc, const uint32_t *u, const uint32_t *v, si
       float *cr = c + (size_t)r * ldc + 16 * q;
       const __m512 add = accumulate ? _mm512_maskz_loadu_ps(mk[q], cr)
                                     : _mm512_set1_ps(bias ? bias[r] : 0.0f);
-      _mm512_mask_storeu_ps(cr, mk[q], _mm512_add_ps(acc[r][q], add));
+      const __m512 o = _mm512_add_ps(acc[r][q], add);
+      _mm512_mask_storeu_ps(cr, mk[q], ACT ? gelu16_bf16(o) : o);
     }
   }
 }
@@ -170,11 +207,22 @@ BF16_TARGET static void kernel(float *c, size_t ldc, const uint32_t *u, const ui
                                size_t ldv, int k2, int rows, int nt, const float *bias,
                                int accumulate) {
   if (nt > 32)
-    kernel_nv(3, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+    kernel_nv(3, 0, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
   else if (nt > 16)
-    kernel_nv(2, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+    kernel_nv(2, 0, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
   else
-    kernel_nv(1, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+    kernel_nv(1, 0, c, ldc, u, v, ldv, k2, rows, nt, bias, accumulate);
+}
+
+/* kernel with rv_vgeluf_bf16 on each output before its store (rv_pointwise_bf16_gelu) */
+BF16_TARGET static void kernel_gelu(float *c, size_t ldc, const uint32_t *u, const uint32_t *v,
+                                    size_t ldv, int k2, int rows, int nt, const float *bias) {
+  if (nt > 32)
+    kernel_nv(3, 1, c, ldc, u, v, ldv, k2, rows, nt, bias, 0);
+  else if (nt > 16)
+    kernel_nv(2, 1, c, ldc, u, v, ldv, k2, rows, nt, bias, 0);
+  else
+    kernel_nv(1, 1, c, ldc, u, v, ldv, k2, rows, nt, bias, 0);
 }
 
 
@@ -185,9 +233,9 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
                                scratch);
 }
 
-rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
+static rv_status pointwise_bf16(float *y, const uint32_t *wp, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_block_fn post, void *arg,
-                                rv_arena *scratch) {
+                                int gelu, rv_arena *scratch) {
   RV_ASSERT(cout > 0 && cin > 0 && wp && scratch != NULL);
   RV_ASSERT(cpu_bf16());
   if (n == 0) return RV_OK;
@@ -217,7 +265,10 @@ rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, co
         for (int t = 0; t < np; t += BN) {
           const int nt = np - t < BN ? np - t : BN;
           float *yc = y + (size_t)co * n + p0 + t;
-          kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL, 0);
+          if (gelu)
+            kernel_gelu(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL);
+          else
+            kernel(yc, n, u, vp + t, (size_t)w, k2, rows, nt, b ? b + co : NULL, 0);
           if (post) post(arg, yc, n, co, rows, p0 + t, (size_t)nt);
         }
       }
@@ -225,6 +276,17 @@ rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, co
   }
   rv_arena_release(scratch, mark);
   return RV_OK;
+}
+
+rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
+                                int cout, int cin, size_t n, rv_block_fn post, void *arg,
+                                rv_arena *scratch) {
+  return pointwise_bf16(y, wp, b, x, cout, cin, n, post, arg, 0, scratch);
+}
+
+rv_status rv_pointwise_bf16_gelu(float *y, const uint32_t *wp, const float *b, const float *x,
+                                 int cout, int cin, size_t n, rv_arena *scratch) {
+  return pointwise_bf16(y, wp, b, x, cout, cin, n, NULL, NULL, 1, scratch);
 }
 
 /* ---- serial pieces for GEMMs whose both operands change per call (softmax attention) ---- */
@@ -546,6 +608,12 @@ rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, co
   (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)post, (void)arg;
   (void)scratch;
   RV_ASSERT(0 && "rv_pointwise_bf16_ctx without AVX512_BF16");
+  return RV_ERR_UNSUPPORTED;
+}
+rv_status rv_pointwise_bf16_gelu(float *y, const uint32_t *wp, const float *b, const float *x,
+                                 int cout, int cin, size_t n, rv_arena *scratch) {
+  (void)y, (void)wp, (void)b, (void)x, (void)cout, (void)cin, (void)n, (void)scratch;
+  RV_ASSERT(0 && "rv_pointwise_bf16_gelu without AVX512_BF16");
   return RV_ERR_UNSUPPORTED;
 }
 void rv_bf16_convert_vec(uint16_t *out, const float *x, size_t n) {

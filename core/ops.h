@@ -109,6 +109,11 @@ rv_status rv_pointwise_bf16(float *y, const uint32_t *wp, const float *b, const 
 rv_status rv_pointwise_bf16_ctx(float *y, const uint32_t *wp, const float *b, const float *x,
                                 int cout, int cin, size_t n, rv_block_fn post, void *arg,
                                 rv_arena *scratch);
+/* With GELU to bf16 accuracy (rv_vgeluf_bf16, core/vmath.h) applied to each output in the
+ * kernel's registers before its store: the bits of rv_pointwise_bf16 with that GELU as the
+ * post (a load and a store less per output, and no call per row of a block). */
+rv_status rv_pointwise_bf16_gelu(float *y, const uint32_t *wp, const float *b, const float *x,
+                                 int cout, int cin, size_t n, rv_arena *scratch);
 /* Its twin: both operands through rv_f32_to_bf16, double accumulation, then + b. */
 void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,
                              int cout, int cin, size_t n);
@@ -446,6 +451,8 @@ void rv_bias_act_f32(float *y, const float *b, int n, int c, size_t hw, rv_act a
 void rv_act_serial_f32(float *x, size_t n, rv_act act);
 void rv_relu_serial_f32(float *x, size_t n);
 void rv_gelu_serial_f32(float *x, size_t n);
+/* GELU to bf16 accuracy (rv_vgeluf_bf16, core/vmath.h: bf16 mode's FFN) */
+void rv_gelu_bf16_serial_f32(float *x, size_t n);
 void rv_silu_serial_f32(float *x, size_t n);
 void rv_sigmoid_serial_f32(float *x, size_t n);
 

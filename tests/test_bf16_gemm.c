@@ -151,6 +151,68 @@ static void test_pointwise_bf16(void **state) {
   rv_arena_free(scratch);
 }
 
+/* rv_pointwise_bf16_gelu: the GELU in the kernel's registers against rv_pointwise_bf16 with
+ * rv_gelu_bf16_serial_f32 (the loop GCC vectorises from the same formula) as its post, bit
+ * for bit (but for outputs below 1e-30, see below), over shapes with row and column tails;
+ * then the GELU alone over a sweep of
+ * values (cin 1 with zero weights: the outputs are the biases), bit for bit where
+ * |x| <= 13 and within 1e-30 beyond (there e^{-x^2/2} underflows and GCC folds its clamped
+ * value to a constant). */
+static void test_pointwise_bf16_gelu(void **state) {
+  (void)state;
+  if (!rv_bf16_supported()) {
+    printf("rv_pointwise_bf16_gelu: no AVX512_BF16 on this CPU, not tested here\n");
+    skip();
+  }
+  rv_arena *scratch = rv_arena_create(0);
+  static const int shapes[][3] = {{8, 64, 4096}, {17, 31, 193}, {224, 64, 1000}, {3, 7, 47}};
+  for (int s = 0; s < 4; s++) {
+    const int cout = shapes[s][0], cin = shapes[s][1];
+    const size_t n = (size_t)shapes[s][2];
+    float *w = kc_rand((size_t)cout * cin, 40 + s), *x = kc_rand((size_t)cin * n, 50 + s);
+    float *bias = kc_rand((size_t)cout, 60 + s);
+    for (size_t i = 0; i < (size_t)cin * n; i++) x[i] *= 4.0f; /* GELU's whole range */
+    float *y = kc_rand((size_t)cout * n, 1), *ref = kc_rand((size_t)cout * n, 2);
+    uint32_t *wp = malloc(sizeof(uint32_t) * rv_bf16_packed_words(cout, cin));
+    assert_non_null(wp);
+    rv_bf16_pack_weights(wp, w, cout, cin);
+    assert_int_equal(rv_pointwise_bf16_gelu(y, wp, bias, x, cout, cin, n, scratch), RV_OK);
+    assert_int_equal(rv_pointwise_bf16(ref, wp, bias, x, cout, cin, n, rv_gelu_bf16_serial_f32,
+                                       scratch),
+                     RV_OK);
+    for (size_t i = 0; i < (size_t)cout * n; i++)
+      if (memcmp(&y[i], &ref[i], sizeof(float)) &&
+          !(fabsf(ref[i]) < 1e-30f && fabsf(y[i] - ref[i]) <= 1e-30f))
+        fail_msg("pointwise_bf16_gelu %dx%dx%zu: element %zu %.9g, post %.9g", cout, cin, n, i,
+                 y[i], ref[i]);
+    assert_int_equal(rv_arena_used(scratch), 0);
+    free(w), free(x), free(bias), free(y), free(ref), free(wp);
+  }
+  enum { M = 70001, NP = 16 };
+  float *b = malloc(sizeof(float) * M), *zero = calloc(NP, sizeof(float));
+  float *y = malloc(sizeof(float) * (size_t)M * NP);
+  uint32_t *wp = malloc(sizeof(uint32_t) * rv_bf16_packed_words(M, 1));
+  float *w0 = calloc(M, sizeof(float));
+  assert_true(b && zero && y && wp && w0);
+  for (int i = 0; i < M - 6; i++) b[i] = -16.0f + 32.0f * (float)i / (float)(M - 7);
+  const float special[6] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-3f, -7.5f};
+  for (int i = 0; i < 6; i++) b[M - 6 + i] = special[i];
+  rv_bf16_pack_weights(wp, w0, M, 1);
+  assert_int_equal(rv_pointwise_bf16_gelu(y, wp, b, zero, M, 1, NP, scratch), RV_OK);
+  float *g = malloc(sizeof(float) * M);
+  assert_non_null(g);
+  memcpy(g, b, sizeof(float) * M);
+  rv_gelu_bf16_serial_f32(g, M);
+  for (int i = 0; i < M; i++)
+    for (int p = 0; p < NP; p++) {
+      const float v = y[(size_t)i * NP + p];
+      if (fabsf(b[i]) <= 13.0f ? memcmp(&v, &g[i], sizeof v) != 0 : fabsf(v - g[i]) > 1e-30f)
+        fail_msg("bf16 GELU of %.9g: kernel %.9g, loop %.9g", b[i], v, g[i]);
+    }
+  free(b), free(zero), free(y), free(wp), free(w0), free(g);
+  rv_arena_free(scratch);
+}
+
 /* rv_linear_bf16 (the RoI heads' fc layers: y[n x cout] += x[n x cin] W^T) against the
  * naive twin on the transposes (rv_pointwise_bf16_naive: both operands rounded the same
  * way, double sums), over odd shapes and inputs past one block of 1024 (the float32
@@ -649,6 +711,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_round),
       cmocka_unit_test(test_pointwise_bf16),
+      cmocka_unit_test(test_pointwise_bf16_gelu),
       cmocka_unit_test(test_linear_bf16),
       cmocka_unit_test(test_winograd_bf16),
       cmocka_unit_test(test_upsampled_bf16),
