@@ -154,10 +154,19 @@ static void test_pointwise_bf16(void **state) {
 /* rv_pointwise_bf16_gelu: the GELU in the kernel's registers against rv_pointwise_bf16 with
  * rv_gelu_bf16_serial_f32 (the loop GCC vectorises from the same formula) as its post, bit
  * for bit (but for outputs below 1e-30, see below), over shapes with row and column tails;
- * then the GELU alone over a sweep of
- * values (cin 1 with zero weights: the outputs are the biases), bit for bit where
- * |x| <= 13 and within 1e-30 beyond (there e^{-x^2/2} underflows and GCC folds its clamped
- * value to a constant). */
+ * then the GELU alone over a sweep of values (cin 1 with zero weights: the outputs are the
+ * biases), bit for bit where |x| <= 13 and within 1e-30 beyond (there e^{-x^2/2} underflows
+ * and GCC folds its clamped value to a constant). Clang contracts the loop's products into
+ * other multiply-adds: there within 4e-6 relative (measured 2.3e-7). */
+#if defined(__clang__)
+#define GELU_REL 4e-6f
+#else
+#define GELU_REL 0.0f
+#endif
+static int gelu_same(float v, float ref) {
+  return memcmp(&v, &ref, sizeof v) == 0 || fabsf(v - ref) <= GELU_REL * fabsf(ref) ||
+         (fabsf(ref) < 1e-30f && fabsf(v - ref) <= 1e-30f);
+}
 static void test_pointwise_bf16_gelu(void **state) {
   (void)state;
   if (!rv_bf16_supported()) {
@@ -181,8 +190,7 @@ static void test_pointwise_bf16_gelu(void **state) {
                                        scratch),
                      RV_OK);
     for (size_t i = 0; i < (size_t)cout * n; i++)
-      if (memcmp(&y[i], &ref[i], sizeof(float)) &&
-          !(fabsf(ref[i]) < 1e-30f && fabsf(y[i] - ref[i]) <= 1e-30f))
+      if (!gelu_same(y[i], ref[i]))
         fail_msg("pointwise_bf16_gelu %dx%dx%zu: element %zu %.9g, post %.9g", cout, cin, n, i,
                  y[i], ref[i]);
     assert_int_equal(rv_arena_used(scratch), 0);
@@ -206,7 +214,7 @@ static void test_pointwise_bf16_gelu(void **state) {
   for (int i = 0; i < M; i++)
     for (int p = 0; p < NP; p++) {
       const float v = y[(size_t)i * NP + p];
-      if (fabsf(b[i]) <= 13.0f ? memcmp(&v, &g[i], sizeof v) != 0 : fabsf(v - g[i]) > 1e-30f)
+      if (fabsf(b[i]) <= 13.0f ? !gelu_same(v, g[i]) : fabsf(v - g[i]) > 1e-30f)
         fail_msg("bf16 GELU of %.9g: kernel %.9g, loop %.9g", b[i], v, g[i]);
     }
   free(b), free(zero), free(y), free(wp), free(w0), free(g);
