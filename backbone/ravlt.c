@@ -442,11 +442,12 @@ RESIDUAL_CLONES static void residual_post(void *arg, float *p, size_t ldp, int c
   } while (0)
 
 
-/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7):
- * applied by fc1's rv_pointwise_post_f32 to each block of its output while in cache (a
- * separate pass over the FF x N map before) */
-RV_CLONES4 static void gelu_block(float *x, size_t n) {
-  for (size_t i = 0; i < n; i++) x[i] = rv_vgeluf(x[i]);
+/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7) on
+ * each block of fc1's output while in cache (a separate pass over the FF x N map before) */
+static void gelu_post(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
+                      size_t len) {
+  (void)arg, (void)c0, (void)p0;
+  rv_act_rows_serial_f32(blk, ldy, rows, len, RV_ACT_GELU);
 }
 
 /* One stage's blocks on x [C x H x W] (in place). */
@@ -521,7 +522,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
       if (rv_pointwise_bf16_gelu(h1, b->fc1_p, b->fc1_b, t, FF, C, (size_t)N, F->A) != RV_OK)
         return oom(F);
     } else {
-      CONV1X1(F, h1, b->fc1_w, NULL, b->fc1_b, t, FF, C, N, gelu_block);
+      if (rv_pointwise_ctx_f32(h1, b->fc1_w, b->fc1_b, t, FF, C, (size_t)N, gelu_post, NULL,
+                               F->A) != RV_OK)
+        return oom(F);
     }
     rv_dwconv2d_f32(h2, h1, b->dw_w, b->dw_b, h1, 1, FF, H, W, 3, 1, 1);
     CONV1X1_RESIDUAL(F, t, b->fc2_w, b->fc2_p, b->fc2_b, h2, C, FF, N, x, b->gamma2);

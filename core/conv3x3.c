@@ -187,7 +187,7 @@ static void my_cells(const geom *g, size_t *c0, size_t *c1) {
 
 static void post_act(float *yc, size_t ldy, int rows, int nt, rv_act act) {
   if (act == RV_ACT_NONE) return;
-  for (int r = 0; r < rows; r++) rv_act_serial_f32(yc + (size_t)r * ldy, (size_t)nt, act);
+  rv_act_rows_serial_f32(yc, ldy, rows, (size_t)nt, act);
 }
 
 /* The geometry of a call. */

@@ -147,7 +147,7 @@ __attribute__((target("avx512f,fma"))) static void run_cell(int S, const dgeom *
 #undef CELL
   if (g->act != RV_ACT_NONE) {
     const int nt = g->ow - ox0 < 16 * NV ? g->ow - ox0 : 16 * NV;
-    for (int r = 0; r < rows; r++) rv_act_serial_f32(y + (size_t)r * ldy, (size_t)nt, g->act);
+    rv_act_rows_serial_f32(y, ldy, rows, (size_t)nt, g->act);
   }
 }
 

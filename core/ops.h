@@ -449,6 +449,8 @@ void rv_bias_act_f32(float *y, const float *b, int n, int c, size_t hw, rv_act a
 /* Single-threaded variants (never open an OpenMP region): for use inside a caller's own
  * parallel loop. Same formulas as the plain versions. */
 void rv_act_serial_f32(float *x, size_t n, rv_act act);
+/* rv_act_serial_f32 on rows rows of n floats, ld apart (a register block's outputs) */
+void rv_act_rows_serial_f32(float *x, size_t ld, int rows, size_t n, rv_act act);
 void rv_relu_serial_f32(float *x, size_t n);
 void rv_gelu_serial_f32(float *x, size_t n);
 /* GELU to bf16 accuracy (rv_vgeluf_bf16, core/vmath.h: bf16 mode's FFN) */
