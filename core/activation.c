@@ -41,20 +41,7 @@ RV_CLONES void rv_silu_serial_f32(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = x[i] * rv_vsigmoidf(x[i]);
 }
 
-/* GELU on rows rows of n floats, ld apart: one call for a register block's rows (the
- * polynomials' constants set up once, not per row) */
-RV_CLONES4 static void gelu_rows(float *x, size_t ld, int rows, size_t n) {
-  for (int r = 0; r < rows; r++) {
-    float *xr = x + (size_t)r * ld;
-    for (size_t i = 0; i < n; i++) xr[i] = rv_vgeluf(xr[i]);
-  }
-}
-
 void rv_act_rows_serial_f32(float *x, size_t ld, int rows, size_t n, rv_act act) {
-  if (act == RV_ACT_GELU) {
-    gelu_rows(x, ld, rows, n);
-    return;
-  }
   for (int r = 0; r < rows; r++) rv_act_serial_f32(x + (size_t)r * ld, n, act);
 }
 
