@@ -218,25 +218,29 @@ rv_status rv_convmod_set_bf16(rv_convmod *m, int on, rv_ctx *ctx) {
     rv_free(m->wbf16_up);
     m->wbf16 = m->wbf16_up = NULL;
     m->wbf16_rois = 0;
+    m->wbf16_wino = 0;
     return RV_OK;
   }
   if (m->wbf16) return RV_OK;
+  /* the tile the module's float32 rule takes at the sizes where it runs Winograd */
+  const int tile = m->algo == RV_CONV_AUTO || m->algo == RV_CONV_WINOGRAD2 ? 2 : 4;
   size_t words = 0;
   if (m->kind == RV_MOD_LINEAR) words = rv_bf16_linear_words(m->cout, m->cin);
   else if (is_pointwise(m)) words = rv_bf16_packed_words(m->cout, m->cin);
-  else if (is_3x3(m)) words = rv_winograd_bf16_words(m->cout, m->cin);
+  else if (is_3x3(m)) words = rv_winograd_bf16_words_m(m->cout, m->cin, tile);
   if (!words) return RV_OK;
   uint32_t *p = rv_malloc(words * sizeof(uint32_t));
   if (!p) return rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)",
                           m->cin, m->cout);
   if (m->kind == RV_MOD_LINEAR) rv_bf16_linear_pack(p, m->w, m->cout, m->cin);
   else if (is_pointwise(m)) rv_bf16_pack_weights(p, m->w, m->cout, m->cin);
-  else if (rv_winograd_bf16_pack(p, m->w, m->cout, m->cin) != RV_OK) {
+  else if (rv_winograd_bf16_pack_m(p, m->w, m->cout, m->cin, tile) != RV_OK) {
     rv_free(p);
     return rv_error(ctx, RV_ERR_NOMEM, "out of memory packing bf16 weights (%d -> %d)", m->cin,
                     m->cout);
   }
   m->wbf16 = p;
+  m->wbf16_wino = is_3x3(m) ? tile : 0;
   return RV_OK;
 }
 
@@ -313,19 +317,21 @@ rv_status rv_convmod_bf16_conv(const rv_convmod *m, float *y, size_t y_batch_str
     return RV_OK;
   }
   if (is_3x3(m)) {
-    /* where the float32 rule takes Winograd F(4x4) (F(2x2) and im2col stay float32: bf16
-     * F(2x2), rv_conv2d_winograd_bf16_m, moves the detection fixtures' near-ties,
-     * bench/RESULTS.md) */
-    if (rv_conv3x3_algo(algo, n, m->cin, m->cout, h, w) != RV_CONV_WINOGRAD4)
-      return RV_ERR_UNSUPPORTED;
+    /* where the float32 rule takes the Winograd tile the weights are packed for (im2col,
+     * and an RV_CONV_AUTO_FAST module's F(2x2) at mid sizes, stay float32) */
+    const rv_conv_algo a = rv_conv3x3_algo(algo, n, m->cin, m->cout, h, w);
+    const int tile = a == RV_CONV_WINOGRAD4 ? 4 : a == RV_CONV_WINOGRAD2 ? 2 : 0;
+    if (tile != m->wbf16_wino) return RV_ERR_UNSUPPORTED;
     rv_conv_params p = rv_conv_default_params(3, 1, 1);
     p.act = act;
     p.accumulate = accumulate;
     if (y_batch_stride == (size_t)m->cout * h * w)
-      return rv_conv2d_winograd_bf16(y, x, m->wbf16, m->b, n, m->cin, h, w, m->cout, p, scratch);
+      return rv_conv2d_winograd_bf16_m(y, x, m->wbf16, m->b, n, m->cin, h, w, m->cout, p, tile,
+                                       scratch);
     for (int i = 0; i < n; i++)
-      RV_TRY(rv_conv2d_winograd_bf16(y + (size_t)i * y_batch_stride, x + (size_t)i * in_item,
-                                     m->wbf16, m->b, 1, m->cin, h, w, m->cout, p, scratch));
+      RV_TRY(rv_conv2d_winograd_bf16_m(y + (size_t)i * y_batch_stride, x + (size_t)i * in_item,
+                                       m->wbf16, m->b, 1, m->cin, h, w, m->cout, p, tile,
+                                       scratch));
     return RV_OK;
   }
   return RV_ERR_UNSUPPORTED;

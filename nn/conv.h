@@ -48,6 +48,7 @@ typedef struct {
   uint32_t *wbf16;   /* NULL (float32), or the weights packed for the bf16 forward
                       * (rv_convmod_set_bf16 below) */
   int wbf16_rois;    /* 1: wbf16 in the RoI stacks' channels-last layout (rv_convmods_set_bf16_rois) */
+  int wbf16_wino;    /* a 3x3 module's wbf16: the Winograd tile it is packed for (2 or 4) */
   uint32_t *wbf16_up;   /* bf16 mode, a module switched by rv_convmods_set_bf16_upsampled: the
                          * tap weights of rv_conv3x3_upsampled_bf16_packed */
 } rv_convmod;
@@ -115,19 +116,21 @@ rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0
  *   kind / shape                      bf16 forward
  *   linear                            rv_linear_bf16 (core/gemm_bf16.c)
  *   conv 1x1 stride 1                 rv_pointwise_bf16
- *   conv 3x3 stride 1 pad 1, where    rv_conv2d_winograd_bf16: F(4x4, 3x3), the GEMMs on the
- *   the float32 rule takes F(4x4)     bf16 kernel, the transforms in float32 (its rounding
- *                                     error is ten times a direct conv's: the transforms
- *                                     amplify it; tests/test_bf16_gemm.c)
+ *   conv 3x3 stride 1 pad 1, where    rv_conv2d_winograd_bf16_m: the float32 rule's Winograd
+ *   the float32 rule takes Winograd   tile, the GEMMs on the bf16 kernel, the transforms in
+ *   with the tile the module is       float32; packed for F(2x2) under RV_CONV_AUTO (the
+ *   packed for                        detection FPN and RPN, UperNet's PPM bottleneck), else
+ *                                     F(4x4) (RV_CONV_AUTO_FAST: dense heads). The transforms
+ *                                     amplify bf16's rounding: F(2x2) ~3x, F(4x4) ~10x a
+ *                                     direct conv's (tests/test_bf16_gemm.c)
  *   RoI conv stacks (heads/det.h)     rv_conv2d_winograd_rois_bf16 (rv_convmods_set_bf16_rois)
  *   conv of an upsampled map          rv_conv3x3_upsampled_bf16_packed (the taps' GEMM in
  *                                     bf16, its weights packed by
  *                                     rv_convmods_set_bf16_upsampled; other modules:
  *                                     rv_conv3x3_upsampled_bf16, packed per call)
  * Other modules (transposed convs, strided convs, 3x3 convs the float32 rule runs by
- * im2col or F(2x2), accumulating 1x1 forwards) keep the float32 forward. (bf16 F(2x2),
- * rv_conv2d_winograd_bf16_m, exists and is tested, but in the detection FPN / RPN it moves
- * the Mask R-CNN fixture below issue 24's fidelity goal: bench/RESULTS.md.)
+ * im2col, an RV_CONV_AUTO_FAST module's F(2x2) calls at mid sizes, accumulating 1x1
+ * forwards) keep the float32 forward.
  * Switching off frees the packed weights: the float32 forward is then the one it was,
  * bit for bit. Only where rv_bf16_supported() (the model checks before switching). */
 /* on 1: pack m's weights for its bf16 forward (nothing for a module without one, or an

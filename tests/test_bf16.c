@@ -264,23 +264,22 @@ static void det_case(const char *name, double bound, int top_missed_max) {
   rv_model_free(m);
 }
 
-/* bounds: the issue's goal where met, else the measured figures (Zen 5; gcc 12 Release and
- * the ASan build, whose float32 parts round differently) less a margin. With the whole
- * model in bf16 (backbone, neck and heads; README "bf16"), gcc 12 Release, 2026-12-05,
- * after the softmax attention moved to our kernels (SkylakeX / Haswell OpenBLAS kernels):
- * semantic_fpn 99.963% / 99.962%, upernet 98.71% / 98.81%; mask_rcnn 70 of 71 matched, 1
- * of the top 20 missed / the same; cascade 44 of 86, 12 / 48, 9; retinanet 71 of 100, 6 /
- * 70, 9. The control (float32, the backbone's 1x1 weights rounded to bf16): 99.99%,
- * 99.08%, 69 of 71 and 1, 70 of 86 and 6, 92 of 100 and 2. Earlier builds (other float32
- * rounding): mask_rcnn 66-71 of 71 and 0-3, cascade 42-52 and 9-14, retinanet 68-78 and
- * 5-7, upernet 98.42-99.05%. Most cascade
- * misses are boxes of a few pixels whose bf16 box has IoU 0.90-0.95 with the float32 one,
- * or members of clusters of overlapping same-label boxes whose scores differ by less than
- * bf16 moves them. */
+/* bounds: the issue's goal where met, else the measured figures (Zen 5; gcc 12 Release, the
+ * ASan build and clang 14, whose float32 parts round differently, each with OpenBLAS's
+ * SkylakeX and Haswell kernels) less a margin. With the whole model in bf16 (backbone, neck
+ * and heads, the detection FPN / RPN 3x3 convs in bf16 F(2x2); README "bf16"), 2026-12-05:
+ * semantic_fpn 99.947-99.960%, upernet 98.39-98.60%; mask_rcnn 66-70 of 71 matched, 1-3 of
+ * the top 20 missed; cascade 29-39 of 85-86, 13-17; retinanet 63-73 of 100, 4-8. Before the
+ * FPN / RPN moved to bf16 (gcc Release): 99.963%, 98.71%, 70 and 1, 44 and 12, 71 and 6. The
+ * control (float32, the backbone's 1x1 weights rounded to bf16): 99.99%, 99.08%, 69 of 71
+ * and 1, 70 of 86 and 6, 92 of 100 and 2. Most cascade misses are boxes of a few pixels
+ * whose bf16 box has IoU 0.90-0.95 with the float32 one, or members of clusters of
+ * overlapping same-label boxes whose scores differ by less than bf16 moves them; the trained
+ * demo models (test_demo_models) are where the goal is met. */
 static void test_semantic_fpn(void **s) { (void)s, seg_case("semantic_fpn", 0.999); }
 static void test_upernet(void **s) { (void)s, seg_case("upernet", 0.975); }
 static void test_mask_rcnn(void **s) { (void)s, det_case("mask_rcnn", 0.88, 5); }
-static void test_cascade(void **s) { (void)s, det_case("cascade_mask_rcnn", 0.45, 14); }
+static void test_cascade(void **s) { (void)s, det_case("cascade_mask_rcnn", 0.30, 18); }
 static void test_retinanet(void **s) { (void)s, det_case("retinanet", 0.60, 12); }
 
 /* The refusal where the CPU lacks AVX512_BF16 (simulated with RAVLT_DISABLE_BF16=1): an
@@ -317,6 +316,60 @@ static void check_refusal(void) {
 
 static void test_refusal(void **s) { (void)s, check_refusal(); }
 
+/* One metric from `ravlt eval ... --json FILE`: the number after `key` (for "stats", the
+ * first element: COCO box AP). */
+static double json_number(const char *path, const char *key) {
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *k = strstr(buf, key);
+  assert_non_null(k);
+  k += strlen(key);
+  while (*k && strchr("\": [", *k)) k++;
+  char *end;
+  double v = strtod(k, &end);
+  assert_true(end != k);
+  return v;
+}
+
+/* Issue 24's fidelity goal on trained models: the demo segmentor's mIoU and the demo
+ * detector's box AP (both embedded in the CLI; the detector is RetinaNet + FPN, so its
+ * neck's 3x3 convs run bf16 F(2x2)) on fresh synthetic sets, bf16 within 0.2 points of
+ * float32. Measured (60 images, seeds 11-13): detector |diff| <= 0.06 points, segmentor
+ * <= 0.005; on 200 images (README "bf16"): 82.601 / 82.632, 96.7426 / 96.7403. */
+static void test_demo_models(void **s) {
+  (void)s;
+  char dir[] = "/tmp/ravlt-bf16-demo.XXXXXX", js[600];
+  assert_non_null(mkdtemp(dir));
+  static const struct {
+    const char *task, *eval, *key;
+  } c[] = {{"det", "coco --ann %s/det/annotations/instances.json --images %s/det/images "
+                   "--weights demo-det", "\"stats\""},
+           {"seg", "ade20k --root %s/seg%s --weights demo", "\"mIoU\""}};
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(test_run("%s synth --task %s --out-dir %s/%s --count 60 --seed %d "
+                              ">/dev/null 2>&1", RV_BIN, c[i].task, dir, c[i].task, 7001 + i),
+                     0);
+    double v[2];
+    for (int b = 0; b < 2; b++) {
+      char ev[1200];
+      snprintf(ev, sizeof ev, c[i].eval, dir, i == 0 ? dir : "");
+      snprintf(js, sizeof js, "%s/%s-%d.json", dir, c[i].task, b);
+      assert_int_equal(test_run("%s eval %s --precision %s --json %s >/dev/null 2>&1", RV_BIN,
+                                ev, b ? "bf16" : "f32", js), 0);
+      v[b] = 100.0 * json_number(js, c[i].key);
+    }
+    printf("demo %s: float32 %.4f, bf16 %.4f (%s, 60 images)\n", c[i].task, v[0], v[1],
+           i == 0 ? "box AP" : "mIoU");
+    assert_true(v[0] > 50.0); /* the trained model, not a broken run */
+    assert_true(fabs(v[1] - v[0]) <= 0.2);
+  }
+  assert_int_equal(test_run("rm -rf %s", dir), 0);
+}
+
 int main(void) {
   ctx = rv_ctx_create();
   arena = rv_arena_create(0);
@@ -331,7 +384,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_semantic_fpn), cmocka_unit_test(test_upernet),
       cmocka_unit_test(test_mask_rcnn),    cmocka_unit_test(test_cascade),
-      cmocka_unit_test(test_retinanet),
+      cmocka_unit_test(test_retinanet),    cmocka_unit_test(test_demo_models),
   };
   failed = cmocka_run_group_tests_name("bf16 vs float32 on the e2e fixtures", tests, NULL, NULL);
   rv_arena_free(arena);
