@@ -3,6 +3,7 @@
 #include "models/seg_post.h"
 
 #include "core/ops.h"
+#include "core/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,7 +36,8 @@ static void stage_rows(const stage *s, int y0, int y1, int *lo, int *hi) {
 }
 
 /* Taps and the size of hbuf for bands of `band` output rows, or for max_rows given. */
-static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int max_rows, rv_arena *a) {
+static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int max_rows, int bufs,
+                            rv_arena *a) {
   RV_ASSERT(C > 0 && h > 0 && w > 0 && oh > 0 && ow > 0);
   memset(s, 0, sizeof *s);
   s->C = C;
@@ -50,8 +52,8 @@ static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int m
   size_t nbuf;
   if (rv_mul_size((size_t)C * (size_t)(s->hid ? 1 : max_rows), (size_t)ow, &nbuf)) return RV_ERR_NOMEM;
   s->tw = rv_arena_alloc(a, (size_t)ow * sizeof(rv_lin_tap));
-  s->hbuf = rv_arena_floats(a, nbuf);
-  if (!s->tw || !s->hbuf) return RV_ERR_NOMEM;
+  s->hbuf = bufs ? rv_arena_floats(a, nbuf) : NULL;
+  if (!s->tw || (bufs && !s->hbuf)) return RV_ERR_NOMEM;
   for (int ox = 0; ox < ow; ox++) s->tw[ox] = rv_bilinear_tap(sw, ox, w);
   return RV_OK;
 }
@@ -112,8 +114,8 @@ typedef struct {
   int mid_rows;
 } chain;
 
-static rv_status chain_init(chain *ch, const float *x, int C, int h, int w, int mh, int mw, int oh,
-                            int ow, rv_arena *a) {
+static rv_status chain_init(chain *ch, const float *x, int bufs, int C, int h, int w, int mh,
+                            int mw, int oh, int ow, rv_arena *a) {
   memset(ch, 0, sizeof *ch);
   if (mh == oh && mw == ow) mh = mw = 0;            /* second stage is the identity */
   if (mh > 0 && mh == h && mw == w) mh = mw = 0;     /* first stage is the identity */
@@ -134,19 +136,20 @@ static rv_status chain_init(chain *ch, const float *x, int C, int h, int w, int 
       if (hi1 - lo1 + 1 > max1) max1 = hi1 - lo1 + 1;
     }
   }
-  RV_TRY(stage_init(&ch->s2, C, sh, sw, oh, ow, max2, a));
+  RV_TRY(stage_init(&ch->s2, C, sh, sw, oh, ow, max2, bufs, a));
   if (!ch->two) {
     ch->s2.x = x;
     ch->s2.plane_stride = (size_t)h * (size_t)w;
     ch->s2.row0 = 0;
     return RV_OK;
   }
-  RV_TRY(stage_init(&ch->s1, C, h, w, mh, mw, max1, a));
+  RV_TRY(stage_init(&ch->s1, C, h, w, mh, mw, max1, bufs, a));
   ch->s1.x = x;
   ch->s1.plane_stride = (size_t)h * (size_t)w;
   ch->mid_rows = max2;
   size_t n;
-  if (rv_mul_size((size_t)C * (size_t)max2, (size_t)mw, &n) || !(ch->mid = rv_arena_floats(a, n)))
+  if (bufs &&
+      (rv_mul_size((size_t)C * (size_t)max2, (size_t)mw, &n) || !(ch->mid = rv_arena_floats(a, n))))
     return RV_ERR_NOMEM;
   ch->s2.x = ch->mid;
   ch->s2.plane_stride = (size_t)max2 * (size_t)mw;
@@ -170,7 +173,7 @@ rv_status rv_seg_resize_planes(float *y, const float *x, int num_planes, int h, 
                                int ow, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
   chain ch;
-  rv_status st = chain_init(&ch, x, num_planes, h, w, 0, 0, oh, ow, scratch);
+  rv_status st = chain_init(&ch, x, 1, num_planes, h, w, 0, 0, oh, ow, scratch);
   for (int y0 = 0; y0 < oh && st == RV_OK; y0 += BAND) {
     const int y1 = y0 + BAND < oh ? y0 + BAND : oh;
     chain_band(&ch, y0, y1);
@@ -196,36 +199,130 @@ static int thread_id(void) {
 #endif
 }
 
+/* ---- argmax band by band, class by class ----
+ * rv_seg_resize2_argmax below: each thread takes whole bands of output rows and runs the
+ * chain for one class at a time, so the class's resampled rows stay in its cache (the
+ * multi-plane chain above holds every class's rows of a band: megabytes at 150 classes).
+ * The same taps and the same expressions as chain_band / blend_rows: the same bits. */
+typedef struct {
+  float *h1;   /* [max1][mw]: stage 1's horizontal pass of one class */
+  float *mid;  /* [mid_rows][mw]: stage 1's output rows = stage 2's source rows */
+  float *h2;   /* [mid_rows][ow]: stage 2's horizontal pass */
+  float *best; /* [BAND][ow] */
+} class_bufs;
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void hpass_one(const stage *s, const float *src, int row0, int lo, int nr, float *hb) {
+  const int ow = s->ow;
+  const rv_lin_tap *tw = s->tw;
+  for (int rr = 0; rr < nr; rr++) {
+    const float *xr = src + (size_t)(lo + rr - row0) * (size_t)s->w;
+    float *hr = hb + (size_t)rr * (size_t)ow;
+    for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
+  }
+}
+
+/* The two rows output row oy of stage s blends: from the source (src, first row row0) when
+ * the horizontal pass is the identity, else from hb (first row hlo). */
+INLINE void rows_one(const stage *s, const float *src, int row0, const float *hb, int hlo,
+                     rv_lin_tap th, const float **h0, const float **h1) {
+  if (s->hid) {
+    *h0 = src + (size_t)(th.i0 - row0) * (size_t)s->w;
+    *h1 = src + (size_t)(th.i1 - row0) * (size_t)s->w;
+  } else {
+    *h0 = hb + (size_t)(th.i0 - hlo) * (size_t)s->ow;
+    *h1 = hb + (size_t)(th.i1 - hlo) * (size_t)s->ow;
+  }
+}
+
+/* Class c's rows [lo, hi] of the last stage's source, horizontally resampled into b->h2
+ * (or left in place: *src, *row0). */
+INLINE void class_rows(const chain *ch, int c, int lo, int hi, class_bufs *b, const float **src,
+                       int *row0) {
+  const stage *s2 = &ch->s2;
+  if (ch->two) {
+    const stage *s1 = &ch->s1;
+    const float *x1 = s1->x + (size_t)c * s1->plane_stride;
+    int lo1, hi1;
+    stage_rows(s1, lo, hi + 1, &lo1, &hi1);
+    if (!s1->hid) hpass_one(s1, x1, 0, lo1, hi1 - lo1 + 1, b->h1);
+    for (int oy = lo; oy <= hi; oy++) {
+      const rv_lin_tap th = rv_bilinear_tap(s1->sh, oy, s1->h);
+      const float *h0, *h1;
+      rows_one(s1, x1, 0, b->h1, lo1, th, &h0, &h1);
+      float *yr = b->mid + (size_t)(oy - lo) * (size_t)s1->ow;
+      for (int ox = 0; ox < s1->ow; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+    }
+    *src = b->mid;
+    *row0 = lo;
+  } else {
+    *src = s2->x + (size_t)c * s2->plane_stride;
+    *row0 = 0;
+  }
+  if (!s2->hid) hpass_one(s2, *src, *row0, lo, hi - lo + 1, b->h2);
+}
+
+/* compiled for AVX-512, AVX2 and the baseline (core/vmath.h: -std=c11 keeps a * b + c as
+ * two roundings in every clone, so the bits do not depend on the CPU) */
+RV_CLONES4 static void argmax_band(const chain *ch, int num_classes, int y0, int y1,
+                                   class_bufs *b, int32_t *labels) {
+  const stage *s = &ch->s2;
+  const int ow = s->ow;
+  int lo, hi;
+  stage_rows(s, y0, y1, &lo, &hi);
+  for (int c = 0; c < num_classes; c++) {
+    const float *src;
+    int row0;
+    class_rows(ch, c, lo, hi, b, &src, &row0);
+    for (int oy = y0; oy < y1; oy++) {
+      const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
+      const float *h0, *h1;
+      rows_one(s, src, row0, b->h2, lo, th, &h0, &h1);
+      float *bb = b->best + (size_t)(oy - y0) * (size_t)ow;
+      int32_t *lab = labels + (size_t)oy * (size_t)ow;
+      if (c == 0) {
+        for (int ox = 0; ox < ow; ox++) {
+          bb[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+          lab[ox] = 0;
+        }
+        continue;
+      }
+      for (int ox = 0; ox < ow; ox++) {
+        const float v = th.l0 * h0[ox] + th.l1 * h1[ox];
+        const int gt = v > bb[ox];
+        lab[ox] = gt ? c : lab[ox];
+        bb[ox] = gt ? v : bb[ox];
+      }
+    }
+  }
+}
+
 rv_status rv_seg_resize2_argmax(int32_t *labels, const float *x, int num_classes, int h, int w,
                                 int mh, int mw, int oh, int ow, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
   chain ch;
-  rv_status st = chain_init(&ch, x, num_classes, h, w, mh, mw, oh, ow, scratch);
-  float *best = st == RV_OK ? rv_arena_floats(scratch, (size_t)BAND * (size_t)ow) : NULL;
-  if (st == RV_OK && !best) st = RV_ERR_NOMEM;
-  const stage *s = &ch.s2;
-  for (int y0 = 0; y0 < oh && st == RV_OK; y0 += BAND) {
-    const int y1 = y0 + BAND < oh ? y0 + BAND : oh;
-    chain_band(&ch, y0, y1);
-#pragma omp parallel for schedule(static) if ((long)(y1 - y0) * ow * num_classes >= 16384)
-    for (int oy = y0; oy < y1; oy++) {
-      const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
-      float *b = best + (size_t)(oy - y0) * (size_t)ow;
-      int32_t *lab = labels + (size_t)oy * (size_t)ow;
-      const float *h0, *h1;
-      rows_for(s, 0, th, &h0, &h1);
-      for (int ox = 0; ox < ow; ox++) {
-        b[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
-        lab[ox] = 0;
-      }
-      for (int c = 1; c < num_classes; c++) {
-        rows_for(s, c, th, &h0, &h1);
-        for (int ox = 0; ox < ow; ox++) {
-          const float v = th.l0 * h0[ox] + th.l1 * h1[ox];
-          const int gt = v > b[ox];
-          lab[ox] = gt ? c : lab[ox];
-          b[ox] = gt ? v : b[ox];
-        }
+  rv_status st = chain_init(&ch, x, 0, num_classes, h, w, mh, mw, oh, ow, scratch);
+  const int nbands = (oh + BAND - 1) / BAND;
+  const int nt = nbands > 1 && (long)oh * ow * num_classes >= 65536 ? max_threads() : 1;
+  const size_t n1 = ch.two ? (size_t)ch.s1.max_rows * (size_t)ch.s1.ow : 0;
+  const size_t nm = ch.two ? (size_t)ch.mid_rows * (size_t)ch.s1.ow : 0;
+  const size_t n2 = (size_t)ch.s2.max_rows * (size_t)ow, nb = (size_t)BAND * (size_t)ow;
+  const size_t per = n1 + nm + n2 + nb;
+  float *tb = NULL;
+  if (st == RV_OK) {
+    size_t n;
+    if (rv_mul_size(per, (size_t)nt, &n) || !(tb = rv_arena_floats(scratch, n))) st = RV_ERR_NOMEM;
+  }
+  if (st == RV_OK) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+      float *t = tb + per * (size_t)thread_id();
+      class_bufs b = {t, t + n1, t + n1 + nm, t + n1 + nm + n2};
+#pragma omp for schedule(static)
+      for (int k = 0; k < nbands; k++) {
+        const int y0 = k * BAND, y1 = y0 + BAND < oh ? y0 + BAND : oh;
+        argmax_band(&ch, num_classes, y0, y1, &b, labels);
       }
     }
   }
@@ -242,7 +339,7 @@ rv_status rv_seg_resize2_softmax_add(float *acc, const float *x, int num_classes
                                      int mh, int mw, int oh, int ow, int flip, rv_arena *scratch) {
   rv_arena_mark m = rv_arena_get_mark(scratch);
   chain ch;
-  rv_status st = chain_init(&ch, x, num_classes, h, w, mh, mw, oh, ow, scratch);
+  rv_status st = chain_init(&ch, x, 1, num_classes, h, w, mh, mw, oh, ow, scratch);
   const int nt = max_threads();
   const size_t per_thread = ((size_t)num_classes + 2) * (size_t)ow; /* e[C][ow], max, sum */
   float *tbuf = NULL;
