@@ -315,7 +315,10 @@ rv_status rv_seg_resize2_argmax(int32_t *labels, const float *x, int num_classes
     if (rv_mul_size(per, (size_t)nt, &n) || !(tb = rv_arena_floats(scratch, n))) st = RV_ERR_NOMEM;
   }
   if (st == RV_OK) {
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    /* no num_threads(nt) clause: with LLVM's runtime a num_threads(1) region under a false
+     * `if` left the count pushed for the next region, OpenBLAS's, which then waited for a
+     * thread it never got (the clang build's test_seg_heads hung) */
+#pragma omp parallel if (nt > 1)
     {
       float *t = tb + per * (size_t)thread_id();
       class_bufs b = {t, t + n1, t + n1 + nm, t + n1 + nm + n2};
