@@ -58,6 +58,32 @@ static rv_status stage_init(stage *s, int C, int h, int w, int oh, int ow, int m
   return RV_OK;
 }
 
+#define INLINE static inline __attribute__((always_inline))
+
+/* The two passes' row expressions (every path below uses these, so they all round alike):
+ * a source row resampled horizontally, hr[ox] = l0 xr[i0] + l1 xr[i1] ... */
+INLINE void hrow(float *hr, const float *xr, const rv_lin_tap *tw, int ow) {
+  for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
+}
+
+/* ... and two such rows blended vertically, yr = l0 h0 + l1 h1 */
+INLINE void vrow(float *yr, const float *h0, const float *h1, rv_lin_tap th, int n) {
+  for (int ox = 0; ox < n; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+}
+
+/* The two rows output row oy of stage s blends: from the source (src, first row row0) when
+ * the horizontal pass is the identity, else from the resampled rows hb (first row hlo). */
+INLINE void rows_one(const stage *s, const float *src, int row0, const float *hb, int hlo,
+                     rv_lin_tap th, const float **h0, const float **h1) {
+  if (s->hid) {
+    *h0 = src + (size_t)(th.i0 - row0) * (size_t)s->w;
+    *h1 = src + (size_t)(th.i1 - row0) * (size_t)s->w;
+  } else {
+    *h0 = hb + (size_t)(th.i0 - hlo) * (size_t)s->ow;
+    *h1 = hb + (size_t)(th.i1 - hlo) * (size_t)s->ow;
+  }
+}
+
 /* Horizontal pass over source rows [lo, lo + nr) of every plane. */
 static void hpass(stage *s, int lo, int nr) {
   RV_ASSERT(nr <= s->max_rows);
@@ -68,24 +94,16 @@ static void hpass(stage *s, int lo, int nr) {
 #pragma omp parallel for schedule(static) if (jobs * ow >= 16384)
   for (long j = 0; j < jobs; j++) {
     const int c = (int)(j / nr), rr = (int)(j % nr);
-    const float *xr = s->x + (size_t)c * s->plane_stride + (size_t)(lo + rr - s->row0) * (size_t)s->w;
-    float *hr = s->hbuf + ((size_t)c * s->max_rows + (size_t)rr) * (size_t)ow;
-    const rv_lin_tap *tw = s->tw;
-    for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
+    hrow(s->hbuf + ((size_t)c * s->max_rows + (size_t)rr) * (size_t)ow,
+         s->x + (size_t)c * s->plane_stride + (size_t)(lo + rr - s->row0) * (size_t)s->w, s->tw,
+         ow);
   }
 }
 
 /* The two horizontally resampled rows that output row oy blends, for plane c. */
 static inline void rows_for(const stage *s, int c, rv_lin_tap th, const float **h0, const float **h1) {
-  if (s->hid) {
-    const float *base = s->x + (size_t)c * s->plane_stride;
-    *h0 = base + (size_t)(th.i0 - s->row0) * (size_t)s->w;
-    *h1 = base + (size_t)(th.i1 - s->row0) * (size_t)s->w;
-    return;
-  }
-  const float *base = s->hbuf + (size_t)c * s->max_rows * (size_t)s->ow;
-  *h0 = base + (size_t)(th.i0 - s->hlo) * (size_t)s->ow;
-  *h1 = base + (size_t)(th.i1 - s->hlo) * (size_t)s->ow;
+  rows_one(s, s->x + (size_t)c * s->plane_stride, s->row0,
+           s->hbuf + (size_t)c * s->max_rows * (size_t)s->ow, s->hlo, th, h0, h1);
 }
 
 /* Output rows [y0, y1) of stage s into y (plane stride ystride, row y0 at offset 0). */
@@ -98,8 +116,7 @@ static void blend_rows(const stage *s, float *y, size_t ystride, int y0, int y1)
     const rv_lin_tap th = rv_bilinear_tap(s->sh, oy, s->h);
     const float *h0, *h1;
     rows_for(s, c, th, &h0, &h1);
-    float *yr = y + (size_t)c * ystride + (size_t)(oy - y0) * (size_t)ow;
-    for (int ox = 0; ox < ow; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+    vrow(y + (size_t)c * ystride + (size_t)(oy - y0) * (size_t)ow, h0, h1, th, ow);
   }
 }
 
@@ -203,7 +220,7 @@ static int thread_id(void) {
  * rv_seg_resize2_argmax below: each thread takes whole bands of output rows and runs the
  * chain for one class at a time, so the class's resampled rows stay in its cache (the
  * multi-plane chain above holds every class's rows of a band: megabytes at 150 classes).
- * The same taps and the same expressions as chain_band / blend_rows: the same bits. */
+ * The same taps and row helpers (hrow, vrow) as chain_band / blend_rows: the same bits. */
 typedef struct {
   float *h1;   /* [max1][mw]: stage 1's horizontal pass of one class */
   float *mid;  /* [mid_rows][mw]: stage 1's output rows = stage 2's source rows */
@@ -211,29 +228,11 @@ typedef struct {
   float *best; /* [BAND][ow] */
 } class_bufs;
 
-#define INLINE static inline __attribute__((always_inline))
-
+/* Source rows [lo, lo + nr) of one plane (src, first row row0) resampled horizontally into hb */
 INLINE void hpass_one(const stage *s, const float *src, int row0, int lo, int nr, float *hb) {
-  const int ow = s->ow;
-  const rv_lin_tap *tw = s->tw;
-  for (int rr = 0; rr < nr; rr++) {
-    const float *xr = src + (size_t)(lo + rr - row0) * (size_t)s->w;
-    float *hr = hb + (size_t)rr * (size_t)ow;
-    for (int ox = 0; ox < ow; ox++) hr[ox] = tw[ox].l0 * xr[tw[ox].i0] + tw[ox].l1 * xr[tw[ox].i1];
-  }
-}
-
-/* The two rows output row oy of stage s blends: from the source (src, first row row0) when
- * the horizontal pass is the identity, else from hb (first row hlo). */
-INLINE void rows_one(const stage *s, const float *src, int row0, const float *hb, int hlo,
-                     rv_lin_tap th, const float **h0, const float **h1) {
-  if (s->hid) {
-    *h0 = src + (size_t)(th.i0 - row0) * (size_t)s->w;
-    *h1 = src + (size_t)(th.i1 - row0) * (size_t)s->w;
-  } else {
-    *h0 = hb + (size_t)(th.i0 - hlo) * (size_t)s->ow;
-    *h1 = hb + (size_t)(th.i1 - hlo) * (size_t)s->ow;
-  }
+  for (int rr = 0; rr < nr; rr++)
+    hrow(hb + (size_t)rr * (size_t)s->ow, src + (size_t)(lo + rr - row0) * (size_t)s->w, s->tw,
+         s->ow);
 }
 
 /* Class c's rows [lo, hi] of the last stage's source, horizontally resampled into b->h2
@@ -251,8 +250,7 @@ INLINE void class_rows(const chain *ch, int c, int lo, int hi, class_bufs *b, co
       const rv_lin_tap th = rv_bilinear_tap(s1->sh, oy, s1->h);
       const float *h0, *h1;
       rows_one(s1, x1, 0, b->h1, lo1, th, &h0, &h1);
-      float *yr = b->mid + (size_t)(oy - lo) * (size_t)s1->ow;
-      for (int ox = 0; ox < s1->ow; ox++) yr[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+      vrow(b->mid + (size_t)(oy - lo) * (size_t)s1->ow, h0, h1, th, s1->ow);
     }
     *src = b->mid;
     *row0 = lo;
@@ -282,10 +280,8 @@ RV_CLONES4 static void argmax_band(const chain *ch, int num_classes, int y0, int
       float *bb = b->best + (size_t)(oy - y0) * (size_t)ow;
       int32_t *lab = labels + (size_t)oy * (size_t)ow;
       if (c == 0) {
-        for (int ox = 0; ox < ow; ox++) {
-          bb[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
-          lab[ox] = 0;
-        }
+        vrow(bb, h0, h1, th, ow);
+        memset(lab, 0, (size_t)ow * sizeof *lab);
         continue;
       }
       for (int ox = 0; ox < ow; ox++) {
@@ -364,7 +360,7 @@ rv_status rv_seg_resize2_softmax_add(float *acc, const float *x, int num_classes
         const float *h0, *h1;
         rows_for(s, c, th, &h0, &h1);
         float *ec = e + (size_t)c * ow;
-        for (int ox = 0; ox < ow; ox++) ec[ox] = th.l0 * h0[ox] + th.l1 * h1[ox];
+        vrow(ec, h0, h1, th, ow);
         if (c == 0) memcpy(mx, ec, (size_t)ow * sizeof(float));
         else
           for (int ox = 0; ox < ow; ox++) mx[ox] = ec[ox] > mx[ox] ? ec[ox] : mx[ox];
