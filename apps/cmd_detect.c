@@ -138,6 +138,7 @@ int rv_cmd_detect(int argc, char **argv) {
   int demo = !weights;
   if (demo) weights = RV_CLI_DEMO_DET;
   if (!ninputs) return rv_cli_usage_error("detect", "no input images");
+  if (rv_cli_check_model_opt("detect", demo ? NULL : weights, name)) return 2;
   if (shard_spec && rv_shard_parse(&shard, shard_spec)) return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec);
   if (rv_cli_json_stdout(json) && shard_spec) return rv_cli_usage_error("detect", "--json - (stdout) with --shard: give the part a file name");
   if (o.ann && !json) return rv_cli_usage_error("detect", "--ann numbers the images of --json FILE: give --json too");

@@ -509,6 +509,7 @@ static int cmd_coco(int argc, char **argv) {
     return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
   if (o.weights) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
+    if (rv_cli_check_model_opt(cmd, o.weights, o.model)) return 2;
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
@@ -851,6 +852,7 @@ static int cmd_ade20k(int argc, char **argv) {
     return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
   if (o.weights) {
     if (!o.root) return rv_cli_usage_error(cmd, "--weights needs --root ADEChallengeData2016 (images/validation)");
+    if (rv_cli_check_model_opt(cmd, o.weights, o.model)) return 2;
     if (o.zero_based) return rv_cli_usage_error(cmd, "--pred-zero-based is for --pred-dir");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");

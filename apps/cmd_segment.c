@@ -82,6 +82,7 @@ int rv_cmd_segment(int argc, char **argv) {
   int want_png = !strcmp(o.format, "png") || !strcmp(o.format, "both");
   int want_overlay = !strcmp(o.format, "overlay") || !strcmp(o.format, "both");
   if (!ninputs) return rv_cli_usage_error("segment", "no input images");
+  if (rv_cli_check_model_opt("segment", weights, name)) return 2;
   if (o.shard && rv_shard_parse(&shard, o.shard)) return rv_cli_usage_error("segment", "--shard must be i/N with 0 <= i < N, not '%s'", o.shard);
 
   rv_ctx *ctx = rv_cli_ctx();

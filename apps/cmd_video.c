@@ -175,6 +175,7 @@ int rv_cmd_video(int argc, char **argv) {
     }
   }
 #undef USAGE_ERR
+  if (rv_cli_check_model_opt("video", o.weights, o.model)) return 2;
   o.demo = !o.weights; /* the demo model built into the binary */
   if (o.demo) o.weights = RV_CLI_DEMO;
 

@@ -81,6 +81,12 @@ void rv_cli_log_model(const rv_model *m, rv_ctx *ctx) {
          rv_model_source(m));
 }
 
+int rv_cli_check_model_opt(const char *cmd, const char *weights, const char *model) {
+  if (!model || (weights && !(rv_cli_is_demo(weights) && !is_file(weights)))) return 0;
+  return rv_cli_usage_error(cmd, "--model %s: the built-in demo model has its own architecture; --model is for "
+                                 "a --weights checkpoint without a config", model);
+}
+
 rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name, rv_ctx *ctx) {
   return rv_cli_load_model_ex(m, weights, name, NULL, ctx);
 }

@@ -17,13 +17,18 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
 /* The same with load options (opts->strict from a command's --strict; NULL: defaults). */
 rv_status rv_cli_load_model_ex(rv_model **m, const char *weights, const char *name,
                                const rv_model_load_opts *opts, rv_ctx *ctx);
+/* The debug log line "model: ARCH segmentor|detector, N classes (architecture from ...)". */
+void rv_cli_log_model(const rv_model *m, rv_ctx *ctx);
 /* The demo models (apps/demo_model.h): rv_cli_load_model loads them for the names RV_CLI_DEMO
  * and RV_CLI_DEMO_DET unless a file of that name exists; the commands run without --weights
  * load them with rv_cli_load_demo whatever files exist. */
-/* The debug log line "model: ARCH segmentor|detector, N classes (architecture from ...)". */
-void rv_cli_log_model(const rv_model *m, rv_ctx *ctx);
 /* det 0: the segmentation model (RV_CLI_DEMO), 1: the detector (RV_CLI_DEMO_DET). */
 rv_status rv_cli_load_demo(rv_model **m, int det, rv_ctx *ctx);
+/* --model NAME with the built-in demo model (weights NULL: none given, or 'demo' / 'demo-det'
+ * naming no file), which has its own architecture and would ignore it: the command's usage
+ * error (returns 2, the message on stderr); 0 when --model is absent or goes with a
+ * checkpoint. Called before any work. */
+int rv_cli_check_model_opt(const char *cmd, const char *weights, const char *model);
 /* The one-line notice on stderr (not with --quiet; rank 0 only under mpirun) of a command run
  * without --weights. */
 void rv_cli_demo_notice(const char *cmd, const rv_model *m);

@@ -4,7 +4,8 @@
 # named -x.jpg, `--json -` parsed as JSON from stdout, the global options after the command,
 # `synth --size HxW` (height first), COCO image ids (detect --ann, digit file stems) and
 # `eval coco` on those results, the "not a checkpoint" and missing-folder errors, deprecated
-# spellings, and an Examples section in every --help. (tests/test_opts.c covers every
+# spellings, an Examples section in every --help, and --model refused with the built-in demo
+# models. (tests/test_opts.c covers every
 # numeric option of every command from the tables.)
 #   bash tests/test_cli_opts.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
@@ -40,6 +41,14 @@ expect_err 2 "--size needs HxW" "$BIN" info ravlt-t --size 200x100x3
 expect_err 2 "--threads needs an integer in 0..4096, not 'many'" "$BIN" --threads many info ravlt-t
 expect_err 2 "unknown option '--bogus'" "$BIN" info ravlt-t --bogus=1
 expect_err 2 "--no-draw takes no value" "$BIN" detect --no-draw=1 "$IMG"
+# --model with the built-in demo model (which has its own architecture) is refused, not ignored
+for c in segment detect; do
+  expect_err 2 "$c: --model upernet-ravlt-s: the built-in demo model has its own architecture" "$BIN" $c --model upernet-ravlt-s "$IMG"
+  expect_err 2 "--model foo: the built-in demo model" "$BIN" $c --weights demo --model foo "$IMG"
+done
+expect_err 2 "video: --model x: the built-in demo model" "$BIN" video --model x x.mp4
+expect_err 2 "eval ade20k: --model x: the built-in demo model" "$BIN" eval ade20k --weights demo --root "$T" --model x
+expect_err 2 "eval coco: --model x: the built-in demo model" "$BIN" eval coco --weights demo-det --images "$T" --ann x.json --model x
 
 # 2. --opt=value and `--json -` (parsed as JSON from stdout)
 out=$("$BIN" info ravlt-t --size=64x96 --json=-) && echo "$out" | isjson &&
