@@ -10,7 +10,6 @@
 #include "core/fs.h"
 #include "datasets/json_scan.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -96,20 +95,6 @@ void rv_coco_free(rv_coco *c) {
   free(c);
 }
 
-static int int_id(double v, int64_t *out) {
-  if (!(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
-  *out = (int64_t)v;
-  return 1;
-}
-
-/* number that must be an integer id */
-static int id_value(rv_jcur *c, int64_t *out) {
-  double v;
-  rv_jws(c);
-  if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p)))) return 0;
-  return rv_jnumber(c, &v) && int_id(v, out);
-}
-
 static char *string_value(rv_jcur *c) {
   rv_jcur probe = *c;
   size_t n = 0;
@@ -133,11 +118,10 @@ static int image_elem(rv_jcur *c, rv_coco_image *im) {
       size_t kl;
       if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
       if (rv_jkey_is(k, kl, "id")) {
-        if (!id_value(c, &im->id)) return rv_jfail(c, "missing or non-integer 'id'");
+        if (!rv_coco_jid(c, &im->id)) return rv_jfail(c, "missing or non-integer 'id'");
         have_id = 1;
       } else if (rv_jkey_is(k, kl, "width") || rv_jkey_is(k, kl, "height")) {
-        rv_jws(c);
-        if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, k[0] == 'w' ? &w : &h))
+        if (!rv_coco_jnumber(c, k[0] == 'w' ? &w : &h))
           return rv_jfail(c, "'width'/'height' missing or invalid");
       } else if (rv_jkey_is(k, kl, "file_name") && rv_jpeek(c, '"')) {
         free(im->file_name);
@@ -167,7 +151,7 @@ static int category_elem(rv_jcur *c, rv_coco_category *cat) {
       size_t kl;
       if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
       if (rv_jkey_is(k, kl, "id")) {
-        if (!id_value(c, &cat->id)) return rv_jfail(c, "missing or non-integer 'id'");
+        if (!rv_coco_jid(c, &cat->id)) return rv_jfail(c, "missing or non-integer 'id'");
         have_id = 1;
       } else if (rv_jkey_is(k, kl, "name") && rv_jpeek(c, '"')) {
         free(cat->name);
@@ -195,11 +179,10 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
       if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
       if (rv_jkey_is(k, kl, "id") || rv_jkey_is(k, kl, "image_id") || rv_jkey_is(k, kl, "category_id")) {
         int64_t *dst = kl == 2 ? &o->id : k[0] == 'i' ? &o->image_id : &o->category_id;
-        if (!id_value(c, dst)) return rv_jfail(c, "'id', 'image_id' and 'category_id' must be integers");
+        if (!rv_coco_jid(c, dst)) return rv_jfail(c, "'id', 'image_id' and 'category_id' must be integers");
         if (kl == 2) have_id = 1; else if (k[0] == 'i') have_img = 1; else have_cat = 1;
       } else if (rv_jkey_is(k, kl, "area")) {
-        rv_jws(c);
-        if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, &o->area))
+        if (!rv_coco_jnumber(c, &o->area))
           return rv_jfail(c, "missing or non-numeric 'area'");
         have_area = 1;
       } else if (rv_jkey_is(k, kl, "iscrowd")) {
@@ -207,20 +190,11 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
         double v = 0;
         if (c->end - c->p >= 4 && memcmp(c->p, "true", 4) == 0) { c->p += 4; v = 1; }
         else if (c->end - c->p >= 5 && memcmp(c->p, "false", 5) == 0) { c->p += 5; v = 0; }
-        else if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p))) || !rv_jnumber(c, &v))
+        else if (!rv_coco_jnumber(c, &v))
           return rv_jfail(c, "'iscrowd' must be 0 or 1");
         o->iscrowd = v != 0;
       } else if (rv_jkey_is(k, kl, "bbox")) {
-        if (!rv_jexpect(c, '[')) return rv_jfail(c, "'bbox' must be 4 numbers");
-        if (rv_jpeek(c, ']')) {
-          c->p++;
-        } else {
-          for (int i = 0; i < 4; i++)
-            if ((i && !rv_jexpect(c, ',')) || !rv_jnumber(c, &o->bbox[i]) || !isfinite(o->bbox[i]))
-              return rv_jfail(c, "'bbox' must be 4 numbers");
-          if (!rv_jexpect(c, ']')) return rv_jfail(c, "'bbox' must be 4 numbers");
-          o->has_bbox = 1;
-        }
+        if (!rv_coco_jbbox(c, o->bbox, &o->has_bbox)) return 0;
       } else if (rv_jkey_is(k, kl, "segmentation")) {
         rv_jws(c);
         seg_at = c->p;

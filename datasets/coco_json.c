@@ -267,6 +267,33 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
 }
 
 /* Re-issue the message in ctx with a "file: section[i]: " prefix. */
+int rv_coco_jnumber(rv_jcur *c, double *v) {
+  rv_jws(c);
+  if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p)))) return 0;
+  return rv_jnumber(c, v);
+}
+
+int rv_coco_jid(rv_jcur *c, int64_t *out) {
+  double v;
+  if (!rv_coco_jnumber(c, &v) || !(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
+  *out = (int64_t)v;
+  return 1;
+}
+
+int rv_coco_jbbox(rv_jcur *c, double b[4], int *has) {
+  if (!rv_jexpect(c, '[')) return rv_jfail(c, "'bbox' must be 4 numbers");
+  if (rv_jpeek(c, ']')) {
+    c->p++;
+    return 1;
+  }
+  for (int i = 0; i < 4; i++)
+    if ((i && !rv_jexpect(c, ',')) || !rv_jnumber(c, &b[i]) || !isfinite(b[i]))
+      return rv_jfail(c, "'bbox' must be 4 numbers");
+  if (!rv_jexpect(c, ']')) return rv_jfail(c, "'bbox' must be 4 numbers");
+  *has = 1;
+  return 1;
+}
+
 rv_status rv_coco_prefix_error(rv_ctx *ctx, rv_status st, const char *name, const char *section, size_t i) {
   char msg[512];
   snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx));

@@ -28,6 +28,15 @@ void rv_coco_pool_free(rv_coco_pool *pool);
  * Compressed RLE strings are decoded into pool when it is not NULL (the RLE borrows the
  * memory). Returns 1, or 0 with the problem in c->err. */
 int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want, rv_coco_pool *pool);
+/* After whitespace, a number that starts as JSON's do ('-' or a digit), into *v; 0 without a
+ * message where none starts (so the caller's message, naming the field, stands), with
+ * rv_jnumber's where it is malformed. */
+int rv_coco_jnumber(rv_jcur *c, double *v);
+/* rv_coco_jnumber that is an integer of magnitude at most 2^53 (an id), into *out. */
+int rv_coco_jid(rv_jcur *c, int64_t *out);
+/* A "bbox" value: [] (loadRes: no box, *has unchanged) or [x, y, w, h] of finite numbers
+ * (*has = 1); otherwise 0 with "'bbox' must be 4 numbers". */
+int rv_coco_jbbox(rv_jcur *c, double b[4], int *has);
 /* Monotonic seconds, for the phase times in the debug log. */
 double rv_coco_mono_s(void);
 /* Re-issue the message in ctx with a "file: section[i]: " prefix. */

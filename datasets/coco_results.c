@@ -9,23 +9,11 @@
 
 #include "core/fs.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int int_id(double v, int64_t *out) {
-  if (!(fabs(v) <= 9007199254740992.0) || v != floor(v)) return 0;
-  *out = (int64_t)v;
-  return 1;
-}
-
-static int starts_number(rv_jcur *c) {
-  rv_jws(c);
-  return c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p));
-}
 
 /* One element: {image_id, category_id, score, bbox?, segmentation?, anything else}. The
  * segmentation is decoded where it stands when image_id came before it (polygons need the
@@ -39,28 +27,18 @@ static int element(rv_jcur *c, rv_coco_obj *d, const rv_coco *gt, int want_segm,
     for (;;) {
       char k[32];
       size_t kl;
-      double v;
       if (!rv_jkey(c, k, sizeof k, &kl)) return 0;
       if (rv_jkey_is(k, kl, "image_id") || rv_jkey_is(k, kl, "category_id")) {
         int img = k[0] == 'i';
-        if (!starts_number(c) || !rv_jnumber(c, &v) || !int_id(v, img ? &d->image_id : &d->category_id))
+        if (!rv_coco_jid(c, img ? &d->image_id : &d->category_id))
           return rv_jfail(c, "'image_id' and 'category_id' must be integers");
         if (img) have_img = 1; else have_cat = 1;
       } else if (rv_jkey_is(k, kl, "score")) {
-        if (!starts_number(c) || !rv_jnumber(c, &d->score) || !isfinite(d->score))
+        if (!rv_coco_jnumber(c, &d->score) || !isfinite(d->score))
           return rv_jfail(c, "missing or non-finite 'score'");
         have_score = 1;
       } else if (rv_jkey_is(k, kl, "bbox")) {
-        if (!rv_jexpect(c, '[')) return rv_jfail(c, "'bbox' must be 4 numbers");
-        if (rv_jpeek(c, ']')) { /* [] counts as no bbox (loadRes) */
-          c->p++;
-        } else {
-          for (int i = 0; i < 4; i++)
-            if ((i && !rv_jexpect(c, ',')) || !rv_jnumber(c, &d->bbox[i]) || !isfinite(d->bbox[i]))
-              return rv_jfail(c, "'bbox' must be 4 numbers");
-          if (!rv_jexpect(c, ']')) return rv_jfail(c, "'bbox' must be 4 numbers");
-          d->has_bbox = 1;
-        }
+        if (!rv_coco_jbbox(c, d->bbox, &d->has_bbox)) return 0;
       } else if (rv_jkey_is(k, kl, "segmentation")) {
         rv_jws(c);
         seg_at = c->p;
