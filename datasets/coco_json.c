@@ -266,7 +266,6 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
   return rv_jfail(c, "RLE 'counts' must be a string or a list of integers");
 }
 
-/* Re-issue the message in ctx with a "file: section[i]: " prefix. */
 int rv_coco_jnumber(rv_jcur *c, double *v) {
   rv_jws(c);
   if (!(c->p < c->end && (*c->p == '-' || isdigit((unsigned char)*c->p)))) return 0;
@@ -294,6 +293,7 @@ int rv_coco_jbbox(rv_jcur *c, double b[4], int *has) {
   return 1;
 }
 
+/* Re-issue the message in ctx with a "file: section[i]: " prefix. */
 rv_status rv_coco_prefix_error(rv_ctx *ctx, rv_status st, const char *name, const char *section, size_t i) {
   char msg[512];
   snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx));
