@@ -81,8 +81,11 @@ void rv_cli_log_model(const rv_model *m, rv_ctx *ctx) {
          rv_model_source(m));
 }
 
+/* W names a built-in demo model (no file of that name shadows it) */
+static int demo_weights(const char *weights) { return rv_cli_is_demo(weights) && !is_file(weights); }
+
 int rv_cli_check_model_opt(const char *cmd, const char *weights, const char *model) {
-  if (!model || (weights && !(rv_cli_is_demo(weights) && !is_file(weights)))) return 0;
+  if (!model || (weights && !demo_weights(weights))) return 0;
   return rv_cli_usage_error(cmd, "--model %s: the built-in demo model has its own architecture; --model is for "
                                  "a --weights checkpoint without a config", model);
 }
@@ -93,7 +96,7 @@ rv_status rv_cli_load_model(rv_model **m, const char *weights, const char *name,
 
 rv_status rv_cli_load_model_ex(rv_model **m, const char *weights, const char *name,
                                const rv_model_load_opts *opts, rv_ctx *ctx) {
-  if (rv_cli_is_demo(weights) && !is_file(weights)) return rv_cli_load_demo(m, !strcmp(weights, RV_CLI_DEMO_DET), ctx);
+  if (demo_weights(weights)) return rv_cli_load_demo(m, !strcmp(weights, RV_CLI_DEMO_DET), ctx);
   char path[4096];
   const char *zoo_model = NULL;
   RV_TRY(rv_cli_resolve_weights(path, sizeof path, weights, &zoo_model, ctx));
