@@ -17,6 +17,10 @@ PKGS=(
   xvfb xauth
   help2man
   python3 python3-numpy python3-pytest
+  libmicrohttpd-dev
+  chromium chromium-driver python3-selenium
+  python3-pip python3-venv python3-setuptools python3-wheel
+  wrk
 )
 
 missing=()
