@@ -18,7 +18,7 @@
 #define _XOPEN_SOURCE 700
 #include "apps/cli.h"
 #include "apps/eval_report.h"
-#include "apps/model_run.h"
+#include "apps/image_run.h"
 #include "core/fs.h"
 #include "apps/mpi_run.h"
 #include "apps/outputs.h"
@@ -47,11 +47,11 @@ static const char *const EVAL_USAGE =
 
 /* ---- coco ---- */
 typedef struct {
-  const char *ann, *results, *json, *images, *weights, *out, *model, *shard_spec, *iou_type, *area_mode_s;
-  const char *precision;
+  rv_model_opts mo;
+  const char *ann, *results, *json, *images, *out, *shard_spec, *iou_type, *area_mode_s;
   rv_iou_type iou;
   rv_coco_area_mode area_mode;
-  int mmdet_maxdets, resume, strict;
+  int mmdet_maxdets, resume;
   rv_shard shard;
 } coco_opts;
 
@@ -73,11 +73,11 @@ static const rv_opt COCO_OPTS[] = {
     {"--images", NULL, RV_OPT_STR, offsetof(coco_opts, images), 0, 0, NULL, "DIR",
      "model mode: the folder holding every image's file_name (image ids: those\n"
      "of --ann, by file_name)", 0},
-    {"--weights", NULL, RV_OPT_STR, offsetof(coco_opts, weights), 0, 0, NULL, "W",
-     "model mode: detector checkpoint (.pth / .safetensors); --model NAME if it\n"
-     "has no config; 'demo-det': the built-in demo detector (on `ravlt synth\n"
-     "--task det` sets)", 0},
-    {"--model", NULL, RV_OPT_STR, offsetof(coco_opts, model), 0, 0, NULL, "NAME", "model mode: architecture when the checkpoint has no config", 0},
+    RV_MODEL_OPT_WEIGHTS(coco_opts, mo,
+                         "model mode: detector checkpoint (.pth / .safetensors); --model NAME if it\n"
+                         "has no config; 'demo-det': the built-in demo detector (on `ravlt synth\n"
+                         "--task det` sets)"),
+    RV_MODEL_OPT_MODEL(coco_opts, mo),
     {"--output", "--out", RV_OPT_STR, offsetof(coco_opts, out), 0, 0, NULL, "R.json",
      "model mode: also write the results as `ravlt detect --json` does\n"
      "(R.json: bbox, R.segm.json: masks), atomically", 0},
@@ -89,8 +89,8 @@ static const rv_opt COCO_OPTS[] = {
      "model mode, with --output: the images R.shard.json lists as done (an\n"
      "earlier run that failed on some images or was stopped by a signal) are\n"
      "not run again; their results are read from R.json", 0},
-    RV_CLI_PRECISION_OPT(coco_opts, precision),
-    RV_OPT_STRICT(coco_opts, strict),
+    RV_MODEL_OPT_PRECISION(coco_opts, mo),
+    RV_OPT_STRICT(coco_opts, mo.strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_coco = {
@@ -162,9 +162,6 @@ static rv_status append_dets(rv_coco_results *box, size_t *box_cap, rv_coco_resu
   return RV_OK;
 }
 
-/* Model mode: run the detector over the gt's images (sorted by id; only the shard's), fill
- * box (and seg when the model has masks), the results JSON writer dj (may be NULL) and the
- * image list of the part. */
 static int id_done(const int64_t *done, size_t n, int64_t id) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
@@ -180,87 +177,82 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static rv_status coco_results_from_model(const coco_opts *o, const rv_coco *gt, const rv_model *m,
-                                         rv_coco_results *box, rv_coco_results *seg, rv_det_json *dj,
-                                         rv_part_image *imgs, size_t *n_imgs, const int64_t *skip, size_t n_skip,
-                                         size_t *failed, rv_ctx *ctx) {
-  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
-  const int keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
-  rv_arena *arena = rv_arena_create(0);
-  if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  int K = rv_model_num_classes(m);
-  int *cat_ids = malloc(sizeof *cat_ids * (size_t)(K > 0 ? K : 1));
-  if (!cat_ids) {
-    rv_arena_free(arena);
-    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+/* Model mode: the detector over the gt's images (sorted by id; only the shard's, not those an
+ * earlier run did), filling box (and seg when the model has masks), the results JSON writer
+ * dj (may be NULL) and the image list of the part. */
+typedef struct {
+  const coco_opts *o;
+  const rv_coco *gt;
+  rv_coco_results *box, *seg;
+  size_t box_cap, seg_cap;
+  rv_det_json *dj;
+  int *cat_ids;
+  rv_part_image *imgs; /* the images done */
+  size_t n_imgs;
+  const int64_t *skip; /* sorted ids */
+  size_t n_skip;
+} coco_run;
+
+static const rv_coco_image *coco_item(const coco_run *u, size_t k) { return &u->gt->images[u->gt->img_idx_sorted[k]]; }
+
+static int coco_skip(void *user, size_t k) {
+  const coco_run *u = user;
+  return u->n_skip && id_done(u->skip, u->n_skip, coco_item(u, k)->id);
+}
+
+static rv_status coco_path(void *user, rv_image_run *r, size_t k, char *buf, size_t cap, rv_ctx *ctx) {
+  const coco_run *u = user;
+  if (snprintf(buf, cap, "%s/%s", u->o->images, coco_item(u, k)->file_name) >= (int)cap)
+    return rv_error(ctx, RV_ERR_ARG, "%s/%s: path too long", u->o->images, coco_item(u, k)->file_name);
+  return RV_OK;
+}
+
+static void coco_name(void *user, rv_image_run *r, size_t k, const char *path, char *buf, size_t cap) {
+  const rv_coco_image *im = coco_item(user, k);
+  snprintf(buf, cap, "image %lld (%s)", (long long)im->id, im->file_name);
+}
+
+static rv_status coco_image(void *user, rv_image_run *r, size_t k, const char *path, rv_image *img, rv_ctx *ctx) {
+  coco_run *u = user;
+  const rv_coco_image *im = coco_item(u, k);
+  if (img->h != im->height || img->w != im->width)
+    return rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s says %dx%d for image %lld (width x height)", path, img->w,
+                    img->h, u->o->ann, im->width, im->height, (long long)im->id);
+  rv_detections det = {0};
+  int *order = NULL;
+  rv_status st = rv_task_detect(&r->model, img, r->arena, &det, &order, ctx);
+  if (st == RV_OK) st = append_dets(u->box, &u->box_cap, u->seg, &u->seg_cap, r->model.m, im->id, &det, order, ctx);
+  if (st == RV_OK && u->dj) st = rv_det_json_add(u->dj, im->id, &det, order, u->cat_ids, ctx);
+  if (st == RV_OK) {
+    rv_log(ctx, RV_LOG_DEBUG, "image %lld (%s): %d detections", (long long)im->id, im->file_name, det.n);
+    u->imgs[u->n_imgs++] = (rv_part_image){im->id, im->width, im->height, im->file_name};
   }
-  for (int i = 0; i < K; i++) cat_ids[i] = rv_model_category_id(m, i);
-  size_t box_cap = 0, seg_cap = 0, mine = rv_shard_size(&o->shard, gt->n_images), done = 0;
-  *n_imgs = 0;
-  rv_progress prog;
-  rv_progress_start(&prog, "eval coco", (long)mine);
-  rv_status st = RV_OK;
-  double t_model = 0, t0 = rv_now();
-  *failed = 0;
-  for (size_t k = 0; k < gt->n_images && st == RV_OK && !rv_cli_stop_signal(); k++) {
-    if (!rv_shard_has(&o->shard, k)) continue;
-    const rv_coco_image *im = &gt->images[gt->img_idx_sorted[k]];
-    if (n_skip && id_done(skip, n_skip, im->id)) {
-      rv_progress_step(&prog, 1);
-      continue;
-    }
-    if (!im->file_name || !im->file_name[0]) {
-      st = rv_error(ctx, RV_ERR_FORMAT, "%s: image %lld has no file_name", o->ann, (long long)im->id);
-      break;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", o->images, im->file_name);
-    rv_image img = {0};
-    rv_detections det = {0};
-    int *order = NULL;
-    double t1 = rv_now();
-    st = rv_image_read(path, &img, ctx);
-    if (st == RV_OK && (img.h != im->height || img.w != im->width))
-      st = rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s says %dx%d for image %lld (width x height)", path, img.w,
-                    img.h, o->ann, im->width, im->height, (long long)im->id);
-    if (st == RV_OK) st = rv_model_detect(m, &det, NULL, &img, arena, ctx);
-    t_model += rv_now() - t1;
-    if (st == RV_OK && !(order = malloc(sizeof *order * (size_t)(det.n + 1))))
-      st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    if (st == RV_OK) {
-      rv_detections_class_order(order, &det);
-      st = append_dets(box, &box_cap, seg, &seg_cap, m, im->id, &det, order, ctx);
-    }
-    if (st == RV_OK && dj) st = rv_det_json_add(dj, im->id, &det, order, cat_ids, ctx);
-    if (st == RV_OK) {
-      rv_log(ctx, RV_LOG_DEBUG, "image %lld (%s): %d detections", (long long)im->id, im->file_name, det.n);
-      imgs[*n_imgs].id = im->id;
-      imgs[*n_imgs].width = im->width;
-      imgs[*n_imgs].height = im->height;
-      imgs[*n_imgs].file_name = im->file_name;
-      (*n_imgs)++;
-    } else if (st != RV_ERR_NOMEM) {
-      char msg[1024];
-      snprintf(msg, sizeof msg, "%s", rv_ctx_errmsg(ctx));
-      st = rv_error(ctx, st, "image %lld (%s): %s", (long long)im->id, im->file_name, msg);
-      if (keep_going) {
-        fprintf(stderr, "%sravlt eval coco: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
-        (*failed)++;
-        st = RV_OK;
-      }
-    }
-    free(order);
-    rv_image_free(&img);
-    rv_arena_reset(arena);
-    rv_progress_step(&prog, 1);
-    done++;
-  }
-  rv_progress_end(&prog);
+  free(order);
+  return st;
+}
+
+static rv_status coco_results_from_model(rv_image_run *r, coco_run *u, rv_ctx *ctx) {
+  const rv_coco *gt = u->gt;
+  for (size_t k = 0; k < gt->n_images; k++) /* every image of the shard has a file */
+    if (rv_shard_has(&r->shard, k) && (!coco_item(u, k)->file_name || !coco_item(u, k)->file_name[0]))
+      return rv_error(ctx, RV_ERR_FORMAT, "%s: image %lld has no file_name", u->o->ann, (long long)coco_item(u, k)->id);
+  const int K = r->model.num_classes;
+  if (!(u->cat_ids = malloc(sizeof *u->cat_ids * (size_t)(K > 0 ? K : 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < K; i++) u->cat_ids[i] = rv_model_category_id(r->model.m, i);
+  r->n = gt->n_images;
+  r->user = u;
+  r->path = coco_path;
+  r->skip = coco_skip;
+  r->name = coco_name;
+  r->image = coco_image;
+  double t0 = rv_now();
+  rv_status st = rv_image_loop(r, ctx);
+  size_t ran = r->done + r->failed;
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images run, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", done,
-           box->n, rv_now() - t0, t_model, t_model > 0 ? (double)done / t_model : 0.0);
-  free(cat_ids);
-  rv_arena_free(arena);
+    rv_log(ctx, RV_LOG_INFO, "%zu images run, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", ran,
+           u->box->n, rv_now() - t0, r->t_model, r->t_model > 0 ? (double)ran / r->t_model : 0.0);
+  free(u->cat_ids);
+  u->cat_ids = NULL;
   return st;
 }
 
@@ -268,7 +260,8 @@ static int cmd_coco_model(const coco_opts *o) {
   const char *cmd = "eval coco";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  rv_model *m = NULL;
+  rv_image_run r = {.cmd = cmd, .shard = o->shard};
+  coco_run u = {o};
   rv_coco *gt = NULL;
   rv_coco_results box = {0}, seg = {0};
   rv_det_json *dj = NULL;
@@ -287,16 +280,14 @@ static int cmd_coco_model(const coco_opts *o) {
     if (o->out) rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
     if (o->json) rv_cli_sibling_path(js, sizeof js, o->json, ".segm.json");
     const char *outs[5] = {o->out, o->out ? sp : NULL, o->out ? side : NULL, o->json, o->json ? js : NULL};
-    const char *ins[2] = {o->ann, rv_cli_is_demo(o->weights) ? NULL : o->weights};
+    const char *ins[2] = {o->ann, rv_cli_is_demo(o->mo.weights) ? NULL : o->mo.weights};
     st = rv_cli_outputs_check(outs, NULL, 5, ins, 2, ctx);
   }
   rv_part_run run = {"", -1, -1};
-  rv_part_run_id(&run, o->weights, o->model ? o->model : "", o->ann, NULL);
-  if (st == RV_OK) st = rv_cli_load_model_ex(&m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
-  if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
-  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, o->weights, "eval ade20k", ctx);
+  rv_part_run_id(&run, o->mo.weights, o->mo.model ? o->mo.model : "", o->ann, NULL);
+  if (st == RV_OK) st = rv_run_model_load(&r.model, cmd, RV_RUN_DETECT, "eval ade20k", &o->mo, ctx);
   if (st != RV_OK) goto ran;
-  masks = rv_detector_has_masks(rv_model_detector(m));
+  masks = rv_detector_has_masks(rv_model_detector(r.model.m));
   if (masks && rv_cli_json_stdout(o->json)) {
     st = rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose summary is a second file: give --json FILE");
     goto ran;
@@ -362,14 +353,20 @@ static int cmd_coco_model(const coco_opts *o) {
       fprintf(stderr, "ravlt eval coco: resuming: %zu image(s) done (%zu detections in %s), %zu to run\n", n_skip, prev_box.n,
               o->out, gt->n_images - n_skip);
   }
-  {
-    size_t n_run = 0;
-    st = coco_results_from_model(o, gt, m, &box, masks ? &seg : NULL, n_skip ? NULL : dj, imgs + n_imgs, &n_run, skip, n_skip,
-                                 &n_failed, ctx);
-    n_imgs += n_run;
-    sig = rv_cli_stop_signal();
-    rv_cli_signals_restore();
-  }
+  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
+  r.keep_going = !mpi && !o->shard_spec;
+  u.gt = gt;
+  u.box = &box;
+  u.seg = masks ? &seg : NULL;
+  u.dj = n_skip ? NULL : dj;
+  u.imgs = imgs + n_imgs;
+  u.skip = skip;
+  u.n_skip = n_skip;
+  st = coco_results_from_model(&r, &u, ctx);
+  n_imgs += u.n_imgs;
+  n_failed = r.failed;
+  sig = r.signal;
+  rv_cli_signals_restore();
   if (st == RV_OK && n_skip) { /* one results file: the earlier run's detections, then this run's */
     rv_coco_results all = {0}, all_seg = {0};
     size_t cap = 0, cap2 = 0;
@@ -462,12 +459,12 @@ ran:
     goto done;
   }
   rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, threads, masks};
-  if (!prepared && (st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+  if (!prepared && (st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->mo.weights, ctx)) != RV_OK) goto fail;
   if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, o->json, NULL, ctx)) != RV_OK) goto fail;
   if (masks) {
     char segm_json[4096];
     if (o->json) rv_cli_sibling_path(segm_json, sizeof segm_json, o->json, ".segm.json");
-    if (!prepared && (st = rv_coco_results_prepare(&seg, gt, RV_IOU_SEGM, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
+    if (!prepared && (st = rv_coco_results_prepare(&seg, gt, RV_IOU_SEGM, o->area_mode, o->mo.weights, ctx)) != RV_OK) goto fail;
     printf("\n");
     if ((st = rv_cli_coco_report(gt, &seg, RV_IOU_SEGM, &ro, o->json ? segm_json : NULL, NULL, ctx)) != RV_OK)
       goto fail;
@@ -485,7 +482,7 @@ done:
   rv_coco_results_free(&box);
   rv_coco_results_free(&seg);
   rv_coco_free(gt);
-  rv_model_free(m);
+  rv_image_run_free(&r);
   rv_ctx_free(ctx);
   return rc;
 }
@@ -501,15 +498,15 @@ static int cmd_coco(int argc, char **argv) {
   o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
   o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
   if (!o.ann) return rv_cli_usage_error(cmd, "--ann GT.json is required");
-  if (o.resume && (!o.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
+  if (o.resume && (!o.mo.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
     return rv_cli_usage_error(cmd, "--resume needs --weights and --output R.json (one process, no --shard)");
-  if (!o.results && !o.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
-  if (o.results && o.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
+  if (!o.results && !o.mo.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
+  if (o.results && o.mo.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
   if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
     return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
-  if (o.weights) {
+  if (o.mo.weights) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
-    if (rv_cli_check_model_opt(cmd, o.weights, o.model)) return 2;
+    if (rv_cli_check_model_opt(cmd, o.mo.weights, o.mo.model)) return 2;
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
@@ -520,7 +517,7 @@ static int cmd_coco(int argc, char **argv) {
     }
     return cmd_coco_model(&o);
   }
-  if (o.shard_spec || o.out || o.images || o.model)
+  if (o.shard_spec || o.out || o.images || o.mo.model)
     return rv_cli_usage_error(cmd, "--images, --model, --output and --shard are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
@@ -557,9 +554,9 @@ static int missing_dir(const char *opt, const char *dir) {
 
 /* ---- ade20k ---- */
 typedef struct {
-  const char *pred_dir, *gt_dir, *root, *json, *weights, *model, *mode, *pred_out, *out, *shard_spec;
-  const char *precision;
-  int zero_based, aug_test, crop, stride, resume, strict;
+  rv_model_opts mo;
+  const char *pred_dir, *gt_dir, *root, *json, *mode, *pred_out, *out, *shard_spec;
+  int zero_based, aug_test, crop, stride, resume;
   rv_shard shard;
 } ade_opts;
 
@@ -574,11 +571,11 @@ static const rv_opt ADE_OPTS[] = {
     {"--json", NULL, RV_OPT_STR, offsetof(ade_opts, json), 0, 0, NULL, "FILE",
      "write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
      "to FILE ('-': stdout, the table then goes to stderr)", 0},
-    {"--weights", NULL, RV_OPT_STR, offsetof(ade_opts, weights), 0, 0, NULL, "W",
-     "model mode: segmentor checkpoint; --model NAME if it has no config; 'demo':\n"
-     "the built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
-     "over the model's classes (150 for ADE20K checkpoints)", 0},
-    {"--model", NULL, RV_OPT_STR, offsetof(ade_opts, model), 0, 0, NULL, "NAME", "model mode: architecture when the checkpoint has no config", 0},
+    RV_MODEL_OPT_WEIGHTS(ade_opts, mo,
+                         "model mode: segmentor checkpoint; --model NAME if it has no config; 'demo':\n"
+                         "the built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
+                         "over the model's classes (150 for ADE20K checkpoints)"),
+    RV_MODEL_OPT_MODEL(ade_opts, mo),
     {"--aug-test", NULL, RV_OPT_FLAG, offsetof(ade_opts, aug_test), 0, 0, NULL, NULL, "model mode: multi-scale (0.5..1.75) + flip test-time augmentation", 0},
     {"--mode", NULL, RV_OPT_CHOICE, offsetof(ade_opts, mode), 0, 0, "whole|slide", "M", "model mode: whole or slide inference (default: the checkpoint's test_cfg)", 0},
     {"--crop", NULL, RV_OPT_INT, offsetof(ade_opts, crop), 1, 65536, NULL, "N", "model mode: slide window size", 0},
@@ -594,8 +591,8 @@ static const rv_opt ADE_OPTS[] = {
     {"--resume", NULL, RV_OPT_FLAG, offsetof(ade_opts, resume), 0, 0, NULL, NULL,
      "model mode, with --output: the images PART.json lists as done (an earlier\n"
      "run that failed on some images or was stopped by a signal) are not run again", 0},
-    RV_CLI_PRECISION_OPT(ade_opts, precision),
-    RV_OPT_STRICT(ade_opts, strict),
+    RV_MODEL_OPT_PRECISION(ade_opts, mo),
+    RV_OPT_STRICT(ade_opts, mo.strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_eval_ade20k = {
@@ -622,76 +619,83 @@ const rv_cmd_spec rv_spec_eval_ade20k = {
  * acc against annotations/validation/<name>.png; names of the images done in *done. */
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const char *img_dir, const char *ann_dir,
-                                         rv_seg_areas *acc, rv_name_list *list, char **done, size_t *n_done,
-                                         const char *const *skip, size_t n_skip, size_t *failed, rv_ctx *ctx) {
-  const int C = acc->num_classes;
-  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
-  const int keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
-  *failed = 0;
-  rv_arena *arena = rv_arena_create(0);
-  if (!arena) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  rv_seg_run_opts ro = {0};
-  ro.aug_test = o->aug_test;
-  ro.flip = 1;
-  rv_progress prog;
-  rv_progress_start(&prog, "eval ade20k", (long)rv_shard_size(&o->shard, list->n));
+typedef struct {
+  const ade_opts *o;
+  const char *img_dir, *ann_dir;
+  rv_seg_areas *acc;
+  const rv_name_list *list;
+  char **done; /* the names of the images done */
+  size_t n_done;
+  const char *const *skip; /* sorted names */
+  size_t n_skip;
+  rv_seg_run_opts ro;
+} ade_run;
+
+static int ade_skip(void *user, size_t k) {
+  const ade_run *u = user;
+  const char *name = u->list->names[k];
+  return u->n_skip && bsearch(&name, u->skip, u->n_skip, sizeof *u->skip, cmp_name);
+}
+
+static rv_status ade_path(void *user, rv_image_run *r, size_t k, char *buf, size_t cap, rv_ctx *ctx) {
+  const ade_run *u = user;
+  if (snprintf(buf, cap, "%s/%s", u->img_dir, u->list->names[k]) >= (int)cap)
+    return rv_error(ctx, RV_ERR_ARG, "%s/%s: path too long", u->img_dir, u->list->names[k]);
+  return RV_OK;
+}
+
+/* One image: its areas against its annotation, and its label PNG with --out-dir. */
+static rv_status ade_image(void *user, rv_image_run *r, size_t k, const char *path, rv_image *img, rv_ctx *ctx) {
+  ade_run *u = user;
+  const int C = u->acc->num_classes;
+  const char *name = u->list->names[k];
+  size_t stem = strlen(name) - 4; /* ".jpg" */
+  char ap[4096], out[4096];
+  rv_image g = {0}, lab = {0};
+  int32_t *labels = NULL;
   rv_status st = RV_OK;
-  double t_model = 0, t0 = rv_now();
-  for (size_t k = 0; k < list->n && st == RV_OK && !rv_cli_stop_signal(); k++) {
-    if (!rv_shard_has(&o->shard, k)) continue;
-    const char *name = list->names[k];
-    if (n_skip && bsearch(&name, skip, n_skip, sizeof *skip, cmp_name)) {
-      rv_progress_step(&prog, 1);
-      continue;
-    }
-    size_t stem = strlen(name) - 4; /* ".jpg" */
-    char ip[4096], ap[4096];
-    rv_image img = {0}, g = {0}, lab = {0};
-    int32_t *labels = NULL;
-    double t1 = rv_now();
-    if (snprintf(ip, sizeof ip, "%s/%s", img_dir, name) >= (int)sizeof ip ||
-        snprintf(ap, sizeof ap, "%s/%.*s.png", ann_dir, (int)stem, name) >= (int)sizeof ap)
-      st = rv_error(ctx, RV_ERR_ARG, "%s/%s: path too long", img_dir, name);
-    if (st == RV_OK) st = rv_image_read(ip, &img, ctx);
-    if (st == RV_OK) st = rv_image_read_gray(ap, &g, ctx);
-    if (st == RV_OK && (g.h != img.h || g.w != img.w))
-      st = rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s is %dx%d (width x height)", ap, g.w, g.h, ip, img.w, img.h);
-    size_t n = (size_t)img.h * img.w;
-    for (size_t i = 0; st == RV_OK && i < n; i++)
-      if (!(g.data[i] <= C || g.data[i] == 255))
-        st = rv_error(ctx, RV_ERR_FORMAT, "%s: label %d at x=%zu y=%zu (ADE20K labels are 0..%d or 255)", ap, g.data[i],
-                      i % (size_t)g.w, i / (size_t)g.w, C);
-    if (st == RV_OK && !(labels = malloc(sizeof *labels * (n ? n : 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    if (st == RV_OK) st = rv_model_segment(m, labels, &img, &ro, arena, ctx);
-    t_model += rv_now() - t1;
-    if (st == RV_OK) rv_seg_areas_add_i32(acc, labels, g.data, n, 1, 255);
-    if (st == RV_OK && o->pred_out) {
-      char out[4096];
-      if (snprintf(out, sizeof out, "%s/%.*s.png", o->pred_out, (int)stem, name) >= (int)sizeof out)
-        st = rv_error(ctx, RV_ERR_ARG, "%s: path too long", o->pred_out);
-      if (st == RV_OK) st = rv_image_alloc(&lab, img.h, img.w, 1, ctx);
-      for (size_t p = 0; st == RV_OK && p < n; p++) lab.data[p] = (unsigned char)(labels[p] + 1);
-      if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
-    }
-    if (st == RV_OK) done[(*n_done)++] = list->names[k];
-    else if (keep_going && st != RV_ERR_NOMEM) {
-      fprintf(stderr, "%sravlt eval ade20k: %s\n", rv_progress_break(&prog), rv_ctx_errmsg(ctx));
-      (*failed)++;
-      st = RV_OK;
-    }
-    free(labels);
-    rv_image_free(&img);
-    rv_image_free(&g);
-    rv_image_free(&lab);
-    rv_arena_reset(arena);
-    rv_progress_step(&prog, 1);
+  if (snprintf(ap, sizeof ap, "%s/%.*s.png", u->ann_dir, (int)stem, name) >= (int)sizeof ap)
+    st = rv_error(ctx, RV_ERR_ARG, "%s/%s: path too long", u->img_dir, name);
+  if (st == RV_OK) st = rv_image_read_gray(ap, &g, ctx);
+  if (st == RV_OK && (g.h != img->h || g.w != img->w))
+    st = rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s is %dx%d (width x height)", ap, g.w, g.h, path, img->w, img->h);
+  size_t n = (size_t)img->h * img->w;
+  for (size_t i = 0; st == RV_OK && i < n; i++)
+    if (!(g.data[i] <= C || g.data[i] == 255))
+      st = rv_error(ctx, RV_ERR_FORMAT, "%s: label %d at x=%zu y=%zu (ADE20K labels are 0..%d or 255)", ap, g.data[i],
+                    i % (size_t)g.w, i / (size_t)g.w, C);
+  if (st == RV_OK) st = rv_task_segment(&r->model, img, &u->ro, r->arena, &labels, ctx);
+  if (st == RV_OK) rv_seg_areas_add_i32(u->acc, labels, g.data, n, 1, 255);
+  if (st == RV_OK && u->o->pred_out) {
+    if (snprintf(out, sizeof out, "%s/%.*s.png", u->o->pred_out, (int)stem, name) >= (int)sizeof out)
+      st = rv_error(ctx, RV_ERR_ARG, "%s: path too long", u->o->pred_out);
+    if (st == RV_OK) st = rv_task_label_image(&lab, labels, img->h, img->w, ctx);
+    if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
   }
-  rv_progress_end(&prog);
+  if (st == RV_OK) u->done[u->n_done++] = u->list->names[k];
+  free(labels);
+  rv_image_free(&g);
+  rv_image_free(&lab);
+  return st;
+}
+
+/* Model mode: segment every ROOT/images/validation/<name>.jpg of the shard (not those an
+ * earlier run did) and add it to acc against annotations/validation/<name>.png. */
+static rv_status ade20k_preds_from_model(rv_image_run *r, ade_run *u, rv_ctx *ctx) {
+  u->ro.aug_test = u->o->aug_test;
+  u->ro.flip = 1;
+  r->n = u->list->n;
+  r->user = u;
+  r->path = ade_path;
+  r->skip = ade_skip;
+  r->image = ade_image;
+  double t0 = rv_now();
+  size_t before = u->n_done;
+  rv_status st = rv_image_loop(r, ctx);
+  size_t ran = u->n_done - before;
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", *n_done - n_skip, rv_now() - t0,
-           t_model, t_model > 0 ? (double)(*n_done - n_skip) / t_model : 0.0);
-  rv_arena_free(arena);
+    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", ran, rv_now() - t0, r->t_model,
+           r->t_model > 0 ? (double)ran / r->t_model : 0.0);
   return st;
 }
 
@@ -699,7 +703,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   const char *cmd = "eval ade20k";
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  rv_model *m = NULL;
+  rv_image_run r = {.cmd = cmd, .shard = o->shard};
   rv_name_list list = {0};
   rv_seg_areas acc = {0};
   char **done = NULL;
@@ -711,16 +715,15 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && o->gt_dir) snprintf(ann_dir, sizeof ann_dir, "%s", o->gt_dir);
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
-  if (st == RV_OK) st = rv_cli_load_model_ex(&m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
-  if (st == RV_OK) st = rv_cli_set_precision(m, o->precision, ctx);
-  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_SEGMENT, o->weights, "eval coco", ctx);
+  if (st == RV_OK) st = rv_run_model_load(&r.model, cmd, RV_RUN_SEGMENT, "eval coco", &o->mo, ctx);
+  rv_model *m = r.model.m;
   /* ADE20K's 150 classes, or another dataset in its layout (`ravlt synth`, the demo model):
    * the metrics run over the model's classes, annotations 1..C. */
   if (st == RV_OK && rv_model_num_classes(m) > 254)
-    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit 8-bit ADE20K-style annotations", o->weights,
+    st = rv_error(ctx, RV_ERR_MODEL, "%s: %d classes do not fit 8-bit ADE20K-style annotations", o->mo.weights,
                   rv_model_num_classes(m));
   if (st == RV_OK && rv_model_num_classes(m) != RV_ADE20K_CLASSES)
-    rv_log(ctx, RV_LOG_INFO, "%s: %d classes (not ADE20K's %d): metrics over those", o->weights,
+    rv_log(ctx, RV_LOG_INFO, "%s: %d classes (not ADE20K's %d): metrics over those", o->mo.weights,
            rv_model_num_classes(m), RV_ADE20K_CLASSES);
   if (st == RV_OK && o->pred_out) st = rv_mkdirs(o->pred_out, ctx);
   if (st == RV_OK) st = rv_seg_areas_init(&acc, rv_model_num_classes(m), ctx);
@@ -738,12 +741,12 @@ static int cmd_ade20k_model(const ade_opts *o) {
   rv_part_run run = {"", -1, -1};
   {
     char opts[512];
-    snprintf(opts, sizeof opts, "model=%s aug=%d mode=%s crop=%d stride=%d gt=%s", o->model ? o->model : "", o->aug_test,
+    snprintf(opts, sizeof opts, "model=%s aug=%d mode=%s crop=%d stride=%d gt=%s", o->mo.model ? o->mo.model : "", o->aug_test,
              o->mode ? o->mode : "", o->crop, o->stride, o->gt_dir ? o->gt_dir : "");
     rv_digest items;
     rv_digest_init(&items);
     for (size_t k = 0; k < list.n; k++) rv_digest_str(&items, list.names[k]);
-    rv_part_run_id(&run, o->weights, opts, NULL, &items);
+    rv_part_run_id(&run, o->mo.weights, opts, NULL, &items);
   }
   size_t n_failed = 0, n_skip = 0;
   int sig = 0;
@@ -772,10 +775,13 @@ static int cmd_ade20k_model(const ade_opts *o) {
     }
   }
   if (!(rv_mpi_size() > 1)) rv_cli_signals_install(1);
-  if (st == RV_OK)
-    st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, (const char *const *)done, n_skip,
-                                 &n_failed, ctx); /* appends to done[n_skip...] */
-  sig = rv_cli_stop_signal();
+  ade_run u = {o, img_dir, ann_dir, &acc, &list, done, n_done, (const char *const *)done, n_skip};
+  /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
+  r.keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
+  if (st == RV_OK) st = ade20k_preds_from_model(&r, &u, ctx); /* appends to done[n_skip...] */
+  n_done = u.n_done;
+  n_failed = r.failed;
+  sig = r.signal;
   rv_cli_signals_restore();
   if (st == RV_OK && rv_mpi_size() <= 1 && (n_failed || sig)) { /* keep what succeeded, no metrics */
     rv_shard whole = {0, 1};
@@ -831,7 +837,7 @@ done:
   free(done);
   rv_seg_areas_free(&acc);
   rv_name_list_free(&list);
-  rv_model_free(m);
+  rv_image_run_free(&r);
   rv_ctx_free(ctx);
   return rc;
 }
@@ -843,16 +849,16 @@ static int cmd_ade20k(int argc, char **argv) {
   int npos;
   int prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
-  if (o.resume && (!o.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
+  if (o.resume && (!o.mo.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
     return rv_cli_usage_error(cmd, "--resume needs --weights and --output PART.json (one process, no --shard)");
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
-  if (!o.pred_dir && !o.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
-  if (o.pred_dir && o.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
+  if (!o.pred_dir && !o.mo.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
+  if (o.pred_dir && o.mo.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
   if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
     return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
-  if (o.weights) {
+  if (o.mo.weights) {
     if (!o.root) return rv_cli_usage_error(cmd, "--weights needs --root ADEChallengeData2016 (images/validation)");
-    if (rv_cli_check_model_opt(cmd, o.weights, o.model)) return 2;
+    if (rv_cli_check_model_opt(cmd, o.mo.weights, o.mo.model)) return 2;
     if (o.zero_based) return rv_cli_usage_error(cmd, "--pred-zero-based is for --pred-dir");
     if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
     if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
@@ -864,7 +870,7 @@ static int cmd_ade20k(int argc, char **argv) {
     return cmd_ade20k_model(&o);
   }
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --pred-dir needs no ranks");
-  if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.model || o.crop || o.stride)
+  if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.mo.model || o.crop || o.stride)
     return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --out-dir, --output and --shard are "
                                    "for the model mode (--weights)");
   struct stat sb;
