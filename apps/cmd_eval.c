@@ -45,6 +45,49 @@ static const char *const EVAL_USAGE =
     "       ravlt eval ade20k ...   ADE20K mIoU from label PNGs or a segmentor\n"
     "'ravlt eval coco --help' and 'ravlt eval ade20k --help' describe the options.\n";
 
+/* ---- shared by the model modes (--weights) of coco and ade20k ---- */
+
+/* The usage rules of the model mode, after the mode's own: --resume, --shard (parsed into
+ * *shard; under mpirun the ranks are the shards), --json. 2 (printed) or 0. */
+static int model_usage(const char *cmd, const rv_model_opts *mo, int resume, const char *out, const char *shard_spec,
+                       const char *json, rv_shard *shard) {
+  if (resume && (!out || shard_spec || rv_mpi_size() > 1))
+    return rv_cli_usage_error(cmd, "--resume needs --weights and --output (one process, no --shard)");
+  if (shard_spec && rv_shard_parse(shard, shard_spec))
+    return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec);
+  if (rv_cli_check_model_opt(cmd, mo->weights, mo->model)) return 2;
+  if (shard_spec && !out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
+  if (shard_spec && json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
+  if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 reports the whole set */
+    if (shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
+    shard->index = rv_mpi_rank();
+    shard->count = rv_mpi_size();
+  }
+  return 0;
+}
+
+/* A run that missed images (some failed, or a signal came): no numbers. what: "stats";
+ * kept: what --output holds. Returns the exit status. */
+static int missed_images(const rv_image_run *r, const char *what, size_t missing, const char *kept) {
+  rv_image_run_report(r, NULL, NULL);
+  fprintf(stderr, "ravlt %s: no %s (they would miss %zu image(s)); %s\n", r->cmd, what, missing, kept);
+  return r->signal ? 128 + r->signal : 1;
+}
+
+/* Under mpirun, after the loop: every rank agrees on st (rank 0's message names a failing
+ * rank), then gather() brings rank 0 every rank's results. */
+static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, rv_ctx *ctx), void *arg, const char *what,
+                            rv_ctx *ctx) {
+  double tw = rv_now();
+  st = rv_mpi_agree(st, ctx);
+  double tg = rv_now();
+  if (st == RV_OK) st = gather(arg, ctx);
+  if (st == RV_OK && rv_mpi_rank() == 0)
+    rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, %s in %.3f s", rv_mpi_size(), tg - tw, what,
+           rv_now() - tg);
+  return st;
+}
+
 /* ---- coco ---- */
 typedef struct {
   rv_model_opts mo;
@@ -256,6 +299,15 @@ static rv_status coco_results_from_model(rv_image_run *r, coco_run *u, rv_ctx *c
   return st;
 }
 
+typedef struct {
+  rv_coco_results *box, *seg;
+  const rv_coco *gt;
+} coco_gathered;
+static rv_status coco_gather(void *arg, rv_ctx *ctx) {
+  coco_gathered *g = arg;
+  return rv_mpi_gather_coco(g->box, g->seg, g->gt, ctx);
+}
+
 static int cmd_coco_model(const coco_opts *o) {
   const char *cmd = "eval coco";
   rv_ctx *ctx = rv_cli_ctx();
@@ -406,27 +458,18 @@ static int cmd_coco_model(const coco_opts *o) {
       if (st == RV_OK) st = rv_part_write_coco(side, &whole, gt->n_images, ann, o->out, masks ? sp : NULL, imgs, n_imgs, &run, ctx);
     }
     if (st == RV_OK) {
-      if (sig) fprintf(stderr, "ravlt eval coco: stopped by signal %d after %zu of %zu images\n", sig, n_imgs, gt->n_images);
-      if (n_failed) fprintf(stderr, "ravlt eval coco: %zu image(s) failed (named above)\n", n_failed);
+      char kept[4400] = "with --output R.json the results of the images done are kept and --resume runs only the missing ones";
       if (o->out)
-        fprintf(stderr, "ravlt eval coco: no stats (they would miss %zu image(s)); %s holds the results of the %zu done; rerun with "
-                "--resume to run only the missing ones\n", gt->n_images - n_imgs, o->out, n_imgs);
-      else
-        fprintf(stderr, "ravlt eval coco: no stats (they would miss %zu image(s)); with --output R.json the results of the images done "
-                "are kept and --resume runs only the missing ones\n", gt->n_images - n_imgs);
-      rc = sig ? 128 + sig : 1;
+        snprintf(kept, sizeof kept, "%s holds the results of the %zu done; rerun with --resume to run only the missing ones",
+                 o->out, n_imgs);
+      rc = missed_images(&r, "stats", gt->n_images - n_imgs, kept);
       goto done;
     }
   }
 ran:
   if (mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
-    double tw = rv_now();
-    st = rv_mpi_agree(st, ctx);
-    double tg = rv_now();
-    if (st == RV_OK) st = rv_mpi_gather_coco(&box, masks ? &seg : NULL, gt, ctx);
-    if (st == RV_OK && rv_mpi_rank() == 0)
-      rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, gathered %zu detections in %.3f s",
-             rv_mpi_size(), tg - tw, box.n, rv_now() - tg);
+    coco_gathered g = {&box, masks ? &seg : NULL, gt};
+    st = mpi_gather(st, coco_gather, &g, "gathered the detections", ctx);
     if (st == RV_OK && rv_mpi_rank() != 0) goto done;
   }
   if (st != RV_OK) goto fail;
@@ -489,68 +532,49 @@ done:
 
 static int cmd_coco(int argc, char **argv) {
   const char *cmd = "eval coco";
-  coco_opts o;
-  memset(&o, 0, sizeof o);
-  int npos;
-  int prc = rv_cli_parse(&rv_spec_eval_coco, &o, argc, argv, &npos);
+  coco_opts o = {0};
+  int npos, prc = rv_cli_parse(&rv_spec_eval_coco, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
   int iou_given = o.iou_type != NULL;
   o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
   o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
   if (!o.ann) return rv_cli_usage_error(cmd, "--ann GT.json is required");
-  if (o.resume && (!o.mo.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
-    return rv_cli_usage_error(cmd, "--resume needs --weights and --output R.json (one process, no --shard)");
   if (!o.results && !o.mo.weights) return rv_cli_usage_error(cmd, "needs --results DT.json (or --weights with --images)");
   if (o.results && o.mo.weights) return rv_cli_usage_error(cmd, "--results and --weights exclude each other");
-  if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
-    return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
   if (o.mo.weights) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
-    if (rv_cli_check_model_opt(cmd, o.mo.weights, o.mo.model)) return 2;
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
-    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
-    if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
-    if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 evaluates the whole set */
-      if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
-      o.shard.index = rv_mpi_rank();
-      o.shard.count = rv_mpi_size();
-    }
+    if (model_usage(cmd, &o.mo, o.resume, o.out, o.shard_spec, o.json, &o.shard)) return 2;
     return cmd_coco_model(&o);
   }
-  if (o.shard_spec || o.out || o.images || o.mo.model)
-    return rv_cli_usage_error(cmd, "--images, --model, --output and --shard are for the model mode (--weights)");
+  if (o.resume || o.shard_spec || o.out || o.images || o.mo.model)
+    return rv_cli_usage_error(cmd, "--images, --model, --output, --shard and --resume are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
   int threads = rv_cli.threads;
   rv_coco *gt = NULL;
   rv_coco_results res = {0};
-  rv_status st;
-  int rc = 0;
   double t0 = rv_now();
-  if ((st = rv_coco_load(&gt, o.ann, o.iou == RV_IOU_SEGM, threads, ctx)) != RV_OK) goto fail;
-  rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o.ann, gt->n_images,
-         gt->n_cats, gt->n_anns, rv_now() - t0);
-  t0 = rv_now();
-  if ((st = rv_coco_load_results(&res, gt, o.results, o.iou, o.area_mode, threads, ctx)) != RV_OK) goto fail;
-  rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results, res.n, rv_now() - t0);
-  rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0};
-  if ((st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx)) != RV_OK) goto fail;
-  goto done;
-fail:
-  rc = rv_cli_fail(ctx, cmd, st);
-done:
+  rv_status st = rv_coco_load(&gt, o.ann, o.iou == RV_IOU_SEGM, threads, ctx);
+  if (st == RV_OK) {
+    rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o.ann, gt->n_images,
+           gt->n_cats, gt->n_anns, rv_now() - t0);
+    t0 = rv_now();
+    st = rv_coco_load_results(&res, gt, o.results, o.iou, o.area_mode, threads, ctx);
+  }
+  if (st == RV_OK) {
+    rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results, res.n, rv_now() - t0);
+    rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0};
+    st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx);
+  }
+  int rc = st == RV_OK ? 0 : rv_cli_fail(ctx, cmd, st);
   rv_coco_results_free(&res);
   rv_coco_free(gt);
   rv_ctx_free(ctx);
   return rc;
 }
 
-/* A missing --pred-dir / --gt-dir folder named as such (exit 1). */
-static int missing_dir(const char *opt, const char *dir) {
-  fprintf(stderr, "ravlt eval ade20k: %s %s: %s\n", opt, dir, access(dir, F_OK) == 0 ? "not a folder" : "no such folder");
-  return 1;
-}
 
 /* ---- ade20k ---- */
 typedef struct {
@@ -699,6 +723,15 @@ static rv_status ade20k_preds_from_model(rv_image_run *r, ade_run *u, rv_ctx *ct
   return st;
 }
 
+typedef struct {
+  rv_seg_areas *acc;
+  size_t *n_done;
+} ade_summed;
+static rv_status ade_sum(void *arg, rv_ctx *ctx) {
+  ade_summed *g = arg;
+  return rv_mpi_sum_areas(g->acc, g->n_done, ctx);
+}
+
 static int cmd_ade20k_model(const ade_opts *o) {
   const char *cmd = "eval ade20k";
   rv_ctx *ctx = rv_cli_ctx();
@@ -787,23 +820,15 @@ static int cmd_ade20k_model(const ade_opts *o) {
     rv_shard whole = {0, 1};
     if (o->out && !o->shard_spec) st = rv_part_write_ade(o->out, &whole, list.n, done, n_done, &acc, &run, ctx);
     if (st == RV_OK) {
-      if (sig) fprintf(stderr, "ravlt eval ade20k: stopped by signal %d after %zu of %zu images\n", sig, n_done, list.n);
-      if (n_failed) fprintf(stderr, "ravlt eval ade20k: %zu image(s) failed (named above)\n", n_failed);
-      fprintf(stderr, "ravlt eval ade20k: no metrics (they would miss %zu image(s)); %s\n", list.n - n_done,
-              o->out && !o->shard_spec ? "--output holds the areas of the images done: rerun with --resume to run only the missing ones"
-                                       : "with --output PART.json the images done are kept and --resume runs only the missing ones");
-      rc = sig ? 128 + sig : 1;
+      rc = missed_images(&r, "metrics", list.n - n_done,
+                         o->out && !o->shard_spec ? "--output holds the areas of the images done: rerun with --resume to run only the missing ones"
+                                                  : "with --output PART.json the images done are kept and --resume runs only the missing ones");
       goto done;
     }
   }
   if (rv_mpi_size() > 1) { /* every rank gets here: rank 0 sums the int64 areas */
-    double tw = rv_now();
-    st = rv_mpi_agree(st, ctx);
-    double tg = rv_now();
-    if (st == RV_OK) st = rv_mpi_sum_areas(&acc, &n_done, ctx);
-    if (st == RV_OK && rv_mpi_rank() == 0)
-      rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, summed the areas in %.3f s",
-             rv_mpi_size(), tg - tw, rv_now() - tg);
+    ade_summed g = {&acc, &n_done};
+    st = mpi_gather(st, ade_sum, &g, "summed the areas", ctx);
     if (st == RV_OK && rv_mpi_rank() != 0) goto done;
     if (st == RV_OK && n_done != list.n)
       st = rv_error(ctx, RV_ERR_INTERNAL, "MPI: the ranks did %zu of %zu images", n_done, list.n);
@@ -842,63 +867,51 @@ done:
   return rc;
 }
 
+/* A missing --pred-dir / --gt-dir folder named as such (exit 1). */
+static int missing_dir(const char *opt, const char *dir) {
+  fprintf(stderr, "ravlt eval ade20k: %s %s: %s\n", opt, dir, access(dir, F_OK) == 0 ? "not a folder" : "no such folder");
+  return 1;
+}
+
 static int cmd_ade20k(int argc, char **argv) {
   const char *cmd = "eval ade20k";
-  ade_opts o;
-  memset(&o, 0, sizeof o);
-  int npos;
-  int prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
+  ade_opts o = {0};
+  int npos, prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
-  if (o.resume && (!o.mo.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
-    return rv_cli_usage_error(cmd, "--resume needs --weights and --output PART.json (one process, no --shard)");
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
   if (!o.pred_dir && !o.mo.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
   if (o.pred_dir && o.mo.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
-  if (o.shard_spec && rv_shard_parse(&o.shard, o.shard_spec))
-    return rv_cli_usage_error(cmd, "--shard must be i/N with 0 <= i < N, not '%s'", o.shard_spec);
   if (o.mo.weights) {
     if (!o.root) return rv_cli_usage_error(cmd, "--weights needs --root ADEChallengeData2016 (images/validation)");
-    if (rv_cli_check_model_opt(cmd, o.mo.weights, o.mo.model)) return 2;
     if (o.zero_based) return rv_cli_usage_error(cmd, "--pred-zero-based is for --pred-dir");
-    if (o.shard_spec && !o.out) return rv_cli_usage_error(cmd, "--shard needs --output PART.json (the part to merge)");
-    if (o.shard_spec && o.json) return rv_cli_usage_error(cmd, "--json with --shard: give it to 'ravlt merge'");
-    if (rv_mpi_size() > 1) { /* rank r of N runs shard r/N; rank 0 reports the whole set */
-      if (o.shard_spec) return rv_cli_usage_error(cmd, "--shard and mpirun exclude each other (the ranks are the shards)");
-      o.shard.index = rv_mpi_rank();
-      o.shard.count = rv_mpi_size();
-    }
+    if (model_usage(cmd, &o.mo, o.resume, o.out, o.shard_spec, o.json, &o.shard)) return 2;
     return cmd_ade20k_model(&o);
   }
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --pred-dir needs no ranks");
-  if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.mo.model || o.crop || o.stride)
-    return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --out-dir, --output and --shard are "
-                                   "for the model mode (--weights)");
+  if (o.aug_test || o.mode || o.pred_out || o.out || o.shard_spec || o.mo.model || o.crop || o.stride || o.resume)
+    return rv_cli_usage_error(cmd, "--aug-test, --mode, --crop, --stride, --model, --out-dir, --output, --shard and "
+                                   "--resume are for the model mode (--weights)");
   struct stat sb;
   if (stat(o.pred_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) return missing_dir("--pred-dir", o.pred_dir);
   if (o.gt_dir && (stat(o.gt_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) return missing_dir("--gt-dir", o.gt_dir);
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  rv_status st = RV_OK;
-  int rc = 0;
   char img_dir[4096], ann_dir[4096];
   rv_seg_areas acc = {0};
   const char *gt_dir = o.gt_dir;
-  if (o.root && !gt_dir) {
-    if ((st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) != RV_OK) goto fail;
-    gt_dir = ann_dir;
-  }
-  if ((st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx)) != RV_OK) goto fail;
+  rv_status st = RV_OK;
+  if (o.root && !gt_dir && (st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) == RV_OK) gt_dir = ann_dir;
+  if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
   size_t n = 0;
   double t0 = rv_now();
-  st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
-                           rv_cli.threads, &n, ctx);
-  if (st != RV_OK) goto fail;
-  rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-  if ((st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx)) != RV_OK) goto fail;
-  goto done;
-fail:
-  rc = rv_cli_fail(ctx, cmd, st);
-done:
+  if (st == RV_OK)
+    st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
+                             rv_cli.threads, &n, ctx);
+  if (st == RV_OK) {
+    rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
+    st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx);
+  }
+  int rc = st == RV_OK ? 0 : rv_cli_fail(ctx, cmd, st);
   rv_seg_areas_free(&acc);
   rv_ctx_free(ctx);
   return rc;
