@@ -130,10 +130,16 @@ static int bench_sgemm(int n, int threads, int runs, const char *json) {
   double g = (double)n * n * n / best / 1e9;
   int rc = 0;
   if (json) {
-    char t[256];
-    snprintf(t, sizeof t, "{\"sgemm_n\":%d,\"threads\":%d,\"gmacs_per_s\":%.2f,\"blas_core\":\"%s\"}", n, nt, g, openblas_get_corename());
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "sgemm_n", n);
+    cJSON_AddNumberToObject(o, "threads", nt);
+    cJSON_AddNumberToObject(o, "gmacs_per_s", round(g * 100) / 100); /* 2 decimals, as printed */
+    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
     rv_ctx *ctx = rv_cli_ctx();
-    rv_status st = ctx ? rv_cli_json_write(json, t, ctx) : RV_ERR_NOMEM;
+    rv_status st = ctx && t ? rv_cli_json_write(json, t, ctx) : RV_ERR_NOMEM;
+    free(t);
     if (st != RV_OK) rc = ctx ? rv_cli_fail(ctx, "bench", st) : 1;
     rv_ctx_free(ctx);
   }
