@@ -66,8 +66,12 @@ void rv_part_run_id(rv_part_run *run, const char *weights, const char *options, 
   rv_digest_hex(&d, run->id);
 }
 
-/* The keys both kinds of part start with: {"ravlt_part", "shard", "num_shards", "total" */
-static void part_head(rv_jw *w, const char *kind, const rv_shard *s, size_t total) {
+/* A part file opened (a temporary until part_close) with the keys both kinds start with:
+ * {"ravlt_part", "shard", "num_shards", "total" */
+static rv_status part_open(rv_out_file *of, rv_jw *w, const char *path, const char *kind, const rv_shard *s, size_t total,
+                           rv_ctx *ctx) {
+  RV_TRY(rv_out_open(of, path, ctx));
+  rv_jw_init(w, of->f);
   rv_jw_obj(w);
   rv_jw_key(w, "ravlt_part");
   rv_jw_str(w, kind);
@@ -77,6 +81,7 @@ static void part_head(rv_jw *w, const char *kind, const rv_shard *s, size_t tota
   rv_jw_int(w, s->count > 0 ? s->count : 1);
   rv_jw_key(w, "total");
   rv_jw_int(w, (long long)total);
+  return RV_OK;
 }
 
 /* "run" (and, coco, "detections", "segm_detections") */
@@ -111,10 +116,8 @@ rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t tota
                              const char *results, const char *segm_results,
                              const rv_part_image *imgs, size_t n, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
-  RV_TRY(rv_out_open(&of, sidecar, ctx));
   rv_jw w;
-  rv_jw_init(&w, of.f);
-  part_head(&w, "coco", s, total);
+  RV_TRY(part_open(&of, &w, sidecar, "coco", s, total, ctx));
   rv_jw_key(&w, "ann");
   rv_jw_str(&w, ann);
   rv_jw_key(&w, "results");
@@ -145,10 +148,8 @@ rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t tota
 rv_status rv_part_write_ade(const char *path, const rv_shard *s, size_t total, char *const *names, size_t n,
                             const rv_seg_areas *a, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
-  RV_TRY(rv_out_open(&of, path, ctx));
   rv_jw w;
-  rv_jw_init(&w, of.f);
-  part_head(&w, "ade20k", s, total);
+  RV_TRY(part_open(&of, &w, path, "ade20k", s, total, ctx));
   rv_jw_key(&w, "num_classes");
   rv_jw_int(&w, a->num_classes);
   part_run(&w, run, 0);
