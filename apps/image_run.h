@@ -4,14 +4,26 @@
  *
  * A path-list command (segment, detect, classify) is its option table plus callbacks:
  *
- *   typedef struct { rv_model_opts mo; const char *out_dir; ... } seg_opts;
- *   static const rv_opt OPTS[] = {RV_MODEL_OPTS(seg_opts, mo, "checkpoint ..."), ..., RV_OPT_END};
- *   static rv_status one(void *u, rv_image_run *r, size_t k, rv_image *img, rv_ctx *ctx) {
- *     int32_t *labels; RV_TRY(rv_task_segment(&r->model, img, &opts, r->arena, &labels, ctx)); ...
+ *   typedef struct { rv_model_opts mo; const char *out_dir, *shard; } seg_opts;
+ *   static const rv_opt OPTS[] = {RV_MODEL_OPTS(seg_opts, mo, "checkpoint ..."),
+ *       {"--out-dir", NULL, RV_OPT_STR, offsetof(seg_opts, out_dir), ..., "output folder", 0, "out"},
+ *       ..., RV_OPT_END};
+ *   static rv_status one(void *user, rv_image_run *r, size_t k, const char *path, rv_image *img,
+ *                        rv_ctx *ctx) {
+ *     int32_t *labels;
+ *     RV_TRY(rv_task_segment(&r->model, img, NULL, r->arena, &labels, ctx));
+ *     ... write path's outputs; free(labels); return RV_OK;
  *   }
- *   rv_image_cmd c = {"segment", RV_RUN_SEGMENT, "detect", &o.mo, argv, nargs, o.shard, ...,
- *                     .image = one};
+ *   seg_opts o = {0};                                  // the table's defaults are parsed in
+ *   rv_cli_parse(&SPEC, &o, argc, argv, &nargs) ...;
+ *   const char *suffixes[] = {".png", NULL};           // out_dir/<stem>.png per input
+ *   rv_image_cmd c = {{.cmd = "segment", .user = &o, .image = one}, RV_RUN_SEGMENT, "detect",
+ *                     &o.mo, argv, nargs, o.shard, o.out_dir, suffixes};
  *   return rv_image_cmd_run(&c);
+ *
+ * The service calls the rv_task_* functions per request with an image decoded from the
+ * request body, on a model loaded once with rv_run_model_load (weights shared by the
+ * workers, an arena per worker).
  *
  * rv_image_cmd_run: collect the inputs (apps/inputs.h), check every output before any work
  * (apps/outputs.h), load the model (--weights / --model / --strict / --precision, the demo
