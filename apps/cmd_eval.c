@@ -75,13 +75,14 @@ static int missed_images(const rv_image_run *r, const char *what, size_t missing
 }
 
 /* Under mpirun, after the loop: every rank agrees on st (rank 0's message names a failing
- * rank), then gather() brings rank 0 every rank's results. */
-static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, rv_ctx *ctx), void *arg, const char *what,
+ * rank), then gather() brings rank 0 every rank's results and says what it did in what. */
+static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, char *what, size_t cap, rv_ctx *ctx), void *arg,
                             rv_ctx *ctx) {
   double tw = rv_now();
   st = rv_mpi_agree(st, ctx);
   double tg = rv_now();
-  if (st == RV_OK) st = gather(arg, ctx);
+  char what[128] = "";
+  if (st == RV_OK) st = gather(arg, what, sizeof what, ctx);
   if (st == RV_OK && rv_mpi_rank() == 0)
     rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, %s in %.3f s", rv_mpi_size(), tg - tw, what,
            rv_now() - tg);
@@ -438,9 +439,11 @@ typedef struct {
   rv_coco_results *box, *seg;
   const rv_coco *gt;
 } coco_gathered;
-static rv_status coco_gather(void *arg, rv_ctx *ctx) {
+static rv_status coco_gather(void *arg, char *what, size_t cap, rv_ctx *ctx) {
   coco_gathered *g = arg;
-  return rv_mpi_gather_coco(g->box, g->seg, g->gt, ctx);
+  RV_TRY(rv_mpi_gather_coco(g->box, g->seg, g->gt, ctx));
+  snprintf(what, cap, "gathered %zu detections", g->box->n);
+  return RV_OK;
 }
 
 static int cmd_coco_model(const coco_opts *o) {
@@ -467,7 +470,7 @@ static int cmd_coco_model(const coco_opts *o) {
   } else {
     if (u.mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
       coco_gathered g = {&u.box, u.masks ? &u.seg : NULL, u.gt};
-      st = mpi_gather(st, coco_gather, &g, "gathered the detections", ctx);
+      st = mpi_gather(st, coco_gather, &g, ctx);
     }
     const int writer = !u.mpi || rv_mpi_rank() == 0;
     if (st == RV_OK && writer) st = coco_write(&u, ctx);
@@ -758,8 +761,9 @@ typedef struct {
   rv_seg_areas *acc;
   size_t *n_done;
 } ade_summed;
-static rv_status ade_sum(void *arg, rv_ctx *ctx) {
+static rv_status ade_sum(void *arg, char *what, size_t cap, rv_ctx *ctx) {
   ade_summed *g = arg;
+  snprintf(what, cap, "summed the areas");
   return rv_mpi_sum_areas(g->acc, g->n_done, ctx);
 }
 
@@ -788,7 +792,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   } else {
     if (mpi) { /* every rank gets here: rank 0 sums the int64 areas */
       ade_summed g = {&u.acc, &u.n_done};
-      st = mpi_gather(st, ade_sum, &g, "summed the areas", ctx);
+      st = mpi_gather(st, ade_sum, &g, ctx);
       if (st == RV_OK && rv_mpi_rank() == 0 && u.n_done != u.list.n)
         st = rv_error(ctx, RV_ERR_INTERNAL, "MPI: the ranks did %zu of %zu images", u.n_done, u.list.n);
       for (size_t k = 0; st == RV_OK && k < u.list.n; k++) u.done[k] = u.list.names[k]; /* the one-run list */
