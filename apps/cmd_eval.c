@@ -89,6 +89,24 @@ static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, char *w
   return st;
 }
 
+/* The loop over a dataset's n items (apps/image_run.h), timed: its seconds in *secs. */
+static rv_status dataset_loop(rv_image_run *r, size_t n, void *user,
+                              rv_status (*path)(void *, rv_image_run *, size_t, char *, size_t, rv_ctx *),
+                              int (*skip)(void *, size_t), void (*name)(void *, rv_image_run *, size_t, const char *, char *, size_t),
+                              rv_status (*image)(void *, rv_image_run *, size_t, const char *, rv_image *, rv_ctx *),
+                              double *secs, rv_ctx *ctx) {
+  r->n = n;
+  r->user = user;
+  r->path = path;
+  r->skip = skip;
+  r->name = name;
+  r->image = image;
+  double t0 = rv_now();
+  rv_status st = rv_image_loop(r, ctx);
+  *secs = rv_now() - t0;
+  return st;
+}
+
 /* ---- coco ---- */
 typedef struct {
   rv_model_opts mo;
@@ -289,18 +307,12 @@ static rv_status coco_results_from_model(rv_image_run *r, coco_run *u, rv_ctx *c
   const int K = r->model.num_classes;
   if (!(u->cat_ids = malloc(sizeof *u->cat_ids * (size_t)(K > 0 ? K : 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   for (int i = 0; i < K; i++) u->cat_ids[i] = rv_model_category_id(r->model.m, i);
-  r->n = gt->n_images;
-  r->user = u;
-  r->path = coco_path;
-  r->skip = coco_skip;
-  r->name = coco_name;
-  r->image = coco_image;
-  double t0 = rv_now();
-  rv_status st = rv_image_loop(r, ctx);
+  double secs;
+  rv_status st = dataset_loop(r, gt->n_images, u, coco_path, coco_skip, coco_name, coco_image, &secs, ctx);
   size_t ran = r->done + r->failed;
   if (st == RV_OK)
     rv_log(ctx, RV_LOG_INFO, "%zu images run, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", ran,
-           u->box.n, rv_now() - t0, r->t_model, r->t_model > 0 ? (double)ran / r->t_model : 0.0);
+           u->box.n, secs, r->t_model, r->t_model > 0 ? (double)ran / r->t_model : 0.0);
   return st;
 }
 
@@ -673,16 +685,11 @@ static rv_status ade_image(void *user, rv_image_run *r, size_t k, const char *pa
 static rv_status ade20k_preds_from_model(rv_image_run *r, ade_run *u, rv_ctx *ctx) {
   u->ro.aug_test = u->o->aug_test;
   u->ro.flip = 1;
-  r->n = u->list.n;
-  r->user = u;
-  r->path = ade_path;
-  r->skip = ade_skip;
-  r->image = ade_image;
-  double t0 = rv_now();
-  rv_status st = rv_image_loop(r, ctx);
+  double secs;
+  rv_status st = dataset_loop(r, u->list.n, u, ade_path, ade_skip, NULL, ade_image, &secs, ctx);
   size_t ran = u->n_done - u->n_skip;
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", ran, rv_now() - t0, r->t_model,
+    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", ran, secs, r->t_model,
            r->t_model > 0 ? (double)ran / r->t_model : 0.0);
   return st;
 }
