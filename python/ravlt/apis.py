@@ -134,9 +134,10 @@ class Model:
                                 'its meta config describes the model' % ck)
         p = ctypes.c_void_p()
         with Ctx() as c:
-            c.check(lib.rv_py_model_load_ex(ctypes.byref(p), _lib.enc(ck), _lib.enc(name) if name else None,
-                                            int(bool(strict)), c.ctx))
-        self._p = p.value
+            st = lib.rv_py_model_load_ex(ctypes.byref(p), _lib.enc(ck), _lib.enc(name) if name else None,
+                                         int(bool(strict)), c.ctx)
+            self._p = p.value  # owned (freed by __del__) even if a warnings filter raises on the way out
+            c.check(st)
         self.checkpoint = ck
         self._name = name
         self._strict = bool(strict)
@@ -322,25 +323,47 @@ class Model:
         return self._cfg
 
     # ---- mmdet BaseDetector / mmseg BaseSegmentor ----
-    def show_result(self, img: ImageLike, result: Any, score_thr: float = 0.3, bbox_color: Any = (72, 101, 241),
-                    text_color: Any = (72, 101, 241), mask_color: Any = None, thickness: int = 2,
-                    font_size: int = 13, win_name: str = '', show: bool = False, wait_time: float = 0,
-                    out_file: Optional[PathLike] = None, palette: Any = None, opacity: float = 0.5) -> Optional[np.ndarray]:
-        """Draw result on img (a file name or a BGR array; not modified) as mmdet 2.x's
-        BaseDetector.show_result (boxes with score >= score_thr, 'name|score' labels, masks; colours
-        RGB tuples, mmcv colour names or None for the class palette) or mmseg 0.x's
-        BaseSegmentor.show_result (each class's palette colour blended at opacity; palette None:
-        model.PALETTE). Returns the BGR uint8 drawing unless show or out_file is given (as they do):
-        out_file writes it (folders created, the format by the extension; show is then ignored),
-        show displays it with matplotlib (an ImportError naming python3-matplotlib without it)."""
-        from . import _draw
-        canvas = _image(img).copy()
+    def show_result(self, img: ImageLike, result: Any, *args: Any, **kwargs: Any) -> Optional[np.ndarray]:
+        """Draw result on img (a file name or a BGR array; not modified), with the signature of
+        the model's task, positional arguments included:
+
+        - detectors, mmdet 2.x BaseDetector.show_result(img, result, score_thr=0.3,
+          bbox_color=(72, 101, 241), text_color=(72, 101, 241), mask_color=None, thickness=2,
+          font_size=13, win_name='', show=False, wait_time=0, out_file=None): boxes with score >
+          score_thr, 'name|score' labels, masks; colours RGB tuples, mmcv colour names, a list
+          per class, or None for the class palette;
+        - segmentors, mmseg 0.x BaseSegmentor.show_result(img, result, palette=None, win_name='',
+          show=False, wait_time=0, out_file=None, opacity=0.5): each class's palette colour (RGB;
+          None: model.PALETTE) blended at opacity, mmseg's arithmetic.
+
+        Returns the BGR uint8 drawing unless show or out_file is given (as they do): out_file
+        writes it (folders created, the format by the extension; show is then ignored), show
+        displays it with matplotlib (an ImportError naming python3-matplotlib without it)."""
         if self.task == 'segment':
-            drawn = _draw.seg_overlay(canvas, result, self.PALETTE if palette is None else palette,
-                                      len(self.CLASSES), opacity)
-        else:
-            drawn = _draw.det_overlay(canvas, result, self.CLASSES, self.PALETTE, score_thr, bbox_color,
-                                      text_color, mask_color, thickness, font_size)
+            return self._show_seg(img, result, *args, **kwargs)
+        return self._show_det(img, result, *args, **kwargs)
+
+    def _show_det(self, img: ImageLike, result: Any, score_thr: float = 0.3, bbox_color: Any = (72, 101, 241),
+                  text_color: Any = (72, 101, 241), mask_color: Any = None, thickness: int = 2,
+                  font_size: float = 13, win_name: str = '', show: bool = False, wait_time: float = 0,
+                  out_file: Optional[PathLike] = None) -> Optional[np.ndarray]:
+        from . import _draw
+        drawn = _draw.det_overlay(_image(img).copy(), result, self.CLASSES, self.PALETTE, score_thr, bbox_color,
+                                  text_color, mask_color, thickness, font_size)
+        return self._shown(drawn, win_name, show, wait_time, out_file)
+
+    def _show_seg(self, img: ImageLike, result: Any, palette: Any = None, win_name: str = '', show: bool = False,
+                  wait_time: float = 0, out_file: Optional[PathLike] = None,
+                  opacity: float = 0.5) -> Optional[np.ndarray]:
+        from . import _draw
+        drawn = _draw.seg_overlay(_image(img).copy(), result, self.PALETTE if palette is None else palette,
+                                  len(self.CLASSES), opacity)
+        return self._shown(drawn, win_name, show, wait_time, out_file)
+
+    @staticmethod
+    def _shown(drawn: np.ndarray, win_name: str, show: bool, wait_time: float,
+               out_file: Optional[PathLike]) -> Optional[np.ndarray]:
+        from . import _draw
         if out_file is not None:
             show = False
             imwrite(drawn, out_file)
@@ -367,13 +390,14 @@ def imread(path: PathLike, gray: bool = False) -> np.ndarray:
         raise ArgumentTypeError('imread: a file name is needed, not %s' % type(path).__name__)
     data = ctypes.c_void_p()
     hwc = (ctypes.c_int * 3)()
-    with Ctx() as c:
-        c.check(lib.rv_py_imread(_lib.enc(path), int(bool(gray)), ctypes.byref(data), hwc, c.ctx))
-    try:
+    try:  # freed also when a warnings filter turns the library's warning into an exception
+        with Ctx() as c:
+            c.check(lib.rv_py_imread(_lib.enc(path), int(bool(gray)), ctypes.byref(data), hwc, c.ctx))
         h, w, ch = hwc
         buf = ctypes.string_at(data, h * w * ch)
     finally:
-        lib.rv_py_free(data)
+        if data.value:
+            lib.rv_py_free(data)
     return np.frombuffer(buf, dtype=np.uint8).reshape((h, w, ch) if ch > 1 else (h, w)).copy()
 
 
@@ -518,9 +542,9 @@ def _detect(model: Model, img: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np
     a = _image(img)
     h, w = a.shape[:2]
     d = ctypes.c_void_p()
-    with _Use(model) as p, Ctx() as c:
-        c.check(lib.rv_py_detect(p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
     try:
+        with _Use(model) as p, Ctx() as c:
+            c.check(lib.rv_py_detect(p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
         dims = (ctypes.c_int * 3)()
         lib.rv_py_dets_dims(d, dims)
         n, mh, mw = dims
@@ -529,7 +553,8 @@ def _detect(model: Model, img: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np
         masks = np.empty((n, mh, mw), dtype=np.uint8) if mh else None
         lib.rv_py_dets_copy(d, _lib.ptr(boxes), _lib.ptr(labels), _lib.ptr(masks))
     finally:
-        lib.rv_py_dets_free(d)
+        if d.value:
+            lib.rv_py_dets_free(d)
     return boxes, labels, masks
 
 
@@ -562,7 +587,10 @@ def show_result_pyplot(model: Model, img: ImageLike, result: Any, score_thr: flo
     naming python3-matplotlib without it, before anything is drawn). Returns the drawing (BGR)."""
     from . import _draw
     plt = _draw.pyplot()
-    drawn = model.show_result(img, result, score_thr=score_thr, palette=palette, opacity=opacity)
+    if not isinstance(model, Model):
+        raise ArgumentTypeError('show_result_pyplot: model must be a ravlt.Model, not %s' % type(model).__name__)
+    drawn = model.show_result(img, result, score_thr=score_thr) if model.task == 'detect' else \
+        model.show_result(img, result, palette=palette, opacity=opacity)
     assert drawn is not None
     plt.figure(figsize=fig_size)
     plt.imshow(drawn[:, :, ::-1])

@@ -116,9 +116,14 @@ class Config:
         if file_format != '.py':
             raise _lib.ArgumentError("file_format must be '.py' or '.json', not %r" % (file_format,))
         out = _lib.c_void_p()
-        with _lib.Ctx() as c:
-            c.check(_lib.lib.rv_py_config_json(_lib.enc(cfg_str), _lib.enc(name), _lib.ctypes.byref(out), c.ctx))
-        return Config(json.loads(_lib.take_string(out)), filename=None, text=cfg_str)
+        try:
+            with _lib.Ctx() as c:
+                c.check(_lib.lib.rv_py_config_json(_lib.enc(cfg_str), _lib.enc(name), _lib.ctypes.byref(out), c.ctx))
+            data = _lib.ctypes.string_at(out)
+        finally:
+            if out.value:
+                _lib.lib.rv_py_free(out)
+        return Config(json.loads(data), filename=None, text=cfg_str)
 
     @staticmethod
     def fromfile(filename: Union[str, 'os.PathLike[str]']) -> 'Config':

@@ -350,6 +350,10 @@ def test_segmentor_show_result(seg, tmp_path):
     assert np.array_equal(drawn, mmseg_show(img, res, m.PALETTE, 0.5))
     pal = np.random.RandomState(3).randint(0, 256, (m.num_classes, 3))
     assert np.array_equal(m.show_result(SEG_IMG, res, palette=pal, opacity=0.3), mmseg_show(img, res, pal, 0.3))
+    # mmseg's positional order: (img, result, palette, win_name, show, wait_time, out_file, opacity)
+    assert np.array_equal(m.show_result(img, [res], pal, '', False, 0, None, 0.3), mmseg_show(img, res, pal, 0.3))
+    with pytest.raises(TypeError):
+        m.show_result(img, [res], score_thr=0.5)  # a detector's keyword
     out = tmp_path / 'a' / 'b' / 'overlay.png'
     assert m.show_result(SEG_IMG, [res], out_file=str(out)) is None
     assert np.array_equal(ravlt.imread(str(out)), drawn)
@@ -387,6 +391,10 @@ def test_detector_show_result(det, tmp_path):
     out = tmp_path / 'det.jpg'
     assert m.show_result(DET_IMG, res, out_file=out) is None and ravlt.imread(str(out)).shape == img.shape
     assert m.show_result(img, res[0], score_thr=0.5).shape == img.shape  # bbox_result alone
+    # mmdet's positional order: (img, result, score_thr, bbox_color, text_color, mask_color, ...)
+    assert np.array_equal(m.show_result(img, only, 0.0, 'red', (72, 101, 241), (0, 0, 255)), drawn)
+    with pytest.raises(TypeError):
+        m.show_result(img, res, opacity=0.5)  # a segmentor's keyword
     with pytest.raises(ValueError, match='bbox_color'):
         m.show_result(img, res, bbox_color='chartreuse')
 
