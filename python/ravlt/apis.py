@@ -495,12 +495,17 @@ def init_segmentor(config_or_checkpoint: Any, checkpoint: Optional[PathLike] = N
     return m
 
 
-def inference_segmentor(model: Model, img: Union[ImageLike, Sequence[ImageLike]], aug_test: bool = False,
-                        ratios: Optional[Sequence[float]] = None, flip: Optional[bool] = None) -> List[np.ndarray]:
+def inference_segmentor(model: Model, img: Union[ImageLike, Sequence[ImageLike], None] = None, aug_test: bool = False,
+                        ratios: Optional[Sequence[float]] = None, flip: Optional[bool] = None, *,
+                        imgs: Union[ImageLike, Sequence[ImageLike], None] = None) -> List[np.ndarray]:
     """mmseg 0.x inference_segmentor: a list with one HxW int64 array of class indices per
     image. img: a file name or an HxWx3 uint8 BGR array, or a list / tuple of them (the list
-    then has one map per image). aug_test: multi-scale (ratios, default 0.5..1.75) + flip."""
+    then has one map per image); `imgs=` is the same (later mmseg 0.x versions' name).
+    aug_test: multi-scale (ratios, default 0.5..1.75) + flip."""
     _model(model, 'segment', 'inference_segmentor')
+    if (img is None) == (imgs is None):
+        raise ArgumentTypeError('inference_segmentor: pass the image(s) once, as img (or imgs=)')
+    img = img if imgs is None else imgs
     imgs = list(img) if _is_batch(img) else [img]
     ratios = ratios if ratios is not None else (model.aug_ratios if aug_test else None)
     r = None if ratios is None else _lib.as_f64(ratios)

@@ -272,6 +272,9 @@ def test_segmentor_image_forms(seg):
     assert isinstance(out, list) and len(out) == 2
     assert all(o.dtype == np.int64 and np.array_equal(o, ref) for o in out)
     assert len(ravlt.inference_segmentor(m, (SEG_IMG,))) == 1
+    assert np.array_equal(ravlt.inference_segmentor(m, imgs=[img])[0], ref)  # later mmseg 0.x's keyword
+    with pytest.raises(TypeError, match='once'):
+        ravlt.inference_segmentor(m)
     assert ravlt.inference_segmentor(m, []) == []
     # a view that is not contiguous (a crop) is the same as its copy
     crop = img[40:200:1, 30:250]
