@@ -2,14 +2,12 @@
 # The pip paths of pyproject.toml / setup.py, offline, with Debian's pip (docs/python.md
 # "Installing"): in a copy of the source tree as a clone has it (the files git tracks, plus new
 # ones it does not ignore; no build folder):
-#  1. `pip wheel --no-build-isolation --no-index .` builds libravlt with CMake (the one CMake
-#     build of this test) into a py3-none-<platform> wheel holding the package, py.typed and
-#     libravlt.so.0;
-#  2. the wheel installs into a fresh venv (--system-site-packages: Debian's numpy and pytest)
-#     and python/tests run against that install, with no PYTHONPATH / RAVLT_LIBRARY (conftest
-#     checks the package and its library come from the venv);
-#  3. `pip install --no-build-isolation --no-index .` into a second venv (its CMake build
-#     reused from step 1, pip builds in the tree), then import, version and library checked.
+#  1. `pip install --no-build-isolation --no-index .` into a fresh venv builds libravlt with
+#     CMake (the one CMake build of this test) and installs the package with it;
+#  2. python/tests run against that install, with no PYTHONPATH / RAVLT_LIBRARY;
+#  3. `pip wheel` (reusing that build) makes a py3-none-<platform> wheel that installs into a
+#     second fresh venv, where it imports, reports its version and infers;
+#  4. `pip uninstall` removes the package.
 # Slow (a CMake build): ctest label `once`, run in the release suite only.
 #   bash tests/test_python_pip.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
@@ -35,10 +33,31 @@ fi
 [ -f "$W/src/pyproject.toml" ] || fail "no pyproject.toml in the source tree"
 [ ! -e "$W/src/build" ] || fail "a build folder in the copied tree"
 
-# 1. the wheel
-"$PY" -m venv --system-site-packages "$W/venv_build"
-(cd "$W/src" && CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$W/venv_build/bin/python" -m pip wheel --no-build-isolation \
-   --no-index --no-deps -w "$W/wheels" .) > "$W/wheel.log" 2>&1 || { tail -40 "$W/wheel.log"; fail "pip wheel failed"; }
+# 1. pip install . into a fresh venv (--system-site-packages: Debian's numpy and pytest): the one
+#    CMake build of this test, in the tree (build-python/)
+"$PY" -m venv --system-site-packages "$W/venv_src"
+(cd "$W/src" && CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$W/venv_src/bin/python" -m pip install --no-build-isolation \
+   --no-index .) > "$W/install_src.log" 2>&1 || { tail -40 "$W/install_src.log"; fail "pip install . failed"; }
+site=$("$W/venv_src/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
+[ -f "$site/ravlt/libravlt.so.0" ] && [ -f "$site/ravlt/py.typed" ] || fail "pip install . did not install ravlt/libravlt.so.0 and py.typed into $site"
+
+# 2. python/tests against that install: no PYTHONPATH / RAVLT_LIBRARY (conftest checks that the
+#    package and its library come from the venv)
+set +e
+(cd "$W" && env RAVLT_EXPECT_PACKAGE_DIR="$site/ravlt" RAVLT_BIN="$BIN" RAVLT_FIXTURES="$FIX" OMP_NUM_THREADS=2 \
+   "$W/venv_src/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests") > "$W/pytest.log" 2>&1
+rc=$?
+set -e
+tail -3 "$W/pytest.log"
+[ $rc -eq 0 ] || { cat "$W/pytest.log"; fail "python/tests failed against the pip-installed package (exit $rc)"; }
+if grep -Eq 'skipped|xfail|deselected' "$W/pytest.log"; then fail "tests were skipped"; fi
+grep -Eq '^[0-9]+ passed' "$W/pytest.log" || fail "no 'N passed' line"
+
+# 3. pip wheel (the CMake build of step 1 reused): a py3-none-<platform> wheel with the package,
+#    py.typed and libravlt.so.0, installed into a second fresh venv, where it imports and infers
+"$PY" -m venv --system-site-packages "$W/venv_whl"
+(cd "$W/src" && "$W/venv_whl/bin/python" -m pip wheel --no-build-isolation --no-index --no-deps -w "$W/wheels" .) \
+  > "$W/wheel.log" 2>&1 || { tail -40 "$W/wheel.log"; fail "pip wheel failed"; }
 whl=$(ls "$W"/wheels/ravlt-*.whl 2>/dev/null | head -1)
 [ -n "$whl" ] || fail "pip wheel made no ravlt wheel"
 ver=$(sed -n 's/^project(ravlt VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
@@ -53,39 +72,21 @@ assert not miss, 'missing from the wheel: %s' % miss
 assert not [x for x in names if '__pycache__' in x or x.endswith('.pyc')], 'bytecode in the wheel'
 print('wheel:', len(names), 'files')
 PYEOF
-
-# 2. the wheel in a fresh venv, python/tests against it
-"$PY" -m venv --system-site-packages "$W/venv_whl"
 "$W/venv_whl/bin/python" -m pip install --no-index --no-deps "$whl" > "$W/install_whl.log" 2>&1 ||
   { cat "$W/install_whl.log"; fail "installing the wheel"; }
-site=$("$W/venv_whl/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-[ -f "$site/ravlt/libravlt.so.0" ] || fail "the wheel did not install ravlt/libravlt.so.0 into $site"
-set +e
-(cd "$W" && env RAVLT_EXPECT_PACKAGE_DIR="$site/ravlt" RAVLT_BIN="$BIN" RAVLT_FIXTURES="$FIX" OMP_NUM_THREADS=2 \
-   "$W/venv_whl/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests") > "$W/pytest.log" 2>&1
-rc=$?
-set -e
-tail -5 "$W/pytest.log"
-[ $rc -eq 0 ] || { cat "$W/pytest.log"; fail "python/tests failed against the installed wheel (exit $rc)"; }
-if grep -Eq 'skipped|xfail|deselected' "$W/pytest.log"; then fail "tests were skipped"; fi
-grep -Eq '^[0-9]+ passed' "$W/pytest.log" || fail "no 'N passed' line"
-
-# 3. pip install . (the CMake build of step 1 reused: pip builds in the tree)
-"$PY" -m venv --system-site-packages "$W/venv_src"
-(cd "$W/src" && "$W/venv_src/bin/python" -m pip install --no-build-isolation --no-index .) > "$W/install_src.log" 2>&1 ||
-  { tail -40 "$W/install_src.log"; fail "pip install . failed"; }
-out=$(cd / && "$W/venv_src/bin/python" -c '
+out=$(cd / && "$W/venv_whl/bin/python" -c '
 import os, sys, importlib.metadata as md, ravlt
 here = os.path.dirname(ravlt.__file__)
 assert here.startswith(sys.prefix), here
 assert os.path.dirname(ravlt._lib.path) == here, ravlt._lib.path
 assert ravlt.__version__ == md.version("ravlt") == sys.argv[1], (ravlt.__version__, sys.argv[1])
-m = ravlt.init_segmentor(os.path.join(sys.argv[2], "e2e", "semantic_fpn", "checkpoint.pth"))
-seg = ravlt.inference_segmentor(m, os.path.join(sys.argv[2], "e2e", "semantic_fpn", "image.jpg"))[0]
-print("pip install .: ravlt", ravlt.__version__, "from", here, seg.shape)
-' "$ver" "$FIX") || fail "the package installed by pip install . does not work"
+with ravlt.init_segmentor(os.path.join(sys.argv[2], "e2e", "semantic_fpn", "checkpoint.pth")) as m:
+    seg = ravlt.inference_segmentor(m, os.path.join(sys.argv[2], "e2e", "semantic_fpn", "image.jpg"))[0]
+print("wheel: ravlt", ravlt.__version__, "from", here, seg.shape)
+' "$ver" "$FIX") || fail "the package installed from the wheel does not work"
 echo "$out"
+
+# 4. pip uninstall removes it
 "$W/venv_src/bin/python" -m pip uninstall -y ravlt > "$W/uninstall.log" 2>&1 || { cat "$W/uninstall.log"; fail "pip uninstall"; }
-[ ! -e "$("$W/venv_src/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/ravlt" ] ||
-  fail "pip uninstall left the package folder"
-echo "test_python_pip: wheel built, installed and tested; pip install . and uninstall work"
+[ ! -e "$site/ravlt" ] || fail "pip uninstall left $site/ravlt"
+echo "test_python_pip: pip install . tested with python/tests; the wheel installs and runs; uninstall works"
