@@ -42,7 +42,7 @@ rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights
 #define RV_CLI_PRECISION_OPT(T, f)                                                              \
   {"--precision", NULL, RV_OPT_CHOICE, offsetof(T, f), 0, 0, "f32|bf16", "P",                   \
    "arithmetic of the GEMM-heavy layers: f32 (the reference) or bf16\n"                         \
-   "(AVX512_BF16 CPUs: faster, results differ slightly; README 'bf16')", 0, "f32"}
+   "(AVX512_BF16 CPUs: faster, results differ slightly; docs/bf16.md)", 0, "f32"}
 rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx);
 /* The same for a bare backbone (classifier presets and checkpoints, random models of bench). */
 rv_status rv_cli_set_backbone_precision(rv_ravlt *b, const char *precision, rv_ctx *ctx);

@@ -1,5 +1,5 @@
 /* bf16 precision (rv_model_set_precision) against float32 on the e2e fixtures, measured
- * with issue 24's criteria (README "bf16"):
+ * with issue 24's criteria (docs/bf16.md):
  *  - segmentation (semantic_fpn, upernet): the share of the pixels whose float32 top-2 logit
  *    margin (the fixture's label_margin) exceeds 1e-2 where the label maps agree;
  *  - detection (mask_rcnn, cascade_mask_rcnn, retinanet): the share of the float32
@@ -10,14 +10,14 @@
  * outputs are full of near-ties (mask_rcnn's top detections all score 0.495; the
  * RetinaNet's boxes are 15 px wide, so one pixel of shift is IoU < 0.95): bf16's relative
  * rounding of 2^-9 per operand moves them. Each case asserts its measured level minus a
- * margin (a regression bound, stated in `bound` below) and prints the figure; README
- * "bf16" has the measurements, and the demo models' mIoU / box AP (trained models) the
+ * margin (a regression bound, stated in `bound` below) and prints the figure; docs/bf16.md
+ * has the measurements, and the demo models' mIoU / box AP (trained models) the
  * fidelity that matters;
  *  - the control: the float32 model with only the backbone's 1x1 weights (qkvo, proj, fc1,
  *    fc2: a subset of the weights bf16 mode converts at load, as the issue prescribes)
  *    rounded to bfloat16, everything computed in float32, measured by the same criteria and
  *    printed beside bf16: what the weights' rounding alone costs on these fixtures (it
- *    misses the goal on 4 of the 5 as well; README "bf16");
+ *    misses the goal on 4 of the 5 as well; docs/bf16.md);
  *  - switching back to f32 gives the float32 results bit for bit;
  *  - on a CPU without AVX512_BF16 (or with RAVLT_DISABLE_BF16=1) rv_model_set_precision
  *    and `ravlt segment --precision bf16` refuse with one line, nothing crashes.
@@ -269,7 +269,7 @@ static void det_case(const char *name, double bound, int top_missed_max) {
 /* bounds: the issue's goal where met, else the measured figures (Zen 5; gcc 12 Release, the
  * ASan build and clang 14, whose float32 parts round differently, each with OpenBLAS's
  * SkylakeX and Haswell kernels) less a margin. With the whole model in bf16 (backbone, neck
- * and heads, the detection FPN / RPN 3x3 convs in bf16 F(2x2); README "bf16"), 2026-12-05:
+ * and heads, the detection FPN / RPN 3x3 convs in bf16 F(2x2); docs/bf16.md), 2026-12-05:
  * semantic_fpn 99.947-99.960%, upernet 98.39-98.60%; mask_rcnn 66-70 of 71 matched, 1-3 of
  * the top 20 missed; cascade 29-39 of 85-86, 13-17; retinanet 63-73 of 100, 4-8. Before the
  * FPN / RPN moved to bf16 (gcc Release): 99.963%, 98.71%, 70 and 1, 44 and 12, 71 and 6. The
@@ -338,7 +338,7 @@ static double json_metric(const char *path, const char *key) {
  * detector's box AP (both embedded in the CLI; the detector is RetinaNet + FPN, so its
  * neck's 3x3 convs run bf16 F(2x2)) on fresh synthetic sets, bf16 within 0.2 points of
  * float32. Measured (60 images, seeds 11-13): detector |diff| <= 0.06 points, segmentor
- * <= 0.005; on 200 images (README "bf16"): 82.601 / 82.632, 96.7426 / 96.7403. */
+ * <= 0.005; on 200 images (docs/bf16.md): 82.601 / 82.632, 96.7426 / 96.7403. */
 static void test_demo_models(void **s) {
   (void)s;
   char dir[] = "/tmp/ravlt-bf16-demo.XXXXXX", js[600], ev[1200];

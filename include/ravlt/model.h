@@ -103,19 +103,8 @@ RV_API rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_i
 RV_API rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta,
                                  const rv_image *bgr, rv_arena *arena, rv_ctx *ctx);
 
-/* Arithmetic of the GEMM-heavy layers. RV_PRECISION_F32 (the default) is the parity
- * reference; RV_PRECISION_BF16 rounds both operands of those layers to bfloat16 and sums
- * in float32 (AVX512_BF16 vdpbf16ps): the backbone's 1x1 convs (qkvo, proj, fc1, fc2) and
- * attention products (RALA's, the softmax attention's); the necks' and heads' 1x1 convs,
- * their 3x3 convs where the float32 rule runs Winograd F(4x4) (segmentation and RetinaNet
- * heads at large sizes; the detection FPN's and RPN's run F(2x2) and stay float32), the
- * RoI heads' conv stacks and shared fc layers, the mask heads' 2x2 deconv (on CPUs with
- * AVX-512, where it is fused with the label's logits), UperNet's convs of upsampled maps. The stem
- * and downsampling convs, depthwise convs, norms, softmax, GELU, residual sums, the
- * classifiers (conv_seg, fc_cls, fc_reg, rpn_cls / rpn_reg, retina_cls / retina_reg,
- * conv_logits), box decoding and NMS stay float32 (the backbone FFN's GELU and the
- * attention softmax's exponentials to bf16 accuracy, 8e-5 relative: their outputs are
- * rounded to bf16 next). README "bf16": the measured agreement. */
+/* Arithmetic of the GEMM-heavy layers: F32 (the default, the parity reference) or BF16;
+ * which layers and the measured agreement: docs/bf16.md in the sources. */
 typedef enum { RV_PRECISION_F32 = 0, RV_PRECISION_BF16 } rv_precision;
 /* 1 when this CPU can run RV_PRECISION_BF16 (AVX-512F/BW/VL and AVX512_BF16). */
 RV_API int rv_cpu_has_bf16(void);

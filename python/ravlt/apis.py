@@ -262,7 +262,7 @@ class Model:
     def set_precision(self, precision: str) -> None:
         """'f32' (the default, the reference) or 'bf16': the GEMM-heavy layers with bfloat16
         operands and float32 sums (AVX512_BF16 CPUs; elsewhere an Error, the model unchanged;
-        README 'bf16')."""
+        docs/bf16.md)."""
         prec = _check_precision(precision)
 
         def apply(p: int) -> None:

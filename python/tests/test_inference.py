@@ -1,7 +1,7 @@
 """Inference through the package equals the CLI's on the e2e fixtures: segmentation label maps
 identical to `ravlt segment` (its PNG stores class + 1); detections identical in count and
 labels to `ravlt detect --json`, scores within 1e-4, boxes within 1e-2 px and masks at IoU >=
-0.99 with its .segm.json RLEs: check-fixture's detection tolerances (README).
+0.99 with its .segm.json RLEs: check-fixture's detection tolerances (docs/semantics.md).
 In the gcc build the two are bit-identical. In the clang build they are not with 2 threads
 (identical with OMP_NUM_THREADS=1): inside python3 numpy has already loaded OpenBLAS with
 libgomp while libravlt runs its loops on LLVM's libomp, so the work is split differently and
@@ -141,7 +141,7 @@ def test_model_errors(tmp_path):
 
 
 def test_precision(tmp_path, monkeypatch):
-    """precision='bf16' (README 'bf16'): the CLI's `--precision bf16` label map (>= 99.9% of
+    """precision='bf16' (docs/bf16.md): the CLI's `--precision bf16` label map (>= 99.9% of
     the pixels: float32 parts outside the bf16 kernel may be split differently between
     threads in the clang build), a bad value is an Error, and a CPU without AVX512_BF16
     (simulated by RAVLT_DISABLE_BF16=1) refuses with an Error naming it."""
