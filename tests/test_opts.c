@@ -8,13 +8,14 @@
  *    and the value;
  *  - --help of every command is generated from its table (every option listed, Examples),
  *    and every example line parses with the table of the command it shows;
- *  - every `ravlt COMMAND ... --option` the README shows names a real command and options. */
+ *  - every `ravlt COMMAND ... --option` the README and docs/ show names a real command and options. */
 #include "test_util.h"
 
 #include "apps/cli.h"
 #include "apps/opts.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -398,12 +399,10 @@ static void test_help_and_examples(void **state) {
   assert_true(lines >= 20);
 }
 
-/* Every `ravlt CMD ...` in the README: CMD is a command and each --option after it one of
- * its options (or a common one). Fenced lines and inline `code` spans are checked. */
-static void test_readme_command_lines(void **state) {
-  (void)state;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/../../README.md", RV_TEST_DATA);
+/* Every `ravlt CMD ...` in the README and the docs/ pages: CMD is a command and each --option
+ * after it one of its options (or a common one). Fenced lines and inline `code` spans are
+ * checked. */
+static void check_command_lines(const char *path, int *checked_out, int *bad_out) {
   FILE *f = fopen(path, "r");
   assert_non_null(f);
   char line[4096];
@@ -440,7 +439,7 @@ static void test_readme_command_lines(void **state) {
         size_t l = 2 + strcspn(o + 2, " ]=)|,\n");
         if (l == 2) { o += 2; continue; } /* `--` itself */
         if (!known_option(spec, o, l)) {
-          fprintf(stderr, "README: '%.*s' is not an option of 'ravlt %s': %s", (int)l, o, spec->name, line);
+          fprintf(stderr, "%s: '%.*s' is not an option of 'ravlt %s': %s", path, (int)l, o, spec->name, line);
           bad++;
         }
         checked++;
@@ -449,8 +448,30 @@ static void test_readme_command_lines(void **state) {
     }
   }
   fclose(f);
+  *checked_out += checked;
+  *bad_out += bad;
+}
+
+static void test_readme_command_lines(void **state) {
+  (void)state;
+  char path[1024];
+  int checked = 0, bad = 0, pages = 0;
+  snprintf(path, sizeof path, "%s/../../README.md", RV_TEST_DATA);
+  check_command_lines(path, &checked, &bad);
+  snprintf(path, sizeof path, "%s/../../docs", RV_TEST_DATA);
+  DIR *d = opendir(path);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    size_t n = strlen(e->d_name);
+    if (n < 4 || strcmp(e->d_name + n - 3, ".md") != 0) continue;
+    snprintf(path, sizeof path, "%s/../../docs/%s", RV_TEST_DATA, e->d_name);
+    check_command_lines(path, &checked, &bad);
+    pages++;
+  }
+  closedir(d);
   assert_int_equal(bad, 0);
-  assert_true(checked > 30);
+  assert_true(pages >= 10);
+  assert_true(checked > 100);
 }
 
 /* rv_opt.def: stored before argv is read (argv still wins), shown by --help once. */

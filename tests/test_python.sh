@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python package (python/ravlt) with Debian's python3, numpy and pytest: python/tests
-# (cocotools parity, mask API, mean_iou, inference equal to the CLI, errors) and the README's
-# Python example, run as written.
+# (cocotools parity, mask API, mean_iou, inference equal to the CLI, errors). The examples of
+# the README and docs/python.md: tests/test_docs.sh.
 #   bash tests/test_python.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 # (in pipelines grep reads all of its input, never -q: a writer killed by SIGPIPE would make
@@ -50,18 +50,5 @@ grep -Eq 'skipped|xfail|deselected' "$W/pytest.log" && { echo "test_python: test
 n=$(grep -Eo '^[0-9]+ passed' "$W/pytest.log" | grep -Eo '^[0-9]+')
 [ "$n" -ge 80 ] || { echo "test_python: only $n tests passed (expected >= 80)" >&2; exit 1; }
 
-# The README's Python example (the fenced block after '<!-- python-example -->'), as written,
-# from the repository root (its paths are the fixtures').
-awk '/<!-- python-example -->/{f=1; next} f && /^```python/{g=1; next} g && /^```/{exit} g{print}' "$ROOT/README.md" > "$W/readme_example.py"
-[ -s "$W/readme_example.py" ] || { echo "test_python: no Python example in README.md" >&2; exit 1; }
-(cd "$ROOT" && "$PY" "$W/readme_example.py") > "$W/readme.out" 2>&1 || { cat "$W/readme.out"; echo "test_python: the README example failed" >&2; exit 1; }
-grep -q 'Average Precision  (AP) @\[ IoU=0.50:0.95 | area=   all | maxDets=100 \] = 0\.' "$W/readme.out" || { cat "$W/readme.out"; echo "test_python: the README example printed no summary" >&2; exit 1; }
-# docs/python.md's example (the same marker), from a folder where tests/ is the repository's, so
-# its relative fixture paths resolve and its output files land in the temporary folder
-awk '/<!-- python-example -->/{f=1; next} f && /^```python/{g=1; next} g && /^```/{exit} g{print}' "$ROOT/docs/python.md" > "$W/docs_example.py"
-[ -s "$W/docs_example.py" ] || { echo "test_python: no Python example in docs/python.md" >&2; exit 1; }
-mkdir "$W/docs" && ln -s "$ROOT/tests" "$W/docs/tests"
-(cd "$W/docs" && "$PY" "$W/docs_example.py") > "$W/docs.out" 2>&1 || { cat "$W/docs.out"; echo "test_python: the docs/python.md example failed" >&2; exit 1; }
-grep -Eq '^UPerHead .+ \[[0-9]+, [0-9]+, [0-9]+\]$' "$W/docs.out" && grep -Eq '^[0-9]+ detections$' "$W/docs.out" &&
-  [ -s "$W/docs/overlay.png" ] && [ -s "$W/docs/detections.jpg" ] || { cat "$W/docs.out"; echo "test_python: the docs/python.md example printed or wrote the wrong things" >&2; exit 1; }
-echo "test_python: $n passed; README and docs/python.md examples ran"
+# The Python examples of the README and docs/ run in tests/test_docs.sh (release suite).
+echo "test_python: $n passed"
