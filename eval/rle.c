@@ -150,8 +150,8 @@ size_t rv_rle_string_max_counts(const char *s, size_t len) {
   return m;
 }
 
-rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
-                                  const char *what, rv_ctx *ctx) {
+static rv_status parse_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                            int sum_check, const char *what, rv_ctx *ctx) {
   if (!what) what = "rle";
   /* One pass that trusts the characters; any problem (a character outside '0'..'o', a count
    * over 8 characters or outside 0..2^32-1) sends the string to the careful decoder, which
@@ -188,7 +188,7 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
     fast = 1;
   }
   rv_status st = fast ? RV_OK : decode_checked(cnts, &m, s, len, what, ctx);
-  if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
+  if (st == RV_OK && sum_check) st = check_sum(cnts, m, h, w, what, ctx);
   if (st != RV_OK) return st;
   r->h = h;
   r->w = w;
@@ -198,13 +198,23 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
   return RV_OK;
 }
 
-rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
-                               const char *what, rv_ctx *ctx) {
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx) {
+  return parse_into(r, cnts, s, len, h, w, 1, what, ctx);
+}
+
+rv_status rv_rle_from_string_any_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                      const char *what, rv_ctx *ctx) {
+  return parse_into(r, cnts, s, len, h, w, 0, what, ctx);
+}
+
+static rv_status parse_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w, int sum_check,
+                         const char *what, rv_ctx *ctx) {
   size_t m_max = rv_rle_string_max_counts(s, len);
   uint32_t *cnts = malloc((m_max ? m_max : 1) * sizeof *cnts);
   if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what ? what : "rle");
   rv_rle t = {0};
-  rv_status st = rv_rle_from_string_into(&t, cnts, s, len, h, w, what, ctx);
+  rv_status st = parse_into(&t, cnts, s, len, h, w, sum_check, what, ctx);
   if (st != RV_OK || !t.m) {
     free(cnts);
     t.cnts = NULL;
@@ -214,6 +224,16 @@ rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h,
     *r = t;
   }
   return st;
+}
+
+rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
+                               const char *what, rv_ctx *ctx) {
+  return parse_n(r, s, len, h, w, 1, what, ctx);
+}
+
+rv_status rv_rle_from_string_any(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w, const char *what,
+                                 rv_ctx *ctx) {
+  return parse_n(r, s, len, h, w, 0, what, ctx);
 }
 
 rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
@@ -227,6 +247,24 @@ rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32
   return rle_set(r, h, w, counts, m, ctx);
 }
 
+rv_status rv_rle_from_counts_any(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return rle_set(r, h, w, counts, m, ctx);
+}
+
+uint64_t rv_rle_sum(const rv_rle *r) {
+  uint64_t s = 0;
+  for (size_t j = 0; j < r->m; j++) s += r->cnts[j];
+  return s;
+}
+
+int rv_rle_decode_checked(const rv_rle *r, uint8_t *M) {
+  uint64_t s = rv_rle_sum(r), hw = (uint64_t)r->h * r->w;
+  if (s > hw) return 0;
+  rv_rle_decode(r, M);
+  if (s < hw) memset(M + s, 0, (size_t)(hw - s));
+  return 1;
+}
+
 static uint32_t umin32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t umax32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
@@ -235,7 +273,9 @@ rv_status rv_rle_merge(rv_rle *out, const rv_rle *R, size_t n, int intersect, rv
   uint32_t h = R[0].h, w = R[0].w;
   size_t m = R[0].m;
   if (n == 1) return rle_set(out, h, w, R[0].cnts, m, ctx);
-  size_t cap = (size_t)h * w + 1;
+  size_t cap = (size_t)h * w + 1; /* valid RLEs: at most one run per pixel + 1 */
+  for (size_t i = 0; i < n; i++) /* any RLEs: at most one output run per input run boundary */
+    if (R[i].h == h && R[i].w == w) cap += R[i].m;
   uint32_t *cnts = malloc(cap * sizeof *cnts), *A = malloc(cap * sizeof *A);
   if (!cnts || !A) {
     free(cnts);
@@ -296,32 +336,37 @@ uint32_t rv_rle_area(const rv_rle *r) {
   return a;
 }
 
-/* maskApi rleToBbox literally: one division per run. The reference for rv_rle_info. */
+/* maskApi rleToBbox (pycocotools 2.0.x) literally: for every non-empty foreground run, the
+ * column and row of its first and last pixel, one division each; a run across columns spans
+ * every row. uint32 arithmetic as the reference (the pixel index wraps past 2^32 and a mask
+ * without a non-empty foreground run gives w - 0 + 1 wrapped widths), except that h == 0 (a
+ * division by zero there) gives a zero box. The reference for rv_rle_info. */
 void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]) {
-  uint32_t h = r->h, xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, xp = 0;
+  uint32_t h = r->h, w = r->w, xs = w, ys = h, xe = 0, ye = 0, cc = 0;
   size_t m = (r->m / 2) * 2;
   if (m == 0 || h == 0) {
     bb[0] = bb[1] = bb[2] = bb[3] = 0;
     return;
   }
   for (size_t j = 0; j < m; j++) {
+    uint32_t start = cc;
     cc += r->cnts[j];
-    uint32_t t = cc - (uint32_t)(j % 2), y = t % h, x = (t - y) / h;
-    if (j % 2 == 0)
-      xp = x;
-    else if (xp < x) {
+    if (j % 2 == 0 || r->cnts[j] == 0) continue;
+    uint32_t y0 = start % h, x0 = (start - y0) / h, y1 = (cc - 1) % h, x1 = (cc - 1 - y1) / h;
+    xs = umin32(xs, x0);
+    xe = umax32(xe, x1);
+    if (x0 < x1) {
       ys = 0;
       ye = h - 1;
+    } else {
+      ys = umin32(ys, y0);
+      ye = umax32(ye, y1);
     }
-    xs = umin32(xs, x);
-    xe = umax32(xe, x);
-    ys = umin32(ys, y);
-    ye = umax32(ye, y);
   }
   bb[0] = xs;
-  bb[2] = (double)xe - xs + 1;
+  bb[2] = (uint32_t)(xe - xs + 1);
   bb[1] = ys;
-  bb[3] = (double)ye - ys + 1;
+  bb[3] = (uint32_t)(ye - ys + 1);
 }
 
 /* rleToBbox, rleArea and the regularity flag in one pass. The pixel index cc of the walk is
@@ -352,6 +397,7 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
     rv_rle_to_bbox_naive(r, bb);
     o->area = rv_rle_area(r);
     for (size_t j = 1; j < m; j++) o->irregular |= cn[j] == 0;
+    o->irregular |= rv_rle_sum(r) != (uint64_t)h * r->w;
     return;
   }
   uint32_t xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, cx = 0, area = 0;
@@ -398,7 +444,13 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
   }
   if (m2 < m) zero |= cn[m2] == 0; /* the trailing background run */
   o->area = area;
-  o->irregular = zero;
+  /* an empty run after the first, or counts that do not cover h*w exactly: the literal box
+   * (rleToBbox skips empty foreground runs) and the literal IoU walk */
+  o->irregular = zero || rv_rle_sum(r) != (uint64_t)h * r->w;
+  if (o->irregular) {
+    rv_rle_to_bbox_naive(r, bb);
+    return;
+  }
   bb[0] = xs;
   bb[2] = (double)xe - xs + 1;
   bb[1] = ys;
@@ -620,6 +672,22 @@ double rv_rle_iou_pair_naive(const rv_rle *dt, const rv_rle *gt, int crowd) {
   int va = 0, vb = 0;
   while (ct > 0) {
     c = umin32(ca, cb);
+    if (c == 0 && ((ca == 0 && a >= ka && cb > 0) || (cb == 0 && b >= kb && ca > 0))) {
+      /* one mask's counts end before the other's (counts that do not sum to h*w): maskApi's
+       * loop never ends here; the rest of the other mask is taken against background */
+      int a_done = ca == 0 && a >= ka;
+      const rv_rle *o = a_done ? gt : dt;
+      uint32_t co = a_done ? cb : ca;
+      size_t ko = a_done ? kb : ka, oi = a_done ? b : a;
+      int vo = a_done ? vb : va;
+      for (;;) {
+        if (vo) u += co;
+        if (oi >= ko) break;
+        co = o->cnts[oi++];
+        vo = !vo;
+      }
+      break;
+    }
     if (va || vb) {
       u += c;
       if (va && vb) i += c;
