@@ -541,6 +541,7 @@ class COCO:
         res._dataset, res._indexed, res._src, res._c, res._ids, res._kp = None, False, None, {}, None, None
         res._res_of, res._res_list, res._res_c = self, None, {}
         segm = False
+        self._gt_handle(False)  # the ground truth read (and its string ids numbered)
         ids = self._ids
         if isinstance(resFile, (str, bytes, os.PathLike)):
             _check_file(resFile)
