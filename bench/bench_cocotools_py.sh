@@ -3,7 +3,7 @@
 # same Python (Debian's python3 + numpy), on the generated COCO-scale set. Not a test.
 #
 #   bash bench/bench_cocotools_py.sh PYTHONAPI_DIR [WORKDIR=/tmp/ravlt_cocobench] [--images N (5000)]
-#        [--rounds R (1)] [--threads T (2)]
+#        [--rounds R (1)] [--threads T (2)] [--dets-per-pair P (40)]
 #
 # PYTHONAPI_DIR: the PythonAPI folder of cocodataset/cocoapi built in place outside this repo
 # (`python3 setup.py build_ext --inplace`; needs Cython and python3-dev, which the project does
@@ -12,7 +12,8 @@
 # them); numpy >= 1.24 needs the np.float alias (bench/compare_pycocotools.sh does the same).
 # The library: env RAVLT_LIBRARY, else the build's libravlt.so.0, else a development copy
 # linked from build/libravlt.a. Data: bench/gen_coco_bench.c (`gen_coco_bench DIR N 40 1`, the
-# set bench/bench_cocoeval.sh makes for N = 5000), generated into WORKDIR/py_N if absent.
+# set bench/bench_cocoeval.sh makes for N = 5000), generated into WORKDIR/py_N if absent
+# (WORKDIR/py_N_P with --dets-per-pair P: P = 4 gives the ~50k detections of issue 38's set).
 #
 # Timed, per tool and iou type, in one fresh python3 process each: COCO(gt) + loadRes(dt) +
 # COCOeval(...).evaluate() + accumulate() + summarize() (perf_counter around the calls; the
@@ -24,12 +25,13 @@ PYAPI=${1:?usage: bench_cocotools_py.sh PYTHONAPI_DIR [WORKDIR] [--images N] [--
 shift
 W=/tmp/ravlt_cocobench
 [ $# -gt 0 ] && [ "${1#--}" = "$1" ] && { W=$1; shift; }
-N=5000; ROUNDS=1; THREADS=2
+N=5000; ROUNDS=1; THREADS=2; DPP=40
 while [ $# -gt 0 ]; do
   case $1 in
     --images) N=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
+    --dets-per-pair) DPP=$2; shift 2 ;;
     *) echo "bench_cocotools_py.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -47,11 +49,11 @@ if [ -z "${RAVLT_LIBRARY:-}" ]; then
   fi
 fi
 export RAVLT_LIBRARY PYTHONPATH=$PWD/python OMP_NUM_THREADS=$THREADS OMP_WAIT_POLICY=passive
-D=$W/py_$N
+D=$W/py_$N; [ "$DPP" = 40 ] || D=$W/py_${N}_$DPP
 if [ ! -f "$D/dt_segm.json" ]; then
-  gcc -O3 -std=c11 -march=x86-64-v2 -fopenmp -I. -o "$W/gen_coco_bench" bench/gen_coco_bench.c eval/rle.c core/error.c -lm
+  gcc -O3 -std=c11 -march=x86-64-v2 -fopenmp -I. -Iinclude -Ibuild/include -o "$W/gen_coco_bench" bench/gen_coco_bench.c eval/rle.c core/error.c -lm
   mkdir -p "$D"
-  "$W/gen_coco_bench" "$D" "$N" 40 1
+  "$W/gen_coco_bench" "$D" "$N" "$DPP" 1
 fi
 ls -l "$D"/*.json
 RUNNER=$W/cocotools_run.py

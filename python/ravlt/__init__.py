@@ -274,4 +274,9 @@ def mean_iou(results, gt_seg_maps, num_classes, ignore_index, nan_to_num=None, l
     return a, acc, iou
 
 
-from . import cocotools  # noqa: E402  (after the library is loaded)
+def __getattr__(name):
+    """ravlt.cocotools is imported on first use (import ravlt stays fast)."""
+    if name == 'cocotools':
+        from . import cocotools
+        return cocotools
+    raise AttributeError("module 'ravlt' has no attribute %r" % (name,))

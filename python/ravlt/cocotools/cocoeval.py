@@ -103,6 +103,18 @@ class Params:
         self.useSegm = None
 
 
+def _copy_params(p):
+    """copy.deepcopy(p), without copying each numpy scalar of a 5,000-id list one by one (they
+    are immutable): lists of scalars are copied as lists."""
+    q = copy.copy(p)
+    for k, v in vars(p).items():
+        if isinstance(v, list) and all(isinstance(x, (int, float, str, np.generic)) for x in v):
+            setattr(q, k, list(v))
+        else:
+            setattr(q, k, copy.deepcopy(v))
+    return q
+
+
 def _same(a, b) -> bool:
     try:
         return bool(np.array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object)))
@@ -408,7 +420,7 @@ class COCOeval:
         self._ev = _Handle(ev.value, lib.rv_py_eval_free)
         # what the evaluation reads stays alive with it (evalImgs are recomputed from it)
         self._ev_inputs = (gt_coco, dt_coco, keep)
-        self._paramsEval = copy.deepcopy(self.params)
+        self._paramsEval = _copy_params(self.params)
         print('DONE (t={:0.2f}s).'.format(time.time() - tic))
 
     # ---- pycocotools' per-pair methods (numpy, over _gts / _dts) ----
