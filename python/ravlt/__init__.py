@@ -277,6 +277,6 @@ def mean_iou(results, gt_seg_maps, num_classes, ignore_index, nan_to_num=None, l
 def __getattr__(name):
     """ravlt.cocotools is imported on first use (import ravlt stays fast)."""
     if name == 'cocotools':
-        from . import cocotools
-        return cocotools
+        import importlib
+        return importlib.import_module(__name__ + '.cocotools')
     raise AttributeError("module 'ravlt' has no attribute %r" % (name,))

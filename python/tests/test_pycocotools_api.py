@@ -301,3 +301,17 @@ def test_show_anns(gt_path):
     assert len(ax.collections) == 2 and len(ax.images) == 2  # polygons + outlines; image + crowd mask
     plt.close('all')
     assert c.showAnns([]) == 0
+
+
+def test_records_survive_reloads(gt_path):
+    """evalImgs are built from the library's evaluation when read: a later segm loadRes (which
+    reloads the ground truth with its masks) or createIndex must not pull its inputs away."""
+    c = quiet(COCO, gt_path)
+    E = COCOeval(c, quiet(c.loadRes, [dict(d) for d in DETS]), 'bbox')
+    quiet(E.evaluate)
+    m = np.zeros((80, 100), np.uint8, order='F')
+    m[10:40, 10:40] = 1
+    quiet(c.loadRes, [{'image_id': 1, 'category_id': 1, 'score': 0.5, 'segmentation': mask.encode(m)}])
+    quiet(c.createIndex)
+    assert E.evalImgs[0]['dtIds'] == [1, 2] and E.evalImgs[0]['gtIds'] == [1]
+    assert E.ious[1, 1].shape == (2, 1)

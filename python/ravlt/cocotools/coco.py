@@ -174,9 +174,13 @@ class COCO:
     # ---- the library's side ----
     def _gt_handle(self, segm: bool):
         """rv_coco * of this dataset, with masks when segm (a loaded-with-masks one serves both)."""
+        return self._gt_h(segm).p
+
+    def _gt_h(self, segm: bool) -> _Handle:
+        """The _Handle of _gt_handle (whoever keeps a pointer into it keeps this alive)."""
         h = self._c.get(True) or (None if segm else self._c.get(False))
         if h is not None:
-            return h.p
+            return h
         if self._src is None:
             self._set_json_src(self.dataset)
         p = _lib.c_void_p()
@@ -193,7 +197,7 @@ class COCO:
         if segm:
             self._c.clear()
         self._c[bool(segm)] = h
-        return h.p
+        return h
 
     def _c_ids(self):
         """(image ids, category ids) in file order, from the library."""
@@ -224,6 +228,10 @@ class COCO:
 
     def _res_handle(self, iou_type: int):
         """rv_coco_results * of loadRes' results for the iou type (segm: with masks)."""
+        return self._res_h(iou_type).p
+
+    def _res_h(self, iou_type: int) -> _Handle:
+        """The _Handle of _res_handle."""
         if iou_type == IOU_KEYPOINTS:
             iou_type = IOU_BBOX  # boxes and areas from loadRes' keypoints (or bbox) branch
         h = self._res_c.get(iou_type)
@@ -233,8 +241,9 @@ class COCO:
                 lib.rv_py_results_all_segm(self._res_c[IOU_BBOX].p):
             h = self._res_c[IOU_BBOX]
         if h is not None:
-            return h.p
-        gt = self._res_of._gt_handle(iou_type == IOU_SEGM)
+            return h
+        self._gt_keep = self._res_of._gt_h(iou_type == IOU_SEGM)  # the results point into it
+        gt = self._gt_keep.p
         kind, src = self._res_src
         p = _lib.c_void_p()
         with Ctx() as c:
@@ -251,8 +260,11 @@ class COCO:
                 msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
                 raise classify_load_error(msg)(msg)
         h = _Handle(p.value, lib.rv_py_results_free)
+        h_gt = self._gt_keep
         self._res_c[iou_type] = h
-        return h.p
+        self._res_gt = getattr(self, '_res_gt', {})
+        self._res_gt[iou_type] = h_gt
+        return h
 
     # ---- the Python view ----
     @property

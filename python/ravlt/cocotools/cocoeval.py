@@ -386,8 +386,9 @@ class COCOeval:
         if dt_coco._res_of is None:
             # a COCO built from a results list by hand: read as loadRes would
             dt_coco = gt_coco.loadRes([dict(a) for a in dt_coco.dataset.get('annotations', [])])
-        gt = gt_coco._gt_handle(t == IOU_SEGM)
-        dt = dt_coco._res_handle(t)
+        hgt = gt_coco._gt_h(t == IOU_SEGM)
+        hdt = dt_coco._res_h(t)
+        gt, dt = hgt.p, hdt.p
         imgs = gt_coco._lib_img_ids(p.imgIds)
         cats = gt_coco._lib_cat_ids(p.catIds) if p.useCats else gt_coco._lib_cat_ids(p.catIds)
         iou = _lib.as_f64(p.iouThrs)
@@ -419,7 +420,7 @@ class COCOeval:
                 raise CocoValueError(msg)
         self._ev = _Handle(ev.value, lib.rv_py_eval_free)
         # what the evaluation reads stays alive with it (evalImgs are recomputed from it)
-        self._ev_inputs = (gt_coco, dt_coco, keep)
+        self._ev_inputs = (gt_coco, dt_coco, hgt, hdt, keep)
         self._paramsEval = _copy_params(self.params)
         print('DONE (t={:0.2f}s).'.format(time.time() - tic))
 
