@@ -497,8 +497,7 @@ static void sort_u32(uint32_t *a, uint32_t *tmp, size_t n) {
 /* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
  * centre column, and turn those y-boundary points into run lengths (maskApi rleFrPoly).
  * Coordinates: (int)(5*x + .5) truncates toward zero, as in the reference. */
-static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, int literal,
-                           rv_ctx *ctx) {
+static rv_status from_poly_literal(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)
     if (!(fabs(xy[j]) < 1e6))
@@ -562,29 +561,18 @@ static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   for (size_t j = 1; j < np; j++)
     if (u[j] != u[j - 1]) {
       int xi = u[j] < u[j - 1] ? u[j] : u[j] - 1, yi = v[j] < v[j - 1] ? v[j] : v[j - 1];
-      if (literal) { /* maskApi's floating-point steps */
-        double xd = (double)xi;
-        xd = (xd + .5) / scale - .5;
-        if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
-        double yd = (double)yi;
-        yd = (yd + .5) / scale - .5;
-        if (yd < 0)
-          yd = 0;
-        else if (yd > h)
-          yd = h;
-        yd = ceil(yd);
-        bx[m] = (int)xd;
-        by[m] = (int)yd;
-      } else {
-        /* The same in integers: (i + .5) / 5 - .5 is (i - 2) / 5, computed exactly when that is
-         * an integer (n + .5 is a double) and otherwise at least 1/5 from one, far beyond the
-         * rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd) is the ceiling of
-         * (yi - 2) / 5, clamped to [0, h] like yd. */
-        if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) continue;
-        int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
-        bx[m] = (xi - 2) / 5;
-        by[m] = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
-      }
+      double xd = (double)xi;
+      xd = (xd + .5) / scale - .5;
+      if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
+      double yd = (double)yi;
+      yd = (yd + .5) / scale - .5;
+      if (yd < 0)
+        yd = 0;
+      else if (yd > h)
+        yd = h;
+      yd = ceil(yd);
+      bx[m] = (int)xd;
+      by[m] = (int)yd;
       m++;
     }
   /* run lengths from the sorted boundary indices */
@@ -627,12 +615,148 @@ done:
   return st;
 }
 
+/* The y-boundary point a step of the upsampled walk (previous point (pu, pv), this one (u, v),
+ * u != pu) contributes, with rleFrPoly's downsampling done in integers: (i + .5) / 5 - .5 is
+ * (i - 2) / 5, exact when that is an integer (n + .5 is a double) and otherwise at least 1/5
+ * from one, far beyond the rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd)
+ * is the ceiling of (yi - 2) / 5, clamped to [0, h] like yd. Returns 0 when the point is not
+ * kept (x not a pixel centre, or outside the image). */
+static inline int boundary_point(int u, int v, int pu, int pv, uint32_t h, uint32_t w, int *bx, int *by) {
+  int xi = u < pu ? u : u - 1;
+  if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) return 0;
+  int yi = v < pv ? v : pv;
+  int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
+  *bx = (xi - 2) / 5;
+  *by = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
+  return 1;
+}
+
+/* rleFrPoly without its point arrays: the same DDA walk over the x5 upsampled boundary, each
+ * edge on its own (consecutive edges share their end point, so no x step happens between
+ * them), keeping the y-boundary points as they come; on shallow edges (x moves every step)
+ * only the steps whose x lands on a pixel centre column compute their y. Same points, in the
+ * same order, as rv_rle_from_poly_naive's arrays give (tests/test_rle.c compares them). */
 rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
-  return from_poly(R, xy, k, h, w, 0, ctx);
+  if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
+  for (size_t j = 0; j < 2 * k; j++)
+    if (!(fabs(xy[j]) < 1e6))
+      return rv_error(ctx, RV_ERR_FORMAT, "polygon coordinate %zu is %g (not finite or beyond 1e6)", j,
+                      xy[j]);
+  const double scale = 5;
+  int sx[65], sy[65]; /* small polygons on the stack */
+  int *x = k < 64 ? sx : malloc(sizeof(int) * (k + 1)), *y = k < 64 ? sy : malloc(sizeof(int) * (k + 1));
+  int *bx = NULL, *by = NULL;
+  uint32_t *a = NULL, *b = NULL;
+  rv_status st = RV_OK;
+  if (!x || !y) goto nomem;
+  for (size_t j = 0; j < k; j++) x[j] = (int)(scale * xy[j * 2 + 0] + .5);
+  x[k] = x[0];
+  for (size_t j = 0; j < k; j++) y[j] = (int)(scale * xy[j * 2 + 1] + .5);
+  y[k] = y[0];
+  /* at most one point per x step: |dx| inside an edge (+1 for the rounding of steep edges), one
+   * where edges meet, two around a repeated point */
+  size_t cap = 1;
+  for (size_t j = 0; j < k; j++) cap += (size_t)abs(x[j] - x[j + 1]) + 3;
+  bx = malloc(sizeof(int) * 2 * cap);
+  a = malloc(sizeof(uint32_t) * 2 * (cap + 1));
+  if (!bx || !a) goto nomem;
+  by = bx + cap;
+  b = a + cap + 1;
+  size_t m = 0;
+  int have = 0, pu = 0, pv = 0; /* the previous point of the walk */
+#define WALK_POINT(U, V)                                                             \
+  do {                                                                               \
+    int u_ = (U), v_ = (V);                                                          \
+    if (have && u_ != pu) m += (size_t)boundary_point(u_, v_, pu, pv, h, w, &bx[m], &by[m]); \
+    pu = u_;                                                                         \
+    pv = v_;                                                                         \
+    have = 1;                                                                        \
+  } while (0)
+  for (size_t j = 0; j < k; j++) {
+    int xs = x[j], xe = x[j + 1], ys = y[j], ye = y[j + 1], dx, dy, t, flip;
+    double s;
+    dx = abs(xe - xs);
+    dy = abs(ys - ye);
+    if (dx == 0 && dy == 0) { /* repeated point: the reference's (int)NaN, INT_MIN on x86 */
+      WALK_POINT(xs, INT_MIN);
+      continue;
+    }
+    flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
+    if (flip) {
+      t = xs; xs = xe; xe = t;
+      t = ys; ys = ye; ye = t;
+    }
+    s = dx >= dy ? (double)(ye - ys) / dx : (double)(xe - xs) / dy;
+    if (dx >= dy) {
+      /* step d: u = t + xs with t = flip ? dx - d : d, v = (int)(ys + s*t + .5); x moves every
+       * step, so only the steps onto a pixel-centre column inside the image need v */
+      t = flip ? dx : 0;
+      double tmp = s * t;
+      WALK_POINT(t + xs, (int)(ys + tmp + .5));
+      /* the step d (from point d-1 to d) has xi = min(u[d-1], u[d]); the kept ones are the xi
+       * = 2 mod 5 inside the image, taken directly (the points are sorted afterwards, so their
+       * order does not matter) */
+      const int u0 = t + xs, dir = flip ? -1 : 1;
+      int64_t lo = dir > 0 ? u0 : (int64_t)u0 - dx, hi = dir > 0 ? (int64_t)u0 + dx - 1 : (int64_t)u0 - 1;
+      const int64_t xmax = 5 * ((int64_t)w - 1) + 2;
+      if (lo < 2) lo = 2;
+      if (hi > xmax) hi = xmax;
+      if ((lo - 2) % 5) lo += 5 - (lo - 2) % 5;
+      for (int64_t xi = lo; xi <= hi; xi += 5) {
+        int d = (int)(dir > 0 ? xi - u0 + 1 : u0 - xi);
+        int t1 = flip ? dx - d : d, t0 = flip ? dx - d + 1 : d - 1;
+        double tmp1 = s * t1, tmp0 = s * t0;
+        int v = (int)(ys + tmp1 + .5), pv0 = (int)(ys + tmp0 + .5);
+        m += (size_t)boundary_point(t1 + xs, v, t0 + xs, pv0, h, w, &bx[m], &by[m]);
+      }
+      t = flip ? 0 : dx;
+      tmp = s * t;
+      pu = t + xs;
+      pv = (int)(ys + tmp + .5);
+    } else {
+      for (int d = 0; d <= dy; d++) {
+        t = flip ? dy - d : d;
+        double tmp = s * t;
+        WALK_POINT((int)(xs + tmp + .5), t + ys);
+      }
+    }
+  }
+#undef WALK_POINT
+  /* run lengths from the sorted boundary indices */
+  size_t nk = m;
+  for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
+  a[nk++] = (uint32_t)((size_t)h * w);
+  sort_u32(a, b, nk); /* b is free until the run lengths */
+  uint32_t prev = 0;
+  for (size_t j = 0; j < nk; j++) {
+    uint32_t t = a[j];
+    a[j] -= prev;
+    prev = t;
+  }
+  size_t j = 0;
+  m = 0;
+  b[m++] = a[j++];
+  while (j < nk)
+    if (a[j] > 0)
+      b[m++] = a[j++];
+    else {
+      j++;
+      if (j < nk) b[m - 1] += a[j++];
+    }
+  st = rle_set(R, h, w, b, m, ctx);
+  goto done;
+nomem:
+  st = rv_error(ctx, RV_ERR_NOMEM, "polygon to RLE: out of memory (%zu points)", k);
+done:
+  if (x != sx) free(x);
+  if (y != sy) free(y);
+  free(bx);
+  free(a);
+  return st;
 }
 
 rv_status rv_rle_from_poly_naive(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
-  return from_poly(R, xy, k, h, w, 1, ctx);
+  return from_poly_literal(R, xy, k, h, w, ctx);
 }
 
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx) {

@@ -58,8 +58,9 @@ typedef struct {
 } rv_rle_info;
 void rv_rle_info_get(rv_rle_info *info, const rv_rle *r);
 
-/* Reference: rleFrPoly's floating-point downsampling literally (rv_rle_from_poly does it in
- * integers, with the same result). */
+/* Reference: rleFrPoly literally, its point arrays and floating-point downsampling
+ * (rv_rle_from_poly walks the boundary without the arrays and downsamples in integers, with
+ * the same result). */
 rv_status rv_rle_from_poly_naive(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
 
 /* rv_rle_iou (pairs whose rleToBbox boxes do not overlap are 0 without a run walk; -1 where
