@@ -239,6 +239,7 @@ def test_mask_iou_boxes(dtype, iscrowd):
     assert o[0, 0] == 1.0 and o[2].tolist() == [0.0, 0.0]
     assert o[0, 1] == (25 / 100 if c[1] else 25 / 175)
     assert np.array_equal(mask.iou(b, b[:2], iscrowd), o)
+    assert np.array_equal(mask.iou((x for x in b), tuple(b[:2]), iscrowd), o)  # read once (hotcoco takes them)
 
 
 def test_mask_exceptions():
@@ -252,6 +253,8 @@ def test_mask_exceptions():
         mask.iou([[0, 0, 1, 1]], [[0, 0, 1, 1]], [0, 1])
     with pytest.raises(Exception, match='same data type'):
         mask.iou([[0, 0, 1, 1]], mask.frPyObjects(np.array([[0, 0, 1, 1.]]), 4, 4), [0])
+    with pytest.raises(TypeError):  # a bare Exception in pycocotools; a TypeError too here
+        mask.iou([[0, 0, 1, 1], [1, 2]], [[0, 0, 1, 1]], [0])
     assert mask.iou([], [[0, 0, 1, 1]], [0]) == []
     with pytest.raises(ravlt.Error):  # the classes also derive from ravlt.Error
         mask.encode(np.ones((4, 4), np.float64))

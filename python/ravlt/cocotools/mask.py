@@ -190,19 +190,22 @@ def _preproc(objs):
     """_mask.iou's input dispatch: ('box', N x 4 float64) or ('rle', [RLE]) or ('empty', objs)."""
     if isinstance(objs, RLEs):
         return ('rle', objs._objs) if objs.n else ('empty', objs)
+    if not isinstance(objs, (list, np.ndarray, dict, str, bytes)) and hasattr(objs, '__iter__'):
+        objs = list(objs)  # a tuple or a generator of boxes / RLEs, read once
     if len(objs) == 0:
         return 'empty', objs
     if isinstance(objs, np.ndarray):
         if objs.ndim != 2 or objs.shape[1] != 4:
-            raise CocoError('numpy ndarray input is only for *bounding boxes* and should have Nx4 dimension')
+            raise CocoValueError('numpy ndarray input is only for *bounding boxes* and should have Nx4 dimension')
         return 'box', np.ascontiguousarray(objs, dtype=np.float64)
     if isinstance(objs, list):
         if all(isinstance(o, (list, np.ndarray)) and len(o) == 4 for o in objs):
             return 'box', np.ascontiguousarray(np.array(objs, dtype=np.float64).reshape(len(objs), 4))
         if all(isinstance(o, dict) for o in objs):
             return 'rle', objs
-        raise CocoError('list input can be bounding box (Nx4) or RLEs ([RLE])')
-    raise CocoError('unrecognized type.  The following type: RLEs (rle), np.ndarray (box), and list (box) are '
+        raise CocoTypeError('list input can be bounding box (Nx4) or RLEs ([RLE]): a list of boxes [x, y, w, h] '
+                            'or of RLE dicts')
+    raise CocoTypeError('unrecognized type.  The following type: RLEs (rle), np.ndarray (box), and list (box) are '
                     'supported.')
 
 
@@ -220,7 +223,8 @@ def iou(dt, gt, pyiscrowd) -> Union[np.ndarray, list]:
     if m == 0 or n == 0:
         return []
     if kd != kg:
-        raise CocoError('The dt and gt should have the same data type, either RLEs, list or np.ndarray')
+        raise CocoTypeError('The dt and gt should have the same data type, either RLEs, list or np.ndarray: '
+                            'dt and gt must be the same kind (boxes or RLEs)')
     if kd == 'box':
         return _bbox_iou(d, g, crowd)
     out = np.empty((m, n), dtype=np.float64)
