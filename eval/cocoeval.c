@@ -1,4 +1,4 @@
-/* COCOeval (bbox / segm) with pycocotools' numbers. The steps mirror cocoeval.py
+/* COCOeval (bbox / segm / keypoints) with pycocotools' numbers. The steps mirror cocoeval.py
  * (evaluate -> evaluateImg -> accumulate -> summarize); SEMANTICS.md "COCO evaluation"
  * lists the quirks kept here. Data layout:
  *   pairs    (category k, image i) with gt or dt, sorted by k then i (image-id order);
@@ -6,7 +6,9 @@
  *            byte per (area a, threshold t, detection d): TP, FP or ignored;
  *   npig     non-ignored gt count per (pair, area).
  * accumulate() pools the detections of a category over images with one stable sort and
- * derives every (area, maxDet) cell from it. */
+ * derives every (area, maxDet) cell from it. The evaluation keeps each pair's objects, so
+ * that rv_cocoeval_pair_detail can recompute one pair with every evalImgs field (the
+ * matched ids, the IoUs) on demand instead of storing them for all pairs. */
 #include "eval/cocoeval.h"
 
 #include <float.h>
