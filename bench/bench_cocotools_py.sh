@@ -80,6 +80,9 @@ if tool == 'pycocotools':
     from pycocotools.cocoeval import COCOeval
 else:
     from ravlt.cocotools import COCO, COCOeval
+    import ravlt._lib
+    ravlt._lib._open()  # `import ravlt` opens libravlt on first use: counted with the imports, as
+                        # pycocotools' import loads its _mask extension
 t_import = time.perf_counter()
 t = [time.perf_counter()]
 c = [time.process_time()]  # CPU time of the process (all threads)

@@ -722,11 +722,41 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
     }
   }
 #undef WALK_POINT
-  /* run lengths from the sorted boundary indices */
+  /* run lengths from the sorted boundary indices x*h + y: a counting sort on the column x (a
+   * polygon has a few points per column), then each column's few points by y; x*h + y is
+   * monotone in (x, y) for y in [0, h], so this is the sorted order of the indices */
   size_t nk = m;
-  for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
-  a[nk++] = (uint32_t)((size_t)h * w);
-  sort_u32(a, b, nk); /* b is free until the run lengths */
+  int xmin = INT_MAX, xmax = INT_MIN;
+  for (size_t j = 0; j < nk; j++) {
+    if (bx[j] < xmin) xmin = bx[j];
+    if (bx[j] > xmax) xmax = bx[j];
+  }
+  size_t ncol = nk ? (size_t)((int64_t)xmax - xmin + 1) : 0;
+  uint32_t cstack[513], *cnt = ncol < 512 ? cstack : (ncol <= 4 * nk + 4096 ? malloc(sizeof(uint32_t) * (ncol + 1)) : NULL);
+  if (nk && cnt) {
+    memset(cnt, 0, sizeof(uint32_t) * (ncol + 1));
+    for (size_t j = 0; j < nk; j++) cnt[bx[j] - xmin + 1]++;
+    for (size_t c = 0; c < ncol; c++) cnt[c + 1] += cnt[c];
+    for (size_t j = 0; j < nk; j++) a[cnt[bx[j] - xmin]++] = (uint32_t)(bx[j] * (int)h + by[j]);
+    /* cnt[c] is now the end of column c: insertion sort inside each column */
+    size_t lo = 0;
+    for (size_t c = 0; c < ncol; c++) {
+      size_t hi = cnt[c];
+      for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t key = a[i];
+        size_t q = i;
+        for (; q > lo && a[q - 1] > key; q--) a[q] = a[q - 1];
+        a[q] = key;
+      }
+      lo = hi;
+    }
+    if (cnt != cstack) free(cnt);
+    a[nk++] = (uint32_t)((size_t)h * w); /* the largest index */
+  } else {
+    for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
+    a[nk++] = (uint32_t)((size_t)h * w);
+    sort_u32(a, b, nk); /* b is free until the run lengths */
+  }
   uint32_t prev = 0;
   for (size_t j = 0; j < nk; j++) {
     uint32_t t = a[j];
