@@ -4,7 +4,7 @@ ValueError`` / ``except AssertionError`` / ... clauses keep catching them."""
 from .._lib import Error
 
 __all__ = ['CocoValueError', 'CocoTypeError', 'CocoAssertionError', 'CocoKeyError', 'CocoIndexError',
-           'CocoFileNotFoundError', 'CocoError', 'raise_as']
+           'CocoError', 'raise_as', 'os_error']
 
 
 class CocoError(Error):
@@ -32,21 +32,15 @@ class CocoIndexError(Error, IndexError):
     """Where pycocotools raises IndexError."""
 
 
-class CocoFileNotFoundError(Error, FileNotFoundError):
-    """A file that is not there (pycocotools: open() raises FileNotFoundError)."""
-
-
-_os_classes = {}
-
-
 def os_error(e: OSError) -> OSError:
-    """e (FileNotFoundError, IsADirectoryError, ...) as an instance of a class deriving from
-    ravlt.Error and e's class, with the same errno, message and file name."""
-    cls = type(e)
-    k = _os_classes.get(cls)
-    if k is None:
-        k = _os_classes[cls] = type('Coco' + cls.__name__, (Error, cls), {'__module__': __name__})
-    return k(e.errno, e.strerror, e.filename)
+    """e (FileNotFoundError, IsADirectoryError, PermissionError, ...) as the package's file error
+    of the same kind (ravlt.MissingFileError, IsAFolderError, FilePermissionError, FileError:
+    each also the builtin), with the same errno, message and file name."""
+    from .. import _lib
+    cls = (_lib.MissingFileError if isinstance(e, FileNotFoundError) else
+           _lib.IsAFolderError if isinstance(e, IsADirectoryError) else
+           _lib.FilePermissionError if isinstance(e, PermissionError) else _lib.FileError)
+    return cls(e.errno, e.strerror, e.filename)
 
 
 def raise_as(cls, e):
