@@ -85,7 +85,7 @@ def table(rows):
         return s.replace('|', '\\|')
     lines = ['| option | meaning |', '|---|---|']
     for opt, desc in rows:
-        lines.append('| `%s` | %s |' % (opt, cell(desc)))
+        lines.append('| `%s` | %s |' % (cell(opt), cell(desc)))
     return lines
 
 
