@@ -137,15 +137,16 @@ static const rv_family *family_of_config(const char *model_type, const cJSON *mo
   return rv_family_by_mmcv(model_type, cJSON_GetStringValue(get(get(model, "decode_head"), "type")));
 }
 
-/* The mmcv types of task's families, from the table: "FPNHead/UPerHead" (segmentation:
- * decode_head.type), "RetinaNet/CascadeRCNN/MaskRCNN" (detection: model.type). */
-static void family_types(char *buf, size_t cap, rv_task task) {
+/* The mmcv types of task's families, from the table, sep between them: "FPNHead/UPerHead"
+ * (segmentation: decode_head.type), "RetinaNet, CascadeRCNN, MaskRCNN" (detection:
+ * model.type). */
+static void family_types(char *buf, size_t cap, rv_task task, const char *sep) {
   size_t o = 0;
   buf[0] = 0;
   for (int i = 0; i < RV_FAMILY_COUNT && o < cap; i++) {
     const rv_family *f = rv_family_get(i);
     if (f->task == task)
-      o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? "/" : "", f->mmcv_head ? f->mmcv_head : f->mmcv_type);
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? sep : "", f->mmcv_head ? f->mmcv_head : f->mmcv_type);
   }
 }
 
@@ -197,8 +198,8 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
     } else if (type) {
       if (!fam || !bbtype || strcmp(bbtype, "GLTA") != 0) {
         char seg[128], det[128];
-        family_types(seg, sizeof seg, RV_TASK_SEGMENT);
-        family_types(det, sizeof det, RV_TASK_DETECT);
+        family_types(seg, sizeof seg, RV_TASK_SEGMENT, "/");
+        family_types(det, sizeof det, RV_TASK_DETECT, ", ");
         st = rv_error(ctx, RV_ERR_MODEL, "%s: the meta config describes a %s with a %s backbone; ravlt runs RAVLT (GLTA) "
                       "segmentors (EncoderDecoder with %s) and detectors (%s)",
                       path, type, bbtype ? bbtype : "unknown", seg, det);
