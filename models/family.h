@@ -20,9 +20,9 @@
  * The ops (rv_family_ops) are one shape for both tasks: load (the part after the backbone,
  * and the family's test settings from the meta config), forward (one pre-processed input
  * -> the task's output), set_precision, free. A whole model runs its backbone and then the
- * family's forward the same way for every family; neither models/model.c nor the CLI has
- * a per-task or per-family branch: what differs lives behind the ops, in the family's
- * implementation (models/detector.c, models/segmentor.c).
+ * family's forward the same way for every family; models/model.c has no per-task or
+ * per-family branch: what differs lives behind the ops, in the family's implementation
+ * (models/detector.c, models/segmentor.c).
  *
  * Why forward takes a "features of this input" function (rv_features_fn) rather than the
  * features of the whole input: mmseg's slide mode runs the backbone once per crop window,
@@ -32,9 +32,10 @@
  * letting the model cut the crops would put mmseg's slide rule (and a task branch) in the
  * model. With the function, the model gives every family the same thing (its backbone on
  * any input tensor), a detector or a whole-mode segmentor calls it once on the input, a
- * slide-mode segmentor once per window, and the model drives only what is common to both
- * tasks: pre-processing, and the aug-test list of (scale, flip) inputs, one forward each.
- * Tests drive the same forward with stored features (a function that returns them).
+ * slide-mode segmentor once per window, and the model keeps only pre-processing: one input
+ * per forward (an aug-test is the model's list of (scale, flip) inputs, pre-processed and
+ * passed one forward each, their probabilities summed by the family). Tests drive the same
+ * forward with a function that counts its calls (tests/test_family.c).
  *
  * A new detection head: one row here (ops: &rv_detector_family_ops), its file in heads/,
  * and its part in models/detector.c (rv_det_head_ops: FPN config, load, forward, test_cfg,
