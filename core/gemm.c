@@ -1,6 +1,7 @@
 /* GEMM: row-major C = alpha * op(A) * op(B) + beta * C via OpenBLAS, and a naive twin.
  * op(A) is [m x k] (A stored [m x k], lda >= k, or transposed: stored [k x m], lda >= m);
- * op(B) is [k x n] likewise. Never called from inside an OpenMP parallel region. */
+ * op(B) is [k x n] likewise. rv_gemm_f32 splits itself among the calling thread's OpenMP team
+ * (called inside a parallel region it runs on the calling thread); OpenBLAS never threads. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include "core/ops.h"
 
@@ -11,6 +12,40 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+/* One block: C[m x n] of a GEMM on the calling thread alone. OpenBLAS's OpenMP build starts
+ * threads of its own (exec_blas) when the caller's omp_get_max_threads() exceeds 1 outside a
+ * parallel region; that path has one shared work buffer (calls from two threads wait for it,
+ * spinning: 85% of the time of 8 threads sharing a model was there) and a process-wide thread
+ * count that concurrent callers with different counts rewrite under each other. Here the
+ * thread's count is 1 for the call, so OpenBLAS takes its serial path and touches neither. */
+static void gemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc) {
+  rv_blas_serial g;
+  rv_blas_serial_begin(&g);
+#ifdef _OPENMP
+  const int saved = omp_get_max_threads();
+  if (saved != 1) omp_set_num_threads(1);
+#endif
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#ifdef _OPENMP
+  if (saved != 1) omp_set_num_threads(saved);
+#endif
+  rv_blas_serial_end(&g);
+}
+
+/* The blocks of a GEMM: C's columns in blocks of nb (or, where C has few columns, its rows in
+ * blocks of mb), sizes that follow from the shape alone, never from the thread count; GEMMs
+ * under 2^20 multiply-adds are one block. Each block is one serial OpenBLAS call, and the
+ * blocks are shared dynamically by the calling thread's OpenMP team (omp_get_max_threads():
+ * the call's share, core/rv.h "Calls"). A block's bits are those of its own call, whoever runs
+ * it, so the result is the same for any number of threads; with OpenBLAS's SkylakeX kernels
+ * they also equal the unsplit call's (its threads split C the same way), with its Haswell
+ * kernels they differ from the unsplit call's but no longer with the thread count.
+ * About 48 blocks: enough for a team of 16 to share evenly. */
+enum { GEMM_BLOCK_MIN_WORK = 1 << 20, GEMM_BLOCKS = 48 };
+static int round_up(int x, int q) { return (x + q - 1) / q * q; }
 
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
@@ -24,8 +59,37 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
       }
     return;
   }
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  const double work = (double)m * n * k;
+  int by_cols = 0, bs = 0, blocks = 1;
+  if (work >= GEMM_BLOCK_MIN_WORK && n >= 128) {
+    by_cols = 1;
+    bs = round_up((n + GEMM_BLOCKS - 1) / GEMM_BLOCKS, 64);
+    blocks = (n + bs - 1) / bs;
+  } else if (work >= GEMM_BLOCK_MIN_WORK && m >= 32) {
+    bs = round_up((m + GEMM_BLOCKS - 1) / GEMM_BLOCKS, 16);
+    blocks = (m + bs - 1) / bs;
+  }
+  if (blocks == 1) {
+    gemm_serial(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  int team = 1;
+#ifdef _OPENMP
+  if (!omp_in_parallel()) team = omp_get_max_threads();
+#endif
+  if (team > blocks) team = blocks;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
+  for (int i = 0; i < blocks; i++) {
+    const int o = i * bs, len = (by_cols ? n : m) - o < bs ? (by_cols ? n : m) - o : bs;
+    if (by_cols) /* columns o.. of B and C */
+      gemm_serial(ta, tb, m, len, k, alpha, a, lda, trans_b ? b + (size_t)o * ldb : b + o, ldb,
+                  beta, c + o, ldc);
+    else /* rows o.. of A and C */
+      gemm_serial(ta, tb, len, n, k, alpha, trans_a ? a + o : a + (size_t)o * lda, lda, b, ldb,
+                  beta, c + (size_t)o * ldc, ldc);
+  }
 }
 
 /* OpenBLAS's OpenMP build runs a GEMM called from inside a parallel region on the calling
@@ -41,6 +105,9 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
 void rv_blas_serial_begin(rv_blas_serial *g) {
   g->set = NULL;
   g->saved = 0;
+#if defined(_OPENMP) && !defined(__clang__)
+  return; /* GCC's OpenMP runtime is libgomp: OpenBLAS's own (the check below, at no cost) */
+#endif
   void *h = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return;
   void (*set)(int) = (void (*)(int))(uintptr_t)dlsym(h, "omp_set_num_threads");

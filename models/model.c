@@ -24,6 +24,10 @@ struct rv_model {
   char **class_names;           /* from meta CLASSES, or NULL */
   unsigned char (*palette)[3];  /* from meta PALETTE (RGB), or NULL */
   const rv_class_set *builtin;  /* COCO / ADE20K when the class count matches */
+  /* the calls in flight (core/rv.h "Calls"): the one mutable member, changed atomically by
+   * the calls that share the model (its storage is the heap's, so the const of the entry
+   * points is cast away legally) */
+  rv_share share;
 };
 
 static const char *const MODEL_NAMES[] = {
@@ -452,8 +456,10 @@ rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES],
 
 static const double DEFAULT_RATIOS[] = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75};
 
-rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
-                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+rv_share *rv_model_share(const rv_model *m) { return (rv_share *)&m->share; }
+
+static rv_status segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                         const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
   if (m->task != RV_TASK_SEGMENT)
     return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", m->arch);
   rv_arena_mark mark = rv_arena_get_mark(arena);
@@ -480,7 +486,8 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
     rv_arena_mark inner = rv_arena_get_mark(arena);
     rv_tensor x;
     rv_img_meta meta;
-    st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
+    st = rv_ctx_check(ctx); /* between the passes: cancelled, or the call's threads anew */
+    if (st == RV_OK) st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
     if (st == RV_OK) st = rv_seg_aug_add(&m->seg, acc, x, list[i].flip, bgr->h, bgr->w, arena, ctx);
     rv_arena_release(arena, inner);
   }
@@ -489,8 +496,14 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
   return st;
 }
 
-rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
-                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, segment(m, labels, bgr, opts, arena, ctx));
+}
+
+static rv_status detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                        const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
   if (m->task != RV_TASK_DETECT)
     return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", m->arch);
   rv_tensor x;
@@ -504,4 +517,10 @@ rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *me
   RV_TRY(rv_detector_forward(m->detector, det, feats, &meta, NULL, arena, ctx));
   if (meta_out) *meta_out = meta;
   return RV_OK;
+}
+
+rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, detect(m, det, meta_out, bgr, arena, ctx));
 }
