@@ -4,6 +4,7 @@ import ctypes.util
 import os
 import sys
 import sysconfig
+import threading
 
 import numpy as np
 
@@ -130,7 +131,68 @@ _sig('rv_py_dets_dims', None, c_void_p, P(c_int))
 _sig('rv_py_dets_copy', None, c_void_p, c_void_p, c_void_p, c_void_p)
 _sig('rv_py_dets_free', None, c_void_p)
 
+_sig('rv_ctx_cancel', None, c_void_p)
+
 blas_core = lib.rv_py_init()  # the CLI's start-up (OpenBLAS kernel selection), once per process
+
+RV_ERR_CANCELLED = 11  # rv_status of <ravlt/core.h>
+
+
+def interruptible(fn):
+    """fn(..., ctx), a long foreign call, made interruptible by Ctrl-C.
+
+    Python runs signal handlers in the main thread only, between bytecodes: while the main
+    thread waits in a foreign call, Ctrl-C would be seen when the call returns (seconds later
+    for an aug-test segmentation). Called from the main thread, fn runs in a helper thread
+    while the main thread waits in short slices; an exception there (KeyboardInterrupt from
+    Ctrl-C, or whatever a handler raises) cancels the call through its context
+    (rv_ctx_cancel: the library stops at its next check between layers, RV_ERR_CANCELLED),
+    waits for the helper to return (the context and the arrays stay alive until then; a
+    further Ctrl-C meanwhile does not abandon it), then propagates. The model stays usable.
+    From other threads (which receive no signals) fn is called directly. The helper is a
+    fresh thread: its OpenMP settings are the defaults, as in any thread of the process."""
+    def call(*args):
+        if threading.current_thread() is not threading.main_thread():
+            return fn(*args)
+        box = []
+        done = threading.Event()
+
+        def run():
+            try:
+                box.append((True, fn(*args)))
+            except BaseException as e:  # ctypes argument errors: raised in the caller
+                box.append((False, e))
+            finally:
+                done.set()
+
+        # (an Event, not Thread.join: Python 3.11's join, interrupted by Ctrl-C, can mark a
+        # running thread as stopped, and is_alive() then returns False while the call runs)
+        threading.Thread(target=run, name='ravlt-call', daemon=True).start()
+        try:
+            while not done.wait(0.05):
+                pass
+        except BaseException:
+            lib.rv_ctx_cancel(args[-1])
+            while True:
+                try:
+                    if done.wait(0.05):
+                        break
+                except BaseException:
+                    pass
+            raise
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+    call.__name__ = getattr(fn, '__name__', 'call')
+    call.__doc__ = fn.__doc__
+    return call
+
+
+# The inference entry points (their last argument is the context), used as lib.rv_py_segment
+# and lib.rv_py_detect by the package.
+lib.rv_py_segment = interruptible(lib.rv_py_segment)
+lib.rv_py_detect = interruptible(lib.rv_py_detect)
 
 
 def enc(s):
