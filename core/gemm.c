@@ -19,11 +19,17 @@
  * spinning: 85% of the time of 8 threads sharing a model was there) and a process-wide thread
  * count that concurrent callers with different counts rewrite under each other. Here the
  * thread's count is 1 for the call, so OpenBLAS takes its serial path and touches neither. */
-static void gemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
-                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                        int ldc) {
-  rv_blas_serial g;
-  rv_blas_serial_begin(&g);
+typedef struct {
+  void (*set)(int);
+  int (*get)(void);
+} other_omp; /* libgomp's thread count functions where OpenBLAS's runtime is not ours */
+static other_omp find_other_omp(void);
+
+static void gemm_serial(const other_omp *o, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n,
+                        int k, float alpha, const float *a, int lda, const float *b, int ldb,
+                        float beta, float *c, int ldc) {
+  const int other = o->set ? o->get() : 1;
+  if (other != 1) o->set(1);
 #ifdef _OPENMP
   const int saved = omp_get_max_threads();
   if (saved != 1) omp_set_num_threads(1);
@@ -32,7 +38,7 @@ static void gemm_serial(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, in
 #ifdef _OPENMP
   if (saved != 1) omp_set_num_threads(saved);
 #endif
-  rv_blas_serial_end(&g);
+  if (other != 1) o->set(other);
 }
 
 /* The blocks of a GEMM: C's columns in blocks of nb (or, where C has few columns, its rows in
@@ -71,8 +77,9 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
     bs = round_up((m + GEMM_BLOCKS - 1) / GEMM_BLOCKS, 16);
     blocks = (m + bs - 1) / bs;
   }
+  const other_omp gomp = find_other_omp(); /* once per GEMM (a dlopen in clang builds) */
   if (blocks == 1) {
-    gemm_serial(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_serial(&gomp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   int team = 1;
@@ -84,10 +91,10 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
   for (int i = 0; i < blocks; i++) {
     const int o = i * bs, len = (by_cols ? n : m) - o < bs ? (by_cols ? n : m) - o : bs;
     if (by_cols) /* columns o.. of B and C */
-      gemm_serial(ta, tb, m, len, k, alpha, a, lda, trans_b ? b + (size_t)o * ldb : b + o, ldb,
+      gemm_serial(&gomp, ta, tb, m, len, k, alpha, a, lda, trans_b ? b + (size_t)o * ldb : b + o, ldb,
                   beta, c + o, ldc);
     else /* rows o.. of A and C */
-      gemm_serial(ta, tb, len, n, k, alpha, trans_a ? a + o : a + (size_t)o * lda, lda, b, ldb,
+      gemm_serial(&gomp, ta, tb, len, n, k, alpha, trans_a ? a + o : a + (size_t)o * lda, lda, b, ldb,
                   beta, c + (size_t)o * ldc, ldc);
   }
 }
@@ -102,24 +109,34 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
  * two (test_python, clang build). rv_blas_serial_begin sets libgomp's thread count of the
  * calling thread to 1 in that case (no-op where libgomp is not loaded or is our runtime);
  * rv_blas_serial_end restores it. Called by each thread of a region that calls BLAS. */
-void rv_blas_serial_begin(rv_blas_serial *g) {
-  g->set = NULL;
-  g->saved = 0;
+static other_omp find_other_omp(void) {
+  other_omp o = {NULL, NULL};
 #if defined(_OPENMP) && !defined(__clang__)
-  return; /* GCC's OpenMP runtime is libgomp: OpenBLAS's own (the check below, at no cost) */
+  return o; /* GCC's OpenMP runtime is libgomp: OpenBLAS's own (the check below, at no cost) */
 #endif
   void *h = dlopen("libgomp.so.1", RTLD_LAZY | RTLD_NOLOAD);
-  if (!h) return;
+  if (!h) return o;
   void (*set)(int) = (void (*)(int))(uintptr_t)dlsym(h, "omp_set_num_threads");
   int (*get)(void) = (int (*)(void))(uintptr_t)dlsym(h, "omp_get_max_threads");
   dlclose(h); /* a NOLOAD handle: libgomp stays loaded by whoever loaded it */
 #ifdef _OPENMP
-  if (set == omp_set_num_threads) return; /* one runtime: OpenBLAS sees the region */
+  if (set == omp_set_num_threads) return o; /* one runtime: OpenBLAS sees the region */
 #endif
-  if (!set || !get) return;
-  g->set = (void *)(uintptr_t)set;
-  g->saved = get();
-  set(1);
+  if (set && get) {
+    o.set = set;
+    o.get = get;
+  }
+  return o;
+}
+
+void rv_blas_serial_begin(rv_blas_serial *g) {
+  const other_omp o = find_other_omp();
+  g->set = NULL;
+  g->saved = 0;
+  if (!o.set) return;
+  g->set = (void *)(uintptr_t)o.set;
+  g->saved = o.get();
+  o.set(1);
 }
 
 void rv_blas_serial_end(const rv_blas_serial *g) {
