@@ -24,6 +24,7 @@ struct rv_ctx {
   rv_share *share;      /* the model's count of calls in flight, or NULL */
   int budget;           /* T */
   int saved;            /* the caller's OpenMP thread count, restored at the end */
+  int level;            /* the caller's OpenMP nesting level (deeper: inside our regions) */
   int most;             /* the most threads used so far */
   int last_call;        /* rv_ctx_last_call_threads */
 };
@@ -103,6 +104,9 @@ static void apply(rv_ctx *ctx) {
 void rv_call_begin(rv_ctx *ctx, rv_share *share) {
   if (!ctx || ctx->depth++ > 0) return;
   ctx->saved = omp_threads();
+#ifdef _OPENMP
+  ctx->level = omp_get_level();
+#endif
   ctx->budget = ctx->threads > 0 ? ctx->threads : ctx->saved;
   ctx->share = share;
   ctx->most = 0;
@@ -118,6 +122,7 @@ rv_status rv_call_end(rv_ctx *ctx, rv_status st) {
   if (omp_get_max_threads() != ctx->saved) omp_set_num_threads(ctx->saved);
 #endif
   ctx->last_call = ctx->most;
+  ctx->level = 0;
   atomic_store(&ctx->cancel, 0);
   return st;
 }
@@ -125,7 +130,7 @@ rv_status rv_call_end(rv_ctx *ctx, rv_status st) {
 rv_status rv_ctx_check(rv_ctx *ctx) {
   if (!ctx) return RV_OK;
 #ifdef _OPENMP
-  if (omp_in_parallel()) return RV_OK; /* a layer run by one thread of a team: no change */
+  if (omp_get_level() > ctx->level) return RV_OK; /* a layer run by one thread of a team */
 #endif
   if (atomic_load_explicit(&ctx->cancel, memory_order_relaxed))
     return rv_error(ctx, RV_ERR_CANCELLED, "cancelled (rv_ctx_cancel)");
@@ -135,6 +140,9 @@ rv_status rv_ctx_check(rv_ctx *ctx) {
 
 void rv_ctx_apply_threads(rv_ctx *ctx) {
   if (!ctx) return;
+#ifdef _OPENMP
+  if (omp_get_level() > ctx->level) return;
+#endif
   if (ctx->depth > 0) {
     apply(ctx);
     return;

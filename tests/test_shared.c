@@ -225,6 +225,49 @@ static void test_thread_rule(void **state) {
   rv_model_free(m);
 }
 
+/* Calls made from inside the application's own OpenMP region (each thread of a team of 2 with
+ * its own context and arena): the library's regions nest inactive there (one thread each);
+ * outputs as a call made alone, and cancellation still stops a call. */
+static void test_calls_inside_a_region(void **state) {
+  (void)state;
+  rv_model *m;
+  load(&m, DEMO_SEG, NULL);
+  rv_image img = {0};
+  read_image(&img, fixture_path("e2e/upernet/image.jpg"));
+  const size_t npix = (size_t)img.h * img.w;
+  job ref = {m, &img, 1, 1, malloc(npix * sizeof(int32_t)), {0}, RV_OK, 0, NULL};
+  run(&ref);
+  assert_int_equal(ref.st, RV_OK);
+  int32_t *out[2] = {malloc(npix * sizeof(int32_t)), malloc(npix * sizeof(int32_t))};
+  rv_status st[2][2];
+  int team = 0;
+#pragma omp parallel num_threads(2)
+  {
+    const int t = omp_get_thread_num();
+    rv_ctx *ctx = rv_ctx_create();
+    rv_arena *arena = rv_arena_create(0);
+    st[t][0] = rv_model_segment(m, out[t], &img, NULL, arena, ctx);
+    rv_ctx_cancel(ctx);
+    rv_arena_reset(arena);
+    st[t][1] = rv_model_segment(m, out[t], &img, NULL, arena, ctx);
+    if (t == 0) team = omp_get_num_threads();
+    rv_arena_free(arena);
+    rv_ctx_free(ctx);
+  }
+  assert_int_equal(team, 2);
+  for (int t = 0; t < 2; t++) {
+    assert_int_equal(st[t][0], RV_OK);
+    assert_int_equal(st[t][1], RV_ERR_CANCELLED);
+    assert_memory_equal(out[t], ref.labels, npix * sizeof(int32_t)); /* the first call's */
+  }
+  assert_int_equal(rv_model_share(m)->inflight, 0);
+  free(out[0]);
+  free(out[1]);
+  free(ref.labels);
+  rv_image_free(&img);
+  rv_model_free(m);
+}
+
 /* ---- cancellation ---- */
 
 typedef struct {
@@ -326,6 +369,7 @@ int main(void) {
       cmocka_unit_test(test_concurrent_segmentor),
       cmocka_unit_test(test_concurrent_detector),
       cmocka_unit_test(test_concurrent_mask_rcnn),
+      cmocka_unit_test(test_calls_inside_a_region),
       cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_cancel_detector),
   };
