@@ -14,7 +14,7 @@
 #   --base     the revision to compare with (default main), exported with git archive into
 #              OUT/base-src and built there (Release, the library only; kept between runs)
 #   --models   demo-seg / demo-det: the built-in demo models (models/*.safetensors);
-#              mask-rcnn: the e2e Mask R-CNN fixture (tests/fixtures/e2e/mask_rcnn);
+#              mask-rcnn, upernet: the e2e fixtures (tests/fixtures/e2e/mask_rcnn, upernet);
 #              upernet-s: a whole UperNet-RAVLT-S with random weights (tools/random_checkpoint.py,
 #              needs python3-torch; written once into OUT), N from --threads but at most 4
 #   --out DIR  raw JSON lines (DIR/raw.jsonl) and the table (DIR/table.md); default
@@ -68,6 +68,7 @@ model_args() {  # name -> checkpoint [--name N]
     demo-seg) echo "$ROOT/models/demo_seg.safetensors" ;;
     demo-det) echo "$ROOT/models/demo_det.safetensors" ;;
     mask-rcnn) echo "$ROOT/tests/fixtures/e2e/mask_rcnn/checkpoint.pth" ;;
+    upernet) echo "$ROOT/tests/fixtures/e2e/upernet/checkpoint.pth" ;;
     upernet-s)
       [ -s "$OUT/upernet_s_random.pth" ] || "$PYBIN" "$ROOT/tools/random_checkpoint.py" upernet-s "$OUT/upernet_s_random.pth"
       echo "$OUT/upernet_s_random.pth --name upernet-ravlt-s" ;;
