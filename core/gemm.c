@@ -41,17 +41,19 @@ static void gemm_serial(const other_omp *o, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE 
   if (other != 1) o->set(other);
 }
 
-/* The blocks of a GEMM: C's columns in blocks of nb (or, where C has few columns, its rows in
- * blocks of mb), sizes that follow from the shape alone, never from the thread count; GEMMs
- * under 2^20 multiply-adds are one block. Each block is one serial OpenBLAS call, and the
- * blocks are shared dynamically by the calling thread's OpenMP team (omp_get_max_threads():
- * the call's share, core/rv.h "Calls"). A block's bits are those of its own call, whoever runs
- * it, so the result is the same for any number of threads; with OpenBLAS's SkylakeX kernels
- * they also equal the unsplit call's (its threads split C the same way), with its Haswell
- * kernels they differ from the unsplit call's but no longer with the thread count.
- * About 48 blocks: enough for a team of 16 to share evenly. */
-enum { GEMM_BLOCK_MIN_WORK = 1 << 20, GEMM_BLOCKS = 48 };
-static int round_up(int x, int q) { return (x + q - 1) / q * q; }
+/* The split of a GEMM: the larger of C's two dimensions cut into R contiguous ranges, aligned
+ * to 16, R = min(the CPUs the process may use, that dimension / GEMM_MIN_RANGE): a property of
+ * the shape and the machine, never of the thread count. The calling thread's OpenMP team (its
+ * omp_get_max_threads(): the call's share, core/rv.h "Calls") shares the ranges; a team of one
+ * (a call's share of 1, or inside a parallel region) runs them one after another. Each range
+ * is one serial OpenBLAS call, so its bits are those of that call whoever runs it: the result
+ * is the same for 1 thread or 16, alone or beside other calls (OpenBLAS's results depend on
+ * how a product is split, with its SkylakeX and Haswell kernels alike). Products under 2^20
+ * multiply-adds are one call. A range packs the operand it shares with the others again (the
+ * cost of splitting outside OpenBLAS, which shares its packed panels among its own threads):
+ * ranges of at least GEMM_MIN_RANGE rows / columns keep that to a few percent where blocks of
+ * 64 cost 5-65% on this library's shapes (bench/RESULTS.md). */
+enum { GEMM_MIN_WORK = 1 << 20, GEMM_MIN_RANGE = 192 };
 
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
@@ -67,35 +69,31 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
   }
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-  const double work = (double)m * n * k;
-  int by_cols = 0, bs = 0, blocks = 1;
-  if (work >= GEMM_BLOCK_MIN_WORK && n >= 128) {
-    by_cols = 1;
-    bs = round_up((n + GEMM_BLOCKS - 1) / GEMM_BLOCKS, 64);
-    blocks = (n + bs - 1) / bs;
-  } else if (work >= GEMM_BLOCK_MIN_WORK && m >= 32) {
-    bs = round_up((m + GEMM_BLOCKS - 1) / GEMM_BLOCKS, 16);
-    blocks = (m + bs - 1) / bs;
-  }
   const other_omp gomp = find_other_omp(); /* once per GEMM (a dlopen in clang builds) */
-  if (blocks == 1) {
+  const int by_cols = n >= m, len = by_cols ? n : m;
+  int ranges = len / GEMM_MIN_RANGE, team = 1;
+#ifdef _OPENMP
+  if (ranges > omp_get_num_procs()) ranges = omp_get_num_procs();
+  if (!omp_in_parallel()) team = omp_get_max_threads();
+#else
+  ranges = 1;
+#endif
+  if (ranges < 2 || (double)m * n * k < GEMM_MIN_WORK) {
     gemm_serial(&gomp, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  int team = 1;
-#ifdef _OPENMP
-  if (!omp_in_parallel()) team = omp_get_max_threads();
-#endif
-  if (team > blocks) team = blocks;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(team) if (team > 1)
-  for (int i = 0; i < blocks; i++) {
-    const int o = i * bs, len = (by_cols ? n : m) - o < bs ? (by_cols ? n : m) - o : bs;
-    if (by_cols) /* columns o.. of B and C */
-      gemm_serial(&gomp, ta, tb, m, len, k, alpha, a, lda, trans_b ? b + (size_t)o * ldb : b + o, ldb,
-                  beta, c + o, ldc);
-    else /* rows o.. of A and C */
-      gemm_serial(&gomp, ta, tb, len, n, k, alpha, trans_a ? a + o : a + (size_t)o * lda, lda, b, ldb,
-                  beta, c + (size_t)o * ldc, ldc);
+  if (team > ranges) team = ranges;
+  const int units = (len + 15) / 16;
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+  for (int r = 0; r < ranges; r++) {
+    const int o = 16 * (int)((long)r * units / ranges);
+    const int e = r + 1 == ranges ? len : 16 * (int)((long)(r + 1) * units / ranges);
+    if (by_cols) /* columns o..e of B and C */
+      gemm_serial(&gomp, ta, tb, m, e - o, k, alpha, a, lda, trans_b ? b + (size_t)o * ldb : b + o,
+                  ldb, beta, c + o, ldc);
+    else /* rows o..e of A and C */
+      gemm_serial(&gomp, ta, tb, e - o, n, k, alpha, trans_a ? a + o : a + (size_t)o * lda, lda, b,
+                  ldb, beta, c + (size_t)o * ldc, ldc);
   }
 }
 

@@ -49,10 +49,11 @@ static void test_gemm(void **state) {
   assert_true(c[0] == 0.5f && c[3] == 2.0f);
 }
 
-/* The GEMMs that rv_gemm_f32 splits into blocks (core/gemm.c: over 2^20 multiply-adds, C's
- * columns in blocks, or its rows where it has under 128 columns), with transposes, strides
- * and beta: equal to the naive twin within float32 rounding, and bit for bit the same with
- * 1, 2 and 3 threads and from inside a parallel region (the blocks follow the shape only). */
+/* The GEMMs that rv_gemm_f32 splits into ranges (core/gemm.c: over 2^20 multiply-adds, the
+ * larger of C's dimensions cut into ranges set by the shape and the CPU count), and some it
+ * does not, with transposes, strides and beta: equal to the naive twin within float32
+ * rounding, and bit for bit the same with 1, 2 and 3 threads and from inside a parallel
+ * region (the split never follows the thread count). */
 static void test_gemm_blocks(void **state) {
   (void)state;
   static const int shapes[][3] = {{64, 1000, 40}, {7, 4099, 64}, {300, 100, 50}, {33, 64, 900},
