@@ -2,6 +2,7 @@
 import ctypes
 import ctypes.util
 import os
+import _thread
 import sys
 import sysconfig
 import threading
@@ -156,29 +157,29 @@ def interruptible(fn):
             return fn(*args)
         box = []
         done = threading.Event()
+        lock = threading.Lock()
+        state = ['new']  # -> 'running' -> done, or -> 'abandoned' (never started: nothing to wait for)
 
         def run():
             try:
+                with lock:
+                    if state[0] == 'abandoned':
+                        return
+                    state[0] = 'running'
                 box.append((True, fn(*args)))
             except BaseException as e:  # ctypes argument errors: raised in the caller
                 box.append((False, e))
             finally:
                 done.set()
 
-        # (an Event, not Thread.join: Python 3.11's join, interrupted by Ctrl-C, can mark a
-        # running thread as stopped, and is_alive() then returns False while the call runs)
-        threading.Thread(target=run, name='ravlt-call', daemon=True).start()
+        # (_thread and an Event, not threading.Thread and join: a Ctrl-C inside Thread.start()
+        # or Python 3.11's Thread.join() can leave a running thread marked as stopped)
         try:
+            _thread.start_new_thread(run, ())
             while not done.wait(0.05):
                 pass
         except BaseException:
-            lib.rv_ctx_cancel(args[-1])
-            while True:
-                try:
-                    if done.wait(0.05):
-                        break
-                except BaseException:
-                    pass
+            _stop(lock, state, done, args[-1])
             raise
         ok, value = box[0]
         if not ok:
@@ -187,6 +188,27 @@ def interruptible(fn):
     call.__name__ = getattr(fn, '__name__', 'call')
     call.__doc__ = fn.__doc__
     return call
+
+
+def _stop(lock, state, done, ctx):
+    """After an exception in the waiting caller: a helper that has not started never will
+    (abandoned); one that has is cancelled and waited for, whatever else arrives meanwhile."""
+    while True:
+        try:
+            with lock:
+                if state[0] == 'new':
+                    state[0] = 'abandoned'
+                    return
+            break
+        except BaseException:
+            continue
+    lib.rv_ctx_cancel(ctx)
+    while True:
+        try:
+            if done.wait(0.05):
+                return
+        except BaseException:
+            pass
 
 
 # The inference entry points (their last argument is the context), used as lib.rv_py_segment
