@@ -5,7 +5,8 @@
  * warmed up first); the concurrent threads are created for each round. Prints the
  * two wall times, their ratio (concurrent / sequential) and whether every concurrent output
  * equals the sequential one (labels, or boxes / scores / labels / masks), one JSON line per
- * N. Only the public API (<ravlt/ravlt.h>), so the same source builds against any version of
+ * N, with the CPU time (user + system) of each phase: on a machine loaded by other work the
+ * wall times wander, the CPU spent says how much work each way costs. Only the public API (<ravlt/ravlt.h>), so the same source builds against any version of
  * the library (bench/bench_shared.sh builds it against main and the working tree and runs
  * both in one run).
  *
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 typedef struct {
@@ -50,6 +52,13 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double cpu_now(void) { /* user + system CPU time of the process */
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+         1e-6 * (double)u.ru_stime.tv_usec;
 }
 
 static void det_free(det_copy *d) {
@@ -171,15 +180,17 @@ int main(int argc, char **argv) {
   }
   for (const char *p = list; *p;) {
     int n = atoi(p);
-    double tseq = 1e30, tcon = 1e30;
+    double tseq = 1e30, tcon = 1e30, cseq = 1e30, ccon = 1e30;
     int ok = 1;
     for (int r = 0; r < rounds; r++) {
-      double t0 = now();
+      double c0 = cpu_now(), t0 = now();
       for (int i = 0; i < n; i++) run_one(&seq[i]);
-      double t1 = now();
+      double t1 = now(), c1 = cpu_now();
       if (t1 - t0 < tseq) tseq = t1 - t0;
+      if (c1 - c0 < cseq) cseq = c1 - c0;
       pthread_barrier_t bar;
       pthread_barrier_init(&bar, NULL, (unsigned)n + 1);
+      double c2 = cpu_now();
       for (int i = 0; i < n; i++) {
         con[i].start = &bar;
         if (pthread_create(&tid[i], NULL, thread_main, &con[i]) != 0) return fprintf(stderr, "pthread_create\n"), 1;
@@ -187,9 +198,10 @@ int main(int argc, char **argv) {
       pthread_barrier_wait(&bar);
       double t2 = now();
       for (int i = 0; i < n; i++) pthread_join(tid[i], NULL);
-      double t3 = now();
+      double t3 = now(), c3 = cpu_now();
       pthread_barrier_destroy(&bar);
       if (t3 - t2 < tcon) tcon = t3 - t2;
+      if (c3 - c2 < ccon) ccon = c3 - c2;
       for (int i = 0; i < n; i++) {
         if (seq[i].st != RV_OK || con[i].st != RV_OK)
           return fprintf(stderr, "inference failed: %s%s\n", seq[i].err, con[i].err), 1;
@@ -197,8 +209,9 @@ int main(int argc, char **argv) {
       }
     }
     printf("{\"checkpoint\": \"%s\", \"size\": \"%dx%d\", \"aug_test\": %d, \"n\": %d, \"sequential_s\": %.3f, "
-           "\"concurrent_s\": %.3f, \"ratio\": %.3f, \"identical\": %s}\n",
-           ckpt, h, w, aug, n, tseq, tcon, tcon / tseq, ok ? "true" : "false");
+           "\"concurrent_s\": %.3f, \"ratio\": %.3f, \"sequential_cpu_s\": %.3f, \"concurrent_cpu_s\": %.3f, "
+           "\"cpu_ratio\": %.3f, \"identical\": %s}\n",
+           ckpt, h, w, aug, n, tseq, tcon, tcon / tseq, cseq, ccon, ccon / cseq, ok ? "true" : "false");
     fflush(stdout);
     p = strchr(p, ',');
     if (!p) break;

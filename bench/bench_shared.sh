@@ -99,15 +99,21 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 key = lambda r: (r['model'], r['lang'], r['n'])
 base = {key(r): r for r in rows if r['side'] == 'base'}
-print('| model | threads | N | %s sequential s | %s concurrent s | %s ratio | now sequential s | now concurrent s | now ratio | identical |' % ((sys.argv[2],) * 3))
-print('|---|---|---|---|---|---|---|---|---|---|')
+cpu = any('cpu_ratio' in r for r in rows)
+print('| model | threads | N | %s sequential s | %s concurrent s | %s ratio | now sequential s | now concurrent s | now ratio |%s identical |' % (
+    (sys.argv[2],) * 3 + (' %s CPU ratio | now CPU ratio |' % sys.argv[2] if cpu else '',)))
+print('|---|---|---|---|---|---|---|---|---|' + ('---|---|' if cpu else '') + '---|')
 for r in rows:
     if r['side'] != 'new':
         continue
     b = base.get(key(r))
     bs = ('%.3f' % b['sequential_s'], '%.3f' % b['concurrent_s'], '%.2fx' % b['ratio']) if b else ('-',) * 3
-    print('| %s | %s | %d | %s | %s | %s | %.3f | %.3f | %.2fx | %s |' % (
+    cr = ''
+    if cpu:
+        f = lambda x: '%.2fx' % x['cpu_ratio'] if x and 'cpu_ratio' in x else '-'
+        cr = ' %s | %s |' % (f(b), f(r))
+    print('| %s | %s | %d | %s | %s | %s | %.3f | %.3f | %.2fx |%s %s |' % (
         r['model'], 'C' if r['lang'] == 'c' else 'Python', r['n'], bs[0], bs[1], bs[2], r['sequential_s'],
-        r['concurrent_s'], r['ratio'], 'yes' if r['identical'] and (not b or b['identical']) else 'NO'))
+        r['concurrent_s'], r['ratio'], cr, 'yes' if r['identical'] and (not b or b['identical']) else 'NO'))
 EOF
 cat "$OUT/table.md"
