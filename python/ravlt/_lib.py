@@ -144,6 +144,8 @@ class _Lib:
 
     def __getattr__(self, name):
         f = getattr(_open(), name)
+        if name in _INTERRUPTIBLE and _cancel_fn() is not None:
+            f = interruptible(f)  # Ctrl-C cancels the call (below)
         self.__dict__[name] = f
         return f
 
@@ -324,7 +326,7 @@ def _stop(lock, state, done, ctx):
             break
         except BaseException:
             continue
-    lib.rv_ctx_cancel(ctx)
+    _cancel_fn()(ctx)
     while True:
         try:
             if done.wait(0.05):
@@ -333,13 +335,18 @@ def _stop(lock, state, done, ctx):
             pass
 
 
-# The inference entry points (their last argument is the context), used as lib.rv_py_segment
-# and lib.rv_py_detect by the package; a library without rv_ctx_cancel (older than the
-# package) runs them directly, not interruptible.
-if hasattr(lib, 'rv_ctx_cancel'):
-    _sig('rv_ctx_cancel', None, c_void_p)
-    lib.rv_py_segment = interruptible(lib.rv_py_segment)
-    lib.rv_py_detect = interruptible(lib.rv_py_detect)
+# The inference entry points (their last argument is the context): lib.rv_py_segment and
+# lib.rv_py_detect are these wrapped by interruptible, where the library has rv_ctx_cancel (one
+# older than the package runs them directly, not interruptible).
+_INTERRUPTIBLE = ('rv_py_segment', 'rv_py_detect')
+
+
+def _cancel_fn():
+    f = getattr(_real, 'rv_ctx_cancel', None)
+    if f is not None:
+        f.restype = None
+        f.argtypes = [c_void_p]
+    return f
 
 
 def enc(s):
