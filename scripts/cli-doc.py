@@ -9,7 +9,7 @@ holds the common options. This script fills each block with a table of the optio
 `ravlt NAME --help` (the text of the help, its continuation lines joined) and rewrites the
 file in place (through a temporary renamed into place). With --check it changes nothing and
 exits 1 when a block differs from the help, a command has no block or a block names no
-command: tests/test_docs.sh runs it so, and the message says what to do.
+command: tests/cli/test_docs.sh runs it so, and the message says what to do.
 The prose around the blocks is written by hand; the tables never are.
 """
 import os

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The documentation's checks (tests/test_docs.sh runs this with Debian's python3):
+"""The documentation's checks (tests/cli/test_docs.sh runs this with Debian's python3):
 
 1. every relative link and image of README.md and docs/*.md resolves: the file or folder
    exists and, for `page.md#anchor`, the page has a heading with that GitHub anchor;
