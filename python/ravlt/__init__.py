@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import Error, lib, Ctx
+from .client import Client, ServerError  # `ravlt serve`'s client (urllib only)
 
 __all__ = ['Error', 'Model', 'cpu_has_bf16', 'init_segmentor', 'inference_segmentor', 'init_detector', 'inference_detector',
            'mean_iou', 'imread', 'cocotools']
