@@ -101,13 +101,15 @@ const rv_cmd_spec rv_spec_serve = {
     "decoding; not an image 400; another Content-Type 415; an unknown model 404; a wrong\n"
     "method 405. Nothing from a request becomes a file path.\n"
     "\n"
+    "A request: curl --data-binary @photo.jpg -H 'Content-Type: image/jpeg' \\\n"
+    "  localhost:8080/v1/models/upernet_ravlt_s/predict\n"
+    "\n"
     "Exit status: 0 stopped by SIGTERM / SIGINT with every request answered; 128+N when the\n"
     "--grace period ran out (143 for SIGTERM); 1 a start-up failure (a model, a stream, the\n"
     "port in use: one line, before anything listens); 2 usage.\n",
     "  ravlt serve --weights upernet_ravlt_s.pth --port 8080\n"
     "  ravlt serve --weights seg=demo --weights det=demo-det --workers 2 --threads 1\n"
-    "  ravlt serve --weights demo --stream cam=0 --drop --host 0.0.0.0 --token-file token.txt\n"
-    "  curl --data-binary @photo.jpg -H 'Content-Type: image/jpeg' localhost:8080/v1/models/upernet_ravlt_s/predict\n",
+    "  ravlt serve --weights demo --stream cam=0 --drop --host 0.0.0.0 --token-file token.txt\n",
     sizeof(serve_opts)};
 
 static int fail_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -55,6 +55,7 @@ typedef struct {
   int in_flight;  /* counted in s->in_flight */
   int timed;      /* an inference route: observed in the request histogram */
   int early;      /* answered before its body was read */
+  int discard;    /* the body is read and dropped (503 decided before it) */
 } req;
 
 /* ---- answers ----------------------------------------------------------------------------- */
@@ -584,17 +585,21 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
         }
       }
       if (!r->status && srv_pool_full(s->pool)) {
+        /* the body is read and dropped (not kept), then 503 on a connection that stays
+           open: a client retrying at once costs no new connection */
         r->status = 503;
+        r->discard = 1;
         snprintf(r->err, sizeof r->err, s->draining ? "the server is shutting down" : "the queue is full: retry later");
       }
       if (!r->status && cl && len > 0 && !r->multipart) {
-        r->body = malloc((size_t)len);
-        if (r->body) r->cap = (size_t)len;
+        size_t first = len < ((size_t)1 << 22) ? (size_t)len : (size_t)1 << 22; /* grows as the body comes */
+        r->body = malloc(first);
+        if (r->body) r->cap = first;
       }
     }
     /* an error before the body: answered now, and the connection closes (the body is not
        read); else the answer comes at the next call (after the body, if any) */
-    if (r->status && (r->route == R_PREDICT || r->route == R_INFER || has_body(c))) {
+    if (r->status && !r->discard && (r->route == R_PREDICT || r->route == R_INFER || has_body(c))) {
       r->early = 1;
       return send_error(s, r, c, r->status, r->err);
     }
@@ -604,6 +609,7 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
   if (*upload_size) {
     size_t n = *upload_size;
     *upload_size = 0;
+    if (r->discard) return MHD_YES;
     if (r->multipart) {
       if (!r->pp) {
         r->pp = MHD_create_post_processor(c, 65536, post_field, r);
