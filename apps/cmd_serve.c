@@ -411,10 +411,10 @@ int rv_cmd_serve(int argc, char **argv) {
       {MHD_OPTION_HTTPS_MEM_KEY, 0, key},
       {MHD_OPTION_END, 0, NULL},
   };
-  d = MHD_start_daemon(flags, 0, NULL, NULL, srv_handle, s, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT,
-                       (unsigned)o.max_conn, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o.idle + 0.5),
-                       MHD_OPTION_NOTIFY_COMPLETED, srv_completed, s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
-                       MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
+  d = MHD_start_daemon(flags, 0, NULL, NULL, srv_handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                       MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o.max_conn,
+                       MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o.idle + 0.5), MHD_OPTION_NOTIFY_COMPLETED, srv_completed, s,
+                       MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!d) {
     fail_line("libmicrohttpd did not start on %s port %d%s", o.host, port, cert ? " (a bad --tls-cert / --tls-key?)" : "");
     goto out;

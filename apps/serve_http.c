@@ -2,19 +2,24 @@
  * connection, one thread (MHD_USE_THREAD_PER_CONNECTION): a handler may wait for its answer
  * from the worker pool and a stream viewer for the next frame without holding anyone else.
  * Every error is {"error": "one line"} with its status. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* syscall(SYS_gettid): a thread's own priority */
 #include "apps/serve.h"
 
 #include "apps/cli.h"
 #include <ravlt/version.h>
 
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 enum route {
@@ -56,6 +61,7 @@ typedef struct {
   int timed;      /* an inference route: observed in the request histogram */
   int early;      /* answered before its body was read */
   int discard;    /* the body is read and dropped (503 decided before it) */
+  char line[256]; /* "METHOD URL" for the access log (--verbose) */
 } req;
 
 /* ---- answers ----------------------------------------------------------------------------- */
@@ -531,12 +537,22 @@ static void leave(rv_srv *s, req *r) {
 }
 
 void srv_completed(void *cls, struct MHD_Connection *c, void **req_cls, int toe) {
-  (void)c, (void)toe;
   rv_srv *s = cls;
   req *r = *req_cls;
   if (!r) return;
   count_request(s, r);
-  if (r->timed) srv_metrics_observe(s, &s->req_hist, rv_now() - r->t0);
+  double dt = rv_now() - r->t0;
+  if (r->timed) srv_metrics_observe(s, &s->req_hist, dt);
+  if (rv_cli.verbose) { /* the access log */
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char host[64] = "?";
+    if (ci && ci->client_addr) {
+      const struct sockaddr *sa = ci->client_addr;
+      if (sa->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof host);
+      else if (sa->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof host);
+    }
+    fprintf(stderr, "ravlt serve: %s %s %d %.1f ms%s\n", host, r->line, r->code, dt * 1e3, toe ? " (closed early)" : "");
+  }
   if (r->pp) MHD_destroy_post_processor(r->pp);
   leave(s, r);
   free(r->body);
@@ -550,10 +566,17 @@ enum MHD_Result srv_handle(void *cls, struct MHD_Connection *c, const char *url,
   rv_srv *s = cls;
   req *r = *req_cls;
   if (!r) { /* the headers are read: decide what can be decided before the body */
+    static __thread int niced;
+    if (!niced) { /* this connection's thread yields the cores to the workers' inference: a
+                     flood of requests answered 503 at once must not slow the images in work */
+      niced = 1;
+      setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+    }
     if (!(r = calloc(1, sizeof *r))) return MHD_NO;
     *req_cls = r;
     r->s = s;
     r->t0 = rv_now();
+    snprintf(r->line, sizeof r->line, "%.10s %.200s", method, url);
     pthread_mutex_lock(&s->mu);
     s->in_flight++;
     pthread_mutex_unlock(&s->mu);

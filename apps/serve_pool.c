@@ -91,6 +91,8 @@ int srv_pool_create(srv_pool **out, rv_srv *s, int workers, int queue_cap, int t
     if (!w->ctx || !w->arena) ok = 0;
     if (ok) {
       rv_ctx_set_threads(w->ctx, threads);
+      /* a client's odd image (a truncated JPEG) is not the operator's warning: --verbose */
+      if (!rv_cli.verbose) rv_ctx_set_log_level(w->ctx, RV_LOG_ERROR);
       rv_ctx_set_max_pixels(w->ctx, max_pixels);
       ok = pthread_create(&w->th, NULL, worker_main, w) == 0;
       w->started = ok;
