@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <omp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -359,8 +360,10 @@ int rv_cmd_serve(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-  int threads = rv_cli.threads > 0 ? rv_cli.threads : (int)(ncores / o.workers > 0 ? ncores / o.workers : 1);
+  /* threads per worker: --threads, else one worker uses what the CLI uses (0: OpenMP's
+     default, OMP_NUM_THREADS or the cores) and N workers share the cores */
+  int cores = omp_get_max_threads();
+  int threads = rv_cli.threads > 0 ? rv_cli.threads : o.workers == 1 ? 0 : (cores / o.workers > 0 ? cores / o.workers : 1);
   rv_ctx_set_threads(ctx, threads);
   for (int i = 0; i < nw; i++) {
     srv_model *M = &s->models[i];
@@ -429,7 +432,7 @@ int rv_cmd_serve(int argc, char **argv) {
     }
     const char *h = strchr(o.host, ':') ? "[" : "", *he = strchr(o.host, ':') ? "]" : "";
     fprintf(stderr, "ravlt serve: listening on %s://%s%s%s:%d/ (models: %s; %d worker(s) x %d thread(s), queue %d)\n",
-            cert ? "https" : "http", h, o.host, he, port, list, o.workers, threads, o.queue);
+            cert ? "https" : "http", h, o.host, he, port, list, o.workers, threads ? threads : cores, o.queue);
     if (!token && !loopback(o.host))
       fprintf(stderr, "ravlt serve: warning: listening on %s without --token-file: anyone who reaches this port can use "
                       "the models\n", o.host);

@@ -249,7 +249,7 @@ int srv_stream_start(srv_stream *st, rv_ctx *ctx) {
   o.drop = s->drop;
   o.queue = 4;
   o.stall = 10;
-  o.threads = rv_ctx_threads(ctx);
+  o.threads = rv_ctx_threads(ctx); /* a worker's (0: as `ravlt video`, the cores but one) */
   o.realtime = 1;
   o.out_ext = "none";
   if (!(st->ctx = rv_cli_ctx())) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");

@@ -169,8 +169,9 @@ def prepare():
     d['seg'] = sorted(os.path.join(sd, f) for f in os.listdir(sd))
     bd = os.path.join(WORK, 'big', 'images', 'validation')
     d['big'] = os.path.join(bd, os.listdir(bd)[0])
-    run('-q', 'detect', '--json', os.path.join(WORK, 'det.json'), '--out-dir', os.path.join(WORK, 'detout'), *d['det'])
-    run('-q', 'segment', '--out-dir', os.path.join(WORK, 'segout'), *d['seg'])
+    # the CLI with the servers' thread count (the detector's last bits depend on it)
+    run('-q', '--threads', '2', 'detect', '--json', os.path.join(WORK, 'det.json'), '--out-dir', os.path.join(WORK, 'detout'), *d['det'])
+    run('-q', '--threads', '2', 'segment', '--out-dir', os.path.join(WORK, 'segout'), *d['seg'])
     entries = json.load(open(os.path.join(WORK, 'det.json')))
     d['det_entries'] = {p: [e for e in entries if e['image_id'] == i + 1] for i, p in enumerate(d['det'])}
     check(sum(len(v) for v in d['det_entries'].values()) > 0, 'the demo detector found nothing on the synthetic images')
@@ -435,6 +436,31 @@ def check_overload(d):
         check(S.stop() == 0, 'exit status')
 
 
+def check_workers(d):
+    """Two workers sharing the models' weights, each with its own state: concurrent requests
+    answer what the CLI writes."""
+    # (the detector's last bits depend on the thread count: the CLI with 1 thread too)
+    run('-q', '--threads', '1', 'detect', '--json', os.path.join(WORK, 'det1.json'), '--no-draw', *d['det'])
+    entries = json.load(open(os.path.join(WORK, 'det1.json')))
+    ref = {p: [e for e in entries if e['image_id'] == i + 1] for i, p in enumerate(d['det'])}
+    S = Server('--weights', 'demo', '--weights', 'demo-det', '--workers', '2', '--threads', '1', '--queue', '64')
+    try:
+        jobs = [(p, 'det') for p in d['det']] * 3 + [(p, 'seg') for p in d['seg']] * 3
+
+        def one(i):
+            p, kind = jobs[i]
+            if kind == 'det':
+                s, _, b = S.predict('demo-det', read(p))
+                want = [{k: v for k, v in e.items() if k != 'image_id'} for e in ref[p]]
+                return s == 200 and [{k: v for k, v in e.items() if k != 'name'} for e in json.loads(b)['detections']] == want
+            s, _, b = S.predict('demo', read(p), '?format=png')
+            return s == 200 and b == read(os.path.join(WORK, 'segout', stem(p) + '.png'))
+        res = concurrently(len(jobs), one)
+        check(all(r is True for r in res), 'two workers: answers differ from the CLI: %r' % res)
+    finally:
+        check(S.stop() == 0, 'exit status')
+
+
 def check_metrics(S):
     s, h, b = S.req('GET', '/metrics')
     check(s == 200 and h['content-type'].startswith('text/plain'), 'metrics %d %s' % (s, h.get('content-type')))
@@ -491,9 +517,10 @@ def check_streams(d):
     vt = os.path.join(SAMPLES, 'vtest.avi')
     short = os.path.join(WORK, 'short.avi')
     run('-q', 'video', '--weights', 'demo', vt, '--max-frames', '5', '--output', short)
-    run('-q', 'video', '--weights', 'demo-det', vt, '--max-frames', '100', '--json', os.path.join(WORK, 'vt.jsonl'))
+    run('-q', '--threads', '1', 'video', '--weights', 'demo-det', vt, '--max-frames', '100', '--json', os.path.join(WORK, 'vt.jsonl'))
     cli = {json.loads(l)['frame']: l.rstrip('\n') for l in open(os.path.join(WORK, 'vt.jsonl'))}
-    S = Server('--weights', 'det=demo-det', '--weights', 'demo', '--stream', 'v=' + vt, '--stream', 'short:demo=' + short)
+    S = Server('--weights', 'det=demo-det', '--weights', 'demo', '--stream', 'v=' + vt, '--stream', 'short:demo=' + short,
+               '--threads', '1')
     try:
         st = S.get_json('/streams')['streams']
         check([x['name'] for x in st] == ['v', 'short'] and st[0]['model'] == 'det' and st[1]['model'] == 'demo', '%r' % st)
@@ -608,8 +635,8 @@ def check_startup(d):
             lines = r.stderr.strip().splitlines()
             check(r.returncode == 1 and len(lines) == 1 and want in lines[0] and 'listening' not in r.stderr,
                   'start-up failure %r: exit %d, %r' % (args, r.returncode, r.stderr))
-        for args in (['--weights', 'a b=demo'], ['--weights', 'x=demo', '--weights', 'x=demo-det'], ['--stream', 'a/b=0'],
-                     ['--stream', 'v:nope=0'], ['--tls-cert', 'x.pem'], ['--queue', '-1'], ['extra']):
+        for args in (['--weights', 'a b=demo'], ['--weights', 'x=demo', '--weights', 'x=demo-det'], ['--stream', 'v:nope=0'],
+                     ['--tls-cert', 'x.pem'], ['extra']):
             r = subprocess.run([BIN, 'serve'] + args, capture_output=True, text=True, timeout=60)
             check(r.returncode == 2 and 'listening' not in r.stderr, 'usage error %r: exit %d %r' % (args, r.returncode, r.stderr))
     finally:
@@ -638,7 +665,7 @@ def main():
     DATA_IMG = d['det'][0]
     t = time.monotonic()
     checks = []
-    S = Server('--weights', 'demo', '--weights', 'demo-det')
+    S = Server('--weights', 'demo', '--weights', 'demo-det', '--threads', '2')
     try:
         checks += [('predict', lambda: check_predict_equals_cli(S, d)), ('v2', lambda: check_v2(S, d)),
                    ('errors', lambda: check_errors(S, d)), ('metrics', lambda: check_metrics(S))]
@@ -652,7 +679,7 @@ def main():
     finally:
         rc = S.stop()
     check(rc == 0, 'main server: exit %d\n%s' % (rc, S.text()))
-    for name, fn in (('max-body', check_max_body), ('auth', check_auth), ('overload', check_overload), ('sigterm', check_sigterm),
+    for name, fn in (('workers', check_workers), ('max-body', check_max_body), ('auth', check_auth), ('overload', check_overload), ('sigterm', check_sigterm),
                      ('streams', check_streams), ('slowloris', check_slowloris), ('startup', check_startup)):
         if not ONLY or name in ONLY:
             t0 = time.monotonic()
