@@ -411,26 +411,39 @@ def check_auth(d):
 
 
 def check_overload(d):
-    S = Server('--weights', 'demo', '--workers', '1', '--queue', '1', '--timeout', '0.02')
+    img = read(d['big'])
+    S = Server('--weights', 'demo', '--workers', '1', '--queue', '1')
     try:
-        img = read(d['big'])
         res = concurrently(12, lambda i: S.predict('demo', img))
         codes = [r[0] if isinstance(r, tuple) else repr(r) for r in res]
-        check(all(c in (200, 503, 504) for c in codes), 'codes under overload: %r' % codes)
+        check(all(c in (200, 503) for c in codes), 'codes under overload: %r' % codes)
         check(codes.count(200) >= 1 and codes.count(503) >= 1, 'no 503 with --queue 1 under 12 concurrent requests: %r' % codes)
         for r in res:
-            if r[0] != 200:
-                error_of(*r, r[0], 'overload %d' % r[0])
             if r[0] == 503:
+                error_of(*r, 503, 'overload')
                 check(r[1].get('retry-after') == '1', '503 without Retry-After')
-        # --timeout: one running, one queued longer than 0.02 s -> 504
-        res = concurrently(2, lambda i: (time.sleep(0.03 * i), S.predict('demo', img))[1])
-        codes = sorted(r[0] for r in res)
-        check(codes == [200, 504], 'with --timeout 0.02 behind a running request: %r' % codes)
         for i in range(3):
             check(S.predict('demo', read(d['seg'][0]))[0] == 200, 'the server answers after the overload')
         m = S.req('GET', '/metrics')[2].decode()
         check(re.search(r'ravlt_requests_total\{model="demo",code="503"\} [1-9]', m), 'metrics: 503 not counted')
+    finally:
+        check(S.stop() == 0, 'exit status')
+    # --timeout: a request waiting behind a running one longer than 0.02 s gets 504 (room in
+    # the queue: no 503); tried up to 3 times, in case the requests never overlapped
+    S = Server('--weights', 'demo', '--workers', '1', '--queue', '16', '--timeout', '0.02')
+    try:
+        for attempt in range(3):
+            res = concurrently(6, lambda i: S.predict('demo', img))
+            codes = [r[0] if isinstance(r, tuple) else repr(r) for r in res]
+            check(all(c in (200, 504) for c in codes) and 200 in codes, 'codes with --timeout 0.02: %r' % codes)
+            if 504 in codes:
+                break
+        check(504 in codes, 'no 504 with --timeout 0.02 in 3 rounds of 6 concurrent requests')
+        for r in res:
+            if r[0] == 504:
+                error_of(*r, 504, 'timeout')
+        check(S.predict('demo', read(d['seg'][0]))[0] == 200, 'the server answers after the timeouts')
+        m = S.req('GET', '/metrics')[2].decode()
         check(re.search(r'ravlt_requests_total\{model="demo",code="504"\} [1-9]', m), 'metrics: 504 not counted')
     finally:
         check(S.stop() == 0, 'exit status')
