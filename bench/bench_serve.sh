@@ -6,8 +6,8 @@
 # minutes. For each model:
 #   - the CLI's per-image rate: `ravlt segment --format png` / `ravlt detect --json --no-draw`
 #     on K copies of the image, K / the sum of the per-image times it logs (--verbose: read,
-#     inference, output; start-up and model loading are not in them), before and after the
-#     service's runs (the better one is the reference: a busy machine slows one or the other);
+#     inference, output; start-up and model loading are not in them), measured right before
+#     each point of the service (a busy machine changes from minute to minute);
 #   - the service (one worker with the same threads, --queue 16): wrk for DURATION seconds at
 #     1, 2, 4, 8 and 32 connections (keep-alive, POST of the image, ?format=json): images/s
 #     answered 200, the ratio to the CLI, p50 / p99 latency, the statuses (503 share). wrk
@@ -117,16 +117,17 @@ EOF
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
   "$THREADS thread(s), 1 worker, --queue 16, wrk ${DURATION}s per point, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
-echo "| model | clients | CLI img/s (before / after) | service img/s | service / CLI | p50 ms | p99 ms | 503 share | other non-200 |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| model | clients | CLI img/s | service img/s | service / CLI | p50 ms | p99 ms | 503 share | other non-200 | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for spec in $MODELS; do
   IFS=: read -r w cmd img k <<< "$spec"
   name=${w%%=*}; file=${w#*=}
-  cli1=$(cli_rate "$file" "$cmd" "$img" "$k")
   start_server "$w"
   for i in 1 2 3; do curl -s -o /dev/null --data-binary @"$img" "http://127.0.0.1:$PORT/v1/models/$name/predict"; done
-  rows=()
   for c in $CLIENTS; do
+    # the CLI right before each point (the server idle): a busy machine changes from minute
+    # to minute, so each ratio compares runs a few seconds apart
+    cli=$(cli_rate "$file" "$cmd" "$img" "$k")
     t=$((c < 2 ? c : 2))
     out=$(IMG=$img nice -n 19 wrk -t "$t" -c "$c" -d "${DURATION}s" --timeout 120s -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v1/models/$name/predict" 2>&1)
     codes=$(echo "$out" | sed -n 's/^codes//p')
@@ -137,18 +138,11 @@ for spec in $MODELS; do
       s=${kv%%:*} n=${kv#*:}; total=$((total + n))
       case $s in 200) ok=$n ;; 503) busy=$n ;; *) other=$((other + n)) ;; esac
     done
-    rows+=("$c $(echo "$ok / $dur" | bc -l) $p50 $p99 $(echo "100 * $busy / ($total + ($total == 0))" | bc -l) $other")
+    ips=$(echo "$ok / $dur" | bc -l)
+    printf "| %s | %d | %.2f | %.2f | %.3f | %s | %s | %.1f%% | %d | %s |\n" "$name" "$c" "$cli" "$ips" "$(echo "$ips / $cli" | bc -l)" \
+      "$p50" "$p99" "$(echo "100 * $busy / ($total + ($total == 0))" | bc -l)" "$other" "$(cut -d' ' -f1 /proc/loadavg)"
   done
   stop_server
-  # the CLI again after the service: the better of its two runs is the reference (a busy
-  # machine slows one or the other)
-  cli2=$(cli_rate "$file" "$cmd" "$img" "$k")
-  cli=$(echo "if ($cli1 > $cli2) $cli1 else $cli2" | bc -l)
-  for r in "${rows[@]}"; do
-    read -r c ips p50 p99 share other <<< "$r"
-    printf "| %s | %d | %.2f (%.2f / %.2f) | %.2f | %.3f | %s | %s | %.1f%% | %d |\n" "$name" "$c" "$cli" "$cli1" "$cli2" "$ips" \
-      "$(echo "$ips / $cli" | bc -l)" "$p50" "$p99" "$share" "$other"
-  done
 done
 
 # resident memory after 100 and after SOAK requests (demo segmentation model, 4 clients)
