@@ -4,13 +4,14 @@
 # whole model with random weights (Semantic FPN RAVLT-T, 150 classes, at its official test
 # scale; written once with tools/seg_torch.py, so no checkpoint is needed). Not a test:
 # minutes. For each model:
-#   - the CLI's per-image rate: `ravlt segment --format png` / `ravlt detect --json --no-draw`
-#     on K copies of the image, K / the sum of the per-image times it logs (--verbose: read,
-#     inference, output; start-up and model loading are not in them), measured right before
-#     each point of the service (a busy machine changes from minute to minute);
+#   - the CLI: `ravlt segment --format png` / `ravlt detect --json --no-draw` on copies of
+#     the image (cli_measure below: images/s and CPU time per image), right before each point
+#     of the service (a busy machine changes from minute to minute);
 #   - the service (one worker with the same threads, --queue 16): wrk for DURATION seconds at
 #     1, 2, 4, 8 and 32 connections (keep-alive, POST of the image, ?format=json): images/s
-#     answered 200, the ratio to the CLI, p50 / p99 latency, the statuses (503 share). wrk
+#     answered 200, the ratio to the CLI, the server's CPU time per image answered (user +
+#     system of all its threads: the HTTP layer's cost shows there even on a busy machine,
+#     where images/s are noise), p50 / p99 latency, the statuses (503 share). wrk
 #     runs at nice 19: it stands in for clients on other machines, whose CPU the service
 #     does not pay for;
 # and, for the demo segmentation model, the resident memory of the server after 100 and
@@ -37,6 +38,7 @@ R=$(readlink -f "$B/ravlt")
 [ -x "$R" ] || { echo "build first: cmake -S . -B $B && cmake --build $B --target ravlt" >&2; exit 1; }
 command -v wrk > /dev/null || { echo "wrk missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
 PY=/usr/bin/python3
+TICKS=$(getconf CLK_TCK)
 TMP=$(mktemp -d)
 SRV=
 cleanup() { [ -n "$SRV" ] && kill "$SRV" 2> /dev/null; rm -rf "$TMP"; }
@@ -48,7 +50,7 @@ unset http_proxy HTTP_PROXY
 "$R" synth --task det --out-dir "$TMP/det" --count 1 -q
 SEGIMG=$(ls "$TMP"/seg/images/validation/*.jpg)
 DETIMG=$(ls "$TMP"/det/images/*.jpg)
-MODELS="demo:segment:$SEGIMG:100 demo-det:detect:$DETIMG:100"
+MODELS="demo:segment:$SEGIMG:60 demo-det:detect:$DETIMG:60"
 if [ "$RANDOM_MODEL" = 1 ]; then
   "$PY" - "$TMP/fpn_t_random.pth" <<'EOF'
 import sys, torch
@@ -59,23 +61,31 @@ m = seg_torch.make_segmentor('fpn-t')
 seg_torch.randomize_bn(m, torch.Generator().manual_seed(1))
 torch.save({'state_dict': {k: v for k, v in m.state_dict().items() if not k.endswith('num_batches_tracked')}}, sys.argv[1])
 EOF
-  MODELS="$MODELS fpn-t-random=$TMP/fpn_t_random.pth:segment:$SEGIMG:4"
+  MODELS="$MODELS fpn-t-random=$TMP/fpn_t_random.pth:segment:$SEGIMG:3"
 fi
 
 now() { date +%s.%N; }
-# CLI images per second: K copies of the image, the per-image times the CLI logs (--verbose:
-# read, inference and the output of each image; start-up and model loading are not in them),
-# K / their sum
-cli_rate() {  # weights cmd image k
-  local w=$1 cmd=$2 img=$3 k=$4 i
-  rm -rf "$TMP/in" "$TMP/out"; mkdir -p "$TMP/in" "$TMP/out"
-  for i in $(seq 1 "$k"); do ln -s "$img" "$TMP/in/img_$i.${img##*.}"; done
-  local args=(--format png --out-dir "$TMP/out")
-  [ "$cmd" = detect ] && args=(--json "$TMP/out/d.json" --no-draw)
-  "$R" -v --threads "$THREADS" "$cmd" --weights "$w" "${args[@]}" "$TMP/in" 2>&1 |
-    awk -v k="$k" '/debug: .*img_[0-9]+\..* in [0-9.]+ s$/ { s += $(NF - 1); n++ }
-                   END { if (n != k) { print "cli_rate: " n " timed images, not " k > "/dev/stderr"; exit 1 } print n / s }'
+# The CLI on K and on 2K copies of the image: its images/s from the per-image times it logs
+# in the 2K run (--verbose: read, inference and output of each image; start-up and model
+# loading are not in them), and its CPU time per image, (CPU of 2K - CPU of K) / K (user +
+# system, all threads: what a busy machine changes least). Prints "IMG_PER_S CPU_MS_PER_IMG".
+cli_measure() {  # weights cmd image k
+  local w=$1 cmd=$2 img=$3 k=$4 n i cpu=() rate
+  for n in "$k" $((2 * k)); do
+    rm -rf "$TMP/in" "$TMP/out"; mkdir -p "$TMP/in" "$TMP/out"
+    for i in $(seq 1 "$n"); do ln -s "$img" "$TMP/in/img_$i.${img##*.}"; done
+    local args=(--format png --out-dir "$TMP/out")
+    [ "$cmd" = detect ] && args=(--json "$TMP/out/d.json" --no-draw)
+    local TIMEFORMAT='%U %S'
+    { time "$R" -v --threads "$THREADS" "$cmd" --weights "$w" "${args[@]}" "$TMP/in" > "$TMP/cli.log" 2>&1; } 2> "$TMP/cli.time"
+    cpu+=("$(awk '{print $1 + $2}' "$TMP/cli.time")")
+  done
+  rate=$(awk -v k=$((2 * k)) '/debug: .*img_[0-9]+\..* in [0-9.]+ s$/ { s += $(NF - 1); n++ }
+               END { if (n != k) { print "cli_measure: " n " timed images, not " k > "/dev/stderr"; exit 1 } print n / s }' "$TMP/cli.log")
+  echo "$rate $(echo "1000 * (${cpu[1]} - ${cpu[0]}) / $k" | bc -l)"
 }
+# the server's CPU time so far (user + system, all threads), in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$SRV/stat"; }
 
 start_server() {  # NAME=W
   "$R" serve --port 0 --weights "$1" --threads "$THREADS" --workers 1 --queue 16 2> "$TMP/serve.log" &
@@ -117,8 +127,8 @@ EOF
 echo "# $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)," \
   "$THREADS thread(s), 1 worker, --queue 16, wrk ${DURATION}s per point, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo
-echo "| model | clients | CLI img/s | service img/s | service / CLI | p50 ms | p99 ms | 503 share | other non-200 | load |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | clients | CLI img/s | service img/s | service / CLI | CLI CPU ms/img | service CPU ms/img | CPU ratio | p50 ms | p99 ms | 503 share | other non-200 | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for spec in $MODELS; do
   IFS=: read -r w cmd img k <<< "$spec"
   name=${w%%=*}; file=${w#*=}
@@ -127,9 +137,11 @@ for spec in $MODELS; do
   for c in $CLIENTS; do
     # the CLI right before each point (the server idle): a busy machine changes from minute
     # to minute, so each ratio compares runs a few seconds apart
-    cli=$(cli_rate "$file" "$cmd" "$img" "$k")
+    read -r cli cli_cpu <<< "$(cli_measure "$file" "$cmd" "$img" "$k")"
     t=$((c < 2 ? c : 2))
+    t0=$(cpu_ticks)
     out=$(IMG=$img nice -n 19 wrk -t "$t" -c "$c" -d "${DURATION}s" --timeout 120s -s "$TMP/post.lua" "http://127.0.0.1:$PORT/v1/models/$name/predict" 2>&1)
+    t1=$(cpu_ticks)
     codes=$(echo "$out" | sed -n 's/^codes//p')
     dur=$(echo "$out" | sed -n 's/^duration_s //p')
     p50=$(echo "$out" | sed -n 's/^p50_ms //p'); p99=$(echo "$out" | sed -n 's/^p99_ms //p')
@@ -139,7 +151,9 @@ for spec in $MODELS; do
       case $s in 200) ok=$n ;; 503) busy=$n ;; *) other=$((other + n)) ;; esac
     done
     ips=$(echo "$ok / $dur" | bc -l)
-    printf "| %s | %d | %.2f | %.2f | %.3f | %s | %s | %.1f%% | %d | %s |\n" "$name" "$c" "$cli" "$ips" "$(echo "$ips / $cli" | bc -l)" \
+    srv_cpu=$(echo "1000 * ($t1 - $t0) / $TICKS / ($ok + ($ok == 0))" | bc -l)
+    printf "| %s | %d | %.2f | %.2f | %.3f | %.1f | %.1f | %.3f | %s | %s | %.1f%% | %d | %s |\n" "$name" "$c" "$cli" "$ips" \
+      "$(echo "$ips / $cli" | bc -l)" "$cli_cpu" "$srv_cpu" "$(echo "$srv_cpu / $cli_cpu" | bc -l)" \
       "$p50" "$p99" "$(echo "100 * $busy / ($total + ($total == 0))" | bc -l)" "$other" "$(cut -d' ' -f1 /proc/loadavg)"
   done
   stop_server
