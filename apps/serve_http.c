@@ -63,14 +63,20 @@ typedef struct {
   int early;      /* answered before its body was read */
   int discard;    /* the body is read and dropped (503 decided before it) */
   char line[256]; /* "METHOD URL" for the access log (--verbose) */
+  int counted;    /* in the metrics (when its answer was queued) */
 } req;
 
 /* ---- answers ----------------------------------------------------------------------------- */
 
+static void count_request(rv_srv *s, req *r);
+
+/* Queues the answer; the request is counted in the metrics now (before a client that reads
+ * it can ask /metrics), not when the connection is done with it. */
 static enum MHD_Result send_resp(rv_srv *s, req *r, struct MHD_Connection *c, int status, struct MHD_Response *resp) {
   if (!resp) return MHD_NO;
   if (s->draining) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
   r->code = status;
+  count_request(s, r);
   enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, resp);
   MHD_destroy_response(resp);
   return ok;
@@ -535,6 +541,9 @@ static int has_body(struct MHD_Connection *c) {
 /* ---- the handler ------------------------------------------------------------------------- */
 
 static void count_request(rv_srv *s, req *r) {
+  if (r->counted) return;
+  r->counted = 1;
+  if (r->timed) srv_metrics_observe(s, &s->req_hist, rv_now() - r->t0);
   int m = r->model >= 0 ? r->model : s->n_models;
   int code = r->code >= 100 && r->code < 600 ? r->code : 500;
   pthread_mutex_lock(&s->mu);
@@ -554,9 +563,7 @@ void srv_completed(void *cls, struct MHD_Connection *c, void **req_cls, int toe)
   rv_srv *s = cls;
   req *r = *req_cls;
   if (!r) return;
-  count_request(s, r);
   double dt = rv_now() - r->t0;
-  if (r->timed) srv_metrics_observe(s, &s->req_hist, dt);
   if (rv_cli.verbose) { /* the access log */
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     char host[64] = "?";

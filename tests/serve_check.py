@@ -475,6 +475,8 @@ def check_workers(d):
 
 
 def check_metrics(S):
+    S.predict('demo-det', read(DATA_IMG))
+    S.predict('demo', b'not an image')
     s, h, b = S.req('GET', '/metrics')
     check(s == 200 and h['content-type'].startswith('text/plain'), 'metrics %d %s' % (s, h.get('content-type')))
     m = b.decode()
