@@ -3,7 +3,7 @@
 # routes, every error status with its JSON body, the token, overload (503 / 504), SIGTERM with
 # requests in flight, live streams (MJPEG, SSE, 410), slow clients, start-up failures, TLS.
 # Servers listen on 127.0.0.1 on a port each picks (--port 0). Registered in the release build
-# only (CMakeLists.txt RV_RELEASE_ONLY_TESTS): run once in CI.
+# only: ctest label once (CMakeLists.txt RV_ONCE_TESTS), run once in CI.
 #   bash tests/test_serve.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR [CHECK...]
 set -euo pipefail
 BIN=$(readlink -f "$1")

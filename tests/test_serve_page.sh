@@ -2,7 +2,7 @@
 # `ravlt serve`'s web page in Debian's headless Chromium (python3-selenium + chromium-driver;
 # tests/serve_page_check.py): renders, an upload shows its overlay and table, a live stream
 # plays, no console errors, no request leaves the server. Release build only (run once in
-# CI: CMakeLists.txt RV_RELEASE_ONLY_TESTS).
+# CI: the ctest label once, CMakeLists.txt RV_ONCE_TESTS).
 #   bash tests/test_serve_page.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1")
