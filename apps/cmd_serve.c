@@ -40,33 +40,33 @@ static const rv_opt OPTS[] = {
      "to the zoo name, the file name without its extension, or demo / demo-det\n"
      "(none given: both demo models)", 0},
     {"--host", NULL, RV_OPT_STR, offsetof(serve_opts, host), 0, 0, NULL, "H",
-     "address to listen on (default 127.0.0.1; 0.0.0.0 or :: for every\n"
-     "interface: give a --token-file then)", 0},
+     "address to listen on (0.0.0.0 or :: for every interface: give a\n"
+     "--token-file then)", 0, "127.0.0.1"},
     {"--port", NULL, RV_OPT_INT, offsetof(serve_opts, port), 0, 65535, NULL, "P",
-     "TCP port (default 8080; 0: a free port, printed when listening)", 0},
+     "TCP port (0: a free port, printed when listening)", 0, "8080"},
     {"--workers", NULL, RV_OPT_INT, offsetof(serve_opts, workers), 1, 256, NULL, "N",
-     "inference workers sharing the models' weights (default 1); each uses\n"
-     "--threads threads (default: the cores / N)", 0},
+     "inference workers sharing the models' weights; one uses the threads the\n"
+     "CLI uses, N share the cores (--threads: per worker)", 0, "1"},
     {"--queue", NULL, RV_OPT_INT, offsetof(serve_opts, queue), 0, 65536, NULL, "N",
-     "requests waiting for a worker at most, besides those being worked on\n"
-     "(default 16); beyond, 503 with Retry-After at once", 0},
+     "requests waiting for a worker at most, besides those being worked on;\n"
+     "beyond, 503 with Retry-After at once", 0, "16"},
     {"--timeout", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, timeout), 0, 86400, NULL, "S",
-     "a request still waiting for a worker after S seconds gets 504 (default 60)", RV_OPT_OPEN_LO},
+     "a request still waiting for a worker after S seconds gets 504", RV_OPT_OPEN_LO, "60"},
     {"--max-body", NULL, RV_OPT_LONG, offsetof(serve_opts, max_body), 1, 4294967296.0, NULL, "BYTES",
-     "largest request body (default 67108864 = 64 MiB); larger: 413", 0},
+     "largest request body (64 MiB); larger: 413", 0, "67108864"},
     {"--max-connections", NULL, RV_OPT_INT, offsetof(serve_opts, max_conn), 1, 65536, NULL, "N",
-     "open connections at most (default 256); more are refused", 0},
+     "open connections at most; more are refused", 0, "256"},
     {"--idle-timeout", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, idle), 1, 86400, NULL, "S",
-     "close a connection idle (nothing received or sent) for S seconds\n"
-     "(default 15): a stalled client cannot keep its connection", 0},
+     "close a connection idle (nothing received or sent) for S seconds: a\n"
+     "stalled client cannot keep its connection", 0, "15"},
     {"--token-file", NULL, RV_OPT_STR, offsetof(serve_opts, token_file), 0, 0, NULL, "F",
      "every route but /v2/health/* needs 'Authorization: Bearer TOKEN', TOKEN\n"
      "the file's content without trailing white space", 0},
     {"--tls-cert", NULL, RV_OPT_STR, offsetof(serve_opts, tls_cert), 0, 0, NULL, "F", "serve HTTPS with this PEM certificate (and --tls-key)", 0},
     {"--tls-key", NULL, RV_OPT_STR, offsetof(serve_opts, tls_key), 0, 0, NULL, "F", "the PEM private key of --tls-cert", 0},
     {"--grace", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, grace), 0, 86400, NULL, "S",
-     "on SIGTERM / SIGINT: seconds to answer the requests already received\n"
-     "(default 30); exit 0, or 128 + the signal when time ran out", 0},
+     "on SIGTERM / SIGINT: seconds to answer the requests already received;\n"
+     "exit 0, or 128 + the signal when time ran out", 0, "30"},
     {"--stream", NULL, RV_OPT_LIST, offsetof(serve_opts, streams), 0, 0, NULL, "NAME[:MODEL]=INPUT",
      "a live stream (repeatable): INPUT a video file, camera index or URL as\n"
      "'ravlt video' takes it, run with MODEL (default: the first --weights);\n"
@@ -74,13 +74,13 @@ static const rv_opt OPTS[] = {
     {"--loop", NULL, RV_OPT_FLAG, offsetof(serve_opts, loop), 0, 0, NULL, NULL,
      "streams of files start again at their end (default: they end: 410)", 0},
     {"--every", NULL, RV_OPT_LONG, offsetof(serve_opts, every), 1, 1000000, NULL, "N",
-     "streams: run the model on every Nth frame (default 1; the others are\n"
-     "drawn with the last result and get no event)", 0},
+     "streams: run the model on every Nth frame (the others are drawn with\n"
+     "the last result and get no event)", 0, "1"},
     {"--drop", NULL, RV_OPT_FLAG, offsetof(serve_opts, drop), 0, 0, NULL, NULL,
      "streams from cameras and URLs: drop the frames inference cannot keep up\n"
      "with (counted); files are read at their frame rate and never drop", 0},
     {"--score-thr", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, thr), 0, 1, NULL, "T",
-     "streams: detections drawn and sent with score >= T (default 0.3)", 0},
+     "streams: detections drawn and sent with score >= T", 0, "0.3"},
     RV_CLI_PRECISION_OPT(serve_opts, precision),
     RV_OPT_STRICT(serve_opts, strict),
     RV_OPT_END};
@@ -259,18 +259,7 @@ static double mono(void) {
 
 int rv_cmd_serve(int argc, char **argv) {
   serve_opts o;
-  memset(&o, 0, sizeof o);
-  o.host = "127.0.0.1";
-  o.port = 8080;
-  o.workers = 1;
-  o.queue = 16;
-  o.timeout = 60;
-  o.max_body = 64L << 20;
-  o.max_conn = 256;
-  o.idle = 15;
-  o.grace = 30;
-  o.every = 1;
-  o.thr = 0.3;
+  memset(&o, 0, sizeof o); /* the table's defaults are stored by the parser */
   int npos;
   int prc = rv_cli_parse(&rv_spec_serve, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
@@ -384,6 +373,13 @@ int rv_cmd_serve(int argc, char **argv) {
       goto out;
     }
     for (int k = 0; k < M->n_classes; k++) M->cat_ids[k] = rv_model_category_id(M->m, k);
+    M->rm.kind = M->task == RV_TASK_DETECT ? RV_RUN_DETECT : RV_RUN_SEGMENT;
+    M->rm.m = M->m;
+    M->rm.weights = M->weights;
+    M->rm.demo = rv_cli_is_demo(w[i]);
+    M->rm.num_classes = M->n_classes;
+    M->rm.names = M->names;
+    M->rm.palette = M->palette;
   }
   if (!(s->req_count = calloc((size_t)(s->n_models + 1) * 600, sizeof *s->req_count))) {
     fail_line("out of memory");

@@ -9,6 +9,7 @@
 #ifndef RV_APPS_SERVE_H
 #define RV_APPS_SERVE_H
 
+#include "apps/image_run.h"
 #include "apps/opts.h"
 #include "apps/video_run.h"
 #include "models/model.h"
@@ -27,6 +28,8 @@ typedef struct {
   const char **names;       /* class names and palette (rv_cli_class_tables) */
   unsigned char (*palette)[3];
   int *cat_ids;             /* category id of each class (detectors) */
+  rv_run_model rm;          /* the same model for the per-image work of the CLI (apps/image_run.h:
+                               rv_task_*); its pointers are the fields above (not freed twice) */
 } srv_model;
 
 /* ---- one inference request --------------------------------------------------------------- */

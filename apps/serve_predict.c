@@ -1,12 +1,11 @@
 /* `ravlt serve`: one image through a model into the body of an answer (apps/serve.h). The
- * numbers come from the code the CLI uses: rv_model_detect / rv_model_segment, the COCO
- * results entries of rv_det_json (`ravlt detect --json`), the label PNG of `ravlt segment`,
- * the drawings of apps/draw.c. */
+ * numbers come from the code the CLI runs: the per-image work of `ravlt detect` / `ravlt
+ * segment` (rv_task_*, apps/image_run.h: the model, the label image, the drawings), the COCO
+ * results entries of rv_det_json (`ravlt detect --json`). */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/serve.h"
 
 #include "apps/cli.h"
-#include "apps/draw.h"
 #include "datasets/det_json.h"
 
 #include <cjson/cJSON.h>
@@ -403,16 +402,15 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
   double t1 = rv_now();
   out->decode_s = t1 - t0;
   char timing[160];
+  /* the per-image work of `ravlt detect` / `ravlt segment` (apps/image_run.h) */
   if (M->task == RV_TASK_DETECT) {
     rv_detections det = {0};
-    st = rv_model_detect(M->m, &det, NULL, &img, arena, ctx);
+    st = rv_task_detect(&M->rm, &img, arena, &det, &order, ctx);
     double t2 = rv_now();
     out->infer_s = t2 - t1;
-    if (st == RV_OK && !(order = malloc(sizeof *order * (size_t)(det.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
     if (st != RV_OK) {
       fail(out, 500, "%s", rv_ctx_errmsg(ctx));
     } else {
-      rv_detections_class_order(order, &det);
       snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",
                (t0 - in->t_queued) * 1e3, out->decode_s * 1e3, out->infer_s * 1e3);
       if (in->fmt == SRV_JSON) {
@@ -420,15 +418,8 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
       } else if (in->fmt == SRV_V2) {
         detect_v2(out, M, &det, order, in->thr, in, ctx);
       } else if (in->fmt == SRV_OVERLAY) {
-        rv_draw_det *dd = calloc((size_t)det.n + 1, sizeof *dd);
-        for (int k = 0; dd && k < det.n; k++) {
-          dd[k] = (rv_draw_det){det.bboxes[4 * k], det.bboxes[4 * k + 1], det.bboxes[4 * k + 2], det.bboxes[4 * k + 3],
-                                det.scores[k], det.labels[k], det.masks ? det.masks + (size_t)k * det.mask_h * det.mask_w : NULL};
-        }
         float thr = in->thr >= 0 ? (float)in->thr : 0.3f; /* `ravlt detect`'s default --score-thr */
-        st = dd ? rv_draw_detections(&img, dd, det.n, M->names, (const unsigned char (*)[3])M->palette, M->n_classes, thr, ctx)
-                : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-        free(dd);
+        st = rv_task_draw_detections(&M->rm, &img, &det, thr, ctx);
         if (st == RV_OK) encode_png(out, &img, ctx);
         else fail(out, 500, "%s", rv_ctx_errmsg(ctx));
       } else {
@@ -436,8 +427,7 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
       }
     }
   } else {
-    labels = malloc(sizeof *labels * (size_t)img.h * (size_t)img.w);
-    st = labels ? rv_model_segment(M->m, labels, &img, NULL, arena, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    st = rv_task_segment(&M->rm, &img, NULL, arena, &labels, ctx);
     double t2 = rv_now();
     out->infer_s = t2 - t1;
     snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",
@@ -450,16 +440,14 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
       segment_v2(out, M, labels, &img, in);
     } else if (in->fmt == SRV_PNG && M->n_classes > 254) {
       fail(out, 400, "format=png: model '%s' has %d classes, more than an 8-bit label PNG holds", M->name, M->n_classes);
-    } else if (in->fmt == SRV_PNG) {
-      /* the label PNG of `ravlt segment`: class k as k + 1, 8-bit */
+    } else if (in->fmt == SRV_PNG) { /* the label PNG of `ravlt segment`: class k as k + 1, 8-bit */
       rv_image lab = {0};
-      st = rv_image_alloc(&lab, img.h, img.w, 1, ctx);
-      for (size_t p = 0; st == RV_OK && p < (size_t)img.h * img.w; p++) lab.data[p] = (unsigned char)(labels[p] + 1);
+      st = rv_task_label_image(&lab, labels, img.h, img.w, ctx);
       if (st == RV_OK) encode_png(out, &lab, ctx);
       else fail(out, 500, "%s", rv_ctx_errmsg(ctx));
       rv_image_free(&lab);
     } else {
-      st = rv_draw_label_overlay(&img, labels, (const unsigned char (*)[3])M->palette, M->names, M->n_classes, 0.5f, 1, ctx);
+      st = rv_task_overlay(&M->rm, &img, labels, 0.5f, ctx); /* `ravlt segment`'s default --opacity */
       if (st == RV_OK) encode_png(out, &img, ctx);
       else fail(out, 500, "%s", rv_ctx_errmsg(ctx));
     }
