@@ -38,7 +38,7 @@ static const rv_opt OPTS[] = {
      "a model to serve (repeatable): a checkpoint (.pth or .safetensors), a\n"
      "'ravlt models' name, 'demo' or 'demo-det'; NAME (in the routes) defaults\n"
      "to the zoo name, the file name without its extension, or demo / demo-det\n"
-     "(none given: both demo models)", 0},
+     "(none given: both demo models)", 0, NULL},
     {"--host", NULL, RV_OPT_STR, offsetof(serve_opts, host), 0, 0, NULL, "H",
      "address to listen on (0.0.0.0 or :: for every interface: give a\n"
      "--token-file then)", 0, "127.0.0.1"},
@@ -61,24 +61,24 @@ static const rv_opt OPTS[] = {
      "stalled client cannot keep its connection", 0, "15"},
     {"--token-file", NULL, RV_OPT_STR, offsetof(serve_opts, token_file), 0, 0, NULL, "F",
      "every route but /v2/health/* needs 'Authorization: Bearer TOKEN', TOKEN\n"
-     "the file's content without trailing white space", 0},
-    {"--tls-cert", NULL, RV_OPT_STR, offsetof(serve_opts, tls_cert), 0, 0, NULL, "F", "serve HTTPS with this PEM certificate (and --tls-key)", 0},
-    {"--tls-key", NULL, RV_OPT_STR, offsetof(serve_opts, tls_key), 0, 0, NULL, "F", "the PEM private key of --tls-cert", 0},
+     "the file's content without trailing white space", 0, NULL},
+    {"--tls-cert", NULL, RV_OPT_STR, offsetof(serve_opts, tls_cert), 0, 0, NULL, "F", "serve HTTPS with this PEM certificate (and --tls-key)", 0, NULL},
+    {"--tls-key", NULL, RV_OPT_STR, offsetof(serve_opts, tls_key), 0, 0, NULL, "F", "the PEM private key of --tls-cert", 0, NULL},
     {"--grace", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, grace), 0, 86400, NULL, "S",
      "on SIGTERM / SIGINT: seconds to answer the requests already received;\n"
      "exit 0, or 128 + the signal when time ran out", 0, "30"},
     {"--stream", NULL, RV_OPT_LIST, offsetof(serve_opts, streams), 0, 0, NULL, "NAME[:MODEL]=INPUT",
      "a live stream (repeatable): INPUT a video file, camera index or URL as\n"
      "'ravlt video' takes it, run with MODEL (default: the first --weights);\n"
-     "GET /streams/NAME.mjpg and /streams/NAME/events", 0},
+     "GET /streams/NAME.mjpg and /streams/NAME/events", 0, NULL},
     {"--loop", NULL, RV_OPT_FLAG, offsetof(serve_opts, loop), 0, 0, NULL, NULL,
-     "streams of files start again at their end (default: they end: 410)", 0},
+     "streams of files start again at their end (default: they end: 410)", 0, NULL},
     {"--every", NULL, RV_OPT_LONG, offsetof(serve_opts, every), 1, 1000000, NULL, "N",
      "streams: run the model on every Nth frame (the others are drawn with\n"
      "the last result and get no event)", 0, "1"},
     {"--drop", NULL, RV_OPT_FLAG, offsetof(serve_opts, drop), 0, 0, NULL, NULL,
      "streams from cameras and URLs: drop the frames inference cannot keep up\n"
-     "with (counted); files are read at their frame rate and never drop", 0},
+     "with (counted); files are read at their frame rate and never drop", 0, NULL},
     {"--score-thr", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, thr), 0, 1, NULL, "T",
      "streams: detections drawn and sent with score >= T", 0, "0.3"},
     RV_CLI_PRECISION_OPT(serve_opts, precision),
