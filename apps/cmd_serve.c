@@ -28,7 +28,7 @@
 typedef struct {
   rv_opt_list weights, streams;
   const char *host, *token_file, *tls_cert, *tls_key, *precision;
-  int port, workers, queue, loop, drop, strict, max_conn;
+  int port, workers, queue, loop, drop, strict, max_conn, max_per_ip;
   long every, max_body;
   double timeout, grace, idle, thr;
 } serve_opts;
@@ -56,6 +56,9 @@ static const rv_opt OPTS[] = {
      "largest request body (64 MiB); larger: 413", 0, "67108864"},
     {"--max-connections", NULL, RV_OPT_INT, offsetof(serve_opts, max_conn), 1, 65536, NULL, "N",
      "open connections at most; more are refused", 0, "256"},
+    {"--max-connections-per-ip", NULL, RV_OPT_INT, offsetof(serve_opts, max_per_ip), 0, 65536, NULL, "N",
+     "open connections from one address at most (0: no limit; behind a\n"
+     "reverse proxy, every client has the proxy's address)", 0, "64"},
     {"--idle-timeout", NULL, RV_OPT_DOUBLE, offsetof(serve_opts, idle), 1, 86400, NULL, "S",
      "close a connection idle (nothing received or sent) for S seconds: a\n"
      "stalled client cannot keep its connection", 0, "15"},
@@ -412,6 +415,7 @@ int rv_cmd_serve(int argc, char **argv) {
   };
   d = MHD_start_daemon(flags, 0, NULL, NULL, srv_handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)o.max_conn,
+                       MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)o.max_per_ip,
                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o.idle + 0.5), MHD_OPTION_NOTIFY_COMPLETED, srv_completed, s,
                        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
   if (!d) {

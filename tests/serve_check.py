@@ -618,13 +618,32 @@ def check_streams(d):
 
 
 def check_slowloris(d):
-    S = Server('--weights', 'demo', '--idle-timeout', '1', '--max-connections', '8')
+    S = Server('--weights', 'demo', '--idle-timeout', '1', '--max-connections', '8', '--max-connections-per-ip', '4')
     try:
+        # a client that stalls in its headers holds at most 4 connections (its address's
+        # share), none of them a worker, each for at most --idle-timeout
         stalled = []
-        for i in range(8):
+        for i in range(4):
             s = socket.create_connection(('127.0.0.1', S.port), timeout=10)
             s.sendall(b'POST /v1/models/demo/predict HTTP/1.1\r\nHost: x\r\nContent-Le')  # and nothing more
             stalled.append(s)
+        time.sleep(0.2)
+        extra = socket.create_connection(('127.0.0.1', S.port), timeout=10)
+        extra.sendall(b'GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n')
+        try:
+            got = extra.recv(100)
+        except ConnectionResetError:
+            got = b''
+        check(got == b'', 'a 5th connection from the same address was served: %r' % got)
+        extra.close()
+        # another address (127.0.0.2 is loopback too) is served meanwhile
+        other = socket.socket()
+        other.bind(('127.0.0.2', 0))
+        other.settimeout(10)
+        other.connect(('127.0.0.1', S.port))
+        other.sendall(b'GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+        check(other.recv(100).startswith(b'HTTP/1.1 200'), 'another address is not served while one stalls')
+        other.close()
         t0 = time.monotonic()
         for s in stalled:
             try:
