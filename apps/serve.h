@@ -150,6 +150,9 @@ void srv_buf_printf(srv_buf *b, const char *fmt, ...) __attribute__((format(prin
 void srv_buf_json_str(srv_buf *b, const char *s); /* a JSON string literal, escaped */
 /* {"error": "msg"} (malloc'd; NULL when out of memory). */
 char *srv_error_json(const char *msg, size_t *len);
+/* 1 when the image's header says it has more than cap pixels (or a side over cap): the check
+ * the decoder makes, before any decoding; *w, *h: the header's size. */
+int srv_over_limit(const unsigned char *data, size_t len, long long cap, long long *w, long long *h);
 /* base64 (RFC 4648, padding optional, no white space) -> bytes; -1 when malformed. */
 long srv_base64_decode(unsigned char *out, const char *in, size_t n);
 

@@ -405,7 +405,7 @@ static enum MHD_Result streams_list(rv_srv *s, req *r, struct MHD_Connection *c)
  * header here, before it takes a place in the queue (the worker checks again: srv_predict). */
 static enum MHD_Result run_job(rv_srv *s, req *r, struct MHD_Connection *c, srv_input *in) {
   long long w = 0, h = 0, cap = s->max_pixels;
-  if (rv_image_header_size(in->data, in->len, &w, &h) && (w > cap || h > cap || w * h > cap)) {
+  if (srv_over_limit(in->data, in->len, cap, &w, &h)) {
     char msg[200];
     snprintf(msg, sizeof msg, "image: %lldx%lld = %lld pixels, over the limit of %lld (--max-pixels)", w, h, w * h, cap);
     return send_error(s, r, c, 413, msg);

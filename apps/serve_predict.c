@@ -377,6 +377,10 @@ static void segment_v2(srv_output *out, const srv_model *M, const int32_t *label
   take_buf(out, &b, "application/json");
 }
 
+int srv_over_limit(const unsigned char *data, size_t len, long long cap, long long *w, long long *h) {
+  return rv_image_header_size(data, len, w, h) && (*w > cap || *h > cap || *w * *h > cap);
+}
+
 /* ---- one request ------------------------------------------------------------------------- */
 
 void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, rv_arena *arena) {
@@ -387,7 +391,7 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
   int *order = NULL;
   long long w = 0, h = 0, cap = rv_ctx_max_pixels(ctx);
   double t0 = rv_now();
-  if (rv_image_header_size(in->data, in->len, &w, &h) && (w > cap || h > cap || w * h > cap)) {
+  if (srv_over_limit(in->data, in->len, cap, &w, &h)) {
     fail(out, 413, "image: %lldx%lld = %lld pixels, over the limit of %lld (--max-pixels)", w, h, w * h, cap);
     return;
   }
