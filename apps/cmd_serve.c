@@ -45,8 +45,8 @@ static const rv_opt OPTS[] = {
     {"--port", NULL, RV_OPT_INT, offsetof(serve_opts, port), 0, 65535, NULL, "P",
      "TCP port (0: a free port, printed when listening)", 0, "8080"},
     {"--workers", NULL, RV_OPT_INT, offsetof(serve_opts, workers), 1, 256, NULL, "N",
-     "inference workers sharing the models' weights; one uses the threads the\n"
-     "CLI uses, N share the cores (--threads: per worker)", 0, "1"},
+     "inference workers sharing the models' weights; the calls in flight on a\n"
+     "model share its threads (--threads, default the cores)", 0, "1"},
     {"--queue", NULL, RV_OPT_INT, offsetof(serve_opts, queue), 0, 65536, NULL, "N",
      "requests waiting for a worker at most, besides those being worked on;\n"
      "beyond, 503 with Retry-After at once", 0, "16"},
@@ -352,10 +352,11 @@ int rv_cmd_serve(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  /* threads per worker: --threads, else one worker uses what the CLI uses (0: OpenMP's
-     default, OMP_NUM_THREADS or the cores) and N workers share the cores */
+  /* threads: the budget of a model's calls, shared by those in flight (docs/embedding.md): a
+     request alone runs on all of them, N at once on about threads / N each; --threads, else
+     OpenMP's default (OMP_NUM_THREADS or the cores), what the CLI uses */
   int cores = omp_get_max_threads();
-  int threads = rv_cli.threads > 0 ? rv_cli.threads : o.workers == 1 ? 0 : (cores / o.workers > 0 ? cores / o.workers : 1);
+  int threads = rv_cli.threads > 0 ? rv_cli.threads : 0;
   rv_ctx_set_threads(ctx, threads);
   for (int i = 0; i < nw; i++) {
     srv_model *M = &s->models[i];
@@ -431,7 +432,7 @@ int rv_cmd_serve(int argc, char **argv) {
                s->models[i].task == RV_TASK_DETECT ? "detection" : "segmentation");
     }
     const char *h = strchr(o.host, ':') ? "[" : "", *he = strchr(o.host, ':') ? "]" : "";
-    fprintf(stderr, "ravlt serve: listening on %s://%s%s%s:%d/ (models: %s; %d worker(s) x %d thread(s), queue %d)\n",
+    fprintf(stderr, "ravlt serve: listening on %s://%s%s%s:%d/ (models: %s; %d worker(s) sharing %d thread(s), queue %d)\n",
             cert ? "https" : "http", h, o.host, he, port, list, o.workers, threads ? threads : cores, o.queue);
     if (!token && !loopback(o.host))
       fprintf(stderr, "ravlt serve: warning: listening on %s without --token-file: anyone who reaches this port can use "

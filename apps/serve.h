@@ -61,7 +61,8 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
 
 /* ---- the pool ---------------------------------------------------------------------------- */
 typedef struct srv_pool srv_pool;
-/* n workers, each with a context (threads, max_pixels) and an arena of its own. */
+/* n workers, each with a context (threads: the budget of a call, 0 the cores, shared by the
+ * calls in flight on a model; max_pixels) and an arena of its own. */
 int srv_pool_create(srv_pool **out, rv_srv *s, int workers, int queue_cap, int threads, long long max_pixels);
 /* Queue a request and wait for its answer: 0 done (out filled), 503 queue full (or the pool
  * stopping), 504 still queued after timeout_s. */
@@ -70,7 +71,8 @@ int srv_pool_depth(srv_pool *p);          /* requests waiting (not those being w
 int srv_pool_full(srv_pool *p);           /* 1 when a request would be refused now */
 /* Stop: queued requests are answered 503 at once; running ones are finished. Joins. */
 void srv_pool_free(srv_pool *p);
-/* Wake every waiter with 503 now (the grace period ran out); workers finish their image. */
+/* Wake every waiter with 503 now (the grace period ran out); the images in work are cancelled
+ * (rv_ctx_cancel: their model call stops at its next check) and answered 503. */
 void srv_pool_abandon(srv_pool *p);
 
 /* ---- streams ----------------------------------------------------------------------------- */

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,7 +47,6 @@ struct srv_pool {
 static void *worker_main(void *arg) {
   worker *w = arg;
   srv_pool *p = w->p;
-  if (p->threads > 0) omp_set_num_threads(p->threads);
   pthread_mutex_lock(&p->mu);
   for (;;) {
     while (!p->head && !p->stop) pthread_cond_wait(&p->work, &p->mu);
@@ -90,7 +88,7 @@ int srv_pool_create(srv_pool **out, rv_srv *s, int workers, int queue_cap, int t
     w->arena = rv_arena_create(0);
     if (!w->ctx || !w->arena) ok = 0;
     if (ok) {
-      rv_ctx_set_threads(w->ctx, threads);
+      rv_ctx_set_threads(w->ctx, threads); /* 0: the cores, shared by the calls in flight on a model */
       /* a client's odd image (a truncated JPEG) is not the operator's warning: --verbose */
       if (!rv_cli.verbose) rv_ctx_set_log_level(w->ctx, RV_LOG_ERROR);
       rv_ctx_set_max_pixels(w->ctx, max_pixels);
@@ -175,6 +173,8 @@ int srv_pool_run(srv_pool *p, const srv_input *in, srv_output *out, double timeo
 void srv_pool_abandon(srv_pool *p) {
   pthread_mutex_lock(&p->mu);
   p->stop = 1;
+  for (int i = 0; p->w && i < p->n; i++) /* the images in work stop at their next check */
+    if (p->w[i].ctx) rv_ctx_cancel(p->w[i].ctx);
   for (job *q = p->head; q; q = q->next) {
     q->state = DROPPED;
     pthread_cond_signal(&q->done);

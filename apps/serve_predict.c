@@ -413,7 +413,7 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
     double t2 = rv_now();
     out->infer_s = t2 - t1;
     if (st != RV_OK) {
-      fail(out, 500, "%s", rv_ctx_errmsg(ctx));
+      fail(out, st == RV_ERR_CANCELLED ? 503 : 500, "%s", st == RV_ERR_CANCELLED ? "the server is shutting down" : rv_ctx_errmsg(ctx));
     } else {
       snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",
                (t0 - in->t_queued) * 1e3, out->decode_s * 1e3, out->infer_s * 1e3);
@@ -437,7 +437,7 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
     snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",
              (t0 - in->t_queued) * 1e3, out->decode_s * 1e3, out->infer_s * 1e3);
     if (st != RV_OK) {
-      fail(out, 500, "%s", rv_ctx_errmsg(ctx));
+      fail(out, st == RV_ERR_CANCELLED ? 503 : 500, "%s", st == RV_ERR_CANCELLED ? "the server is shutting down" : rv_ctx_errmsg(ctx));
     } else if (in->fmt == SRV_JSON) {
       segment_json(out, M, labels, &img, timing);
     } else if (in->fmt == SRV_V2) {

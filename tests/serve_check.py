@@ -519,13 +519,24 @@ def check_sigterm(d):
     except OSError:
         pass
     # the grace period running out: exit 128 + the signal
+    # (the queued ones answered 503, the one in work cancelled and answered 503 too)
     S = Server('--weights', 'demo', '--workers', '1', '--grace', '0')
-    th = threading.Thread(target=lambda: concurrently(6, lambda i: S.predict('demo', img)))
+    out = []
+    th = threading.Thread(target=lambda: out.extend(concurrently(6, lambda i: S.predict('demo', img))))
     th.start()
     time.sleep(0.15)
+    t0 = time.monotonic()
     rc = S.stop(signal.SIGINT)
+    check(time.monotonic() - t0 < 10, 'SIGINT with --grace 0 took %.1f s' % (time.monotonic() - t0))
     th.join(120)
     check(rc in (0, 130), 'SIGINT with --grace 0: exit %d' % rc)
+    for r in out:  # answered 200 or 503, or the connection was refused / closed after the signal
+        if isinstance(r, tuple):
+            check(r[0] in (200, 503), 'an answer of %d after SIGINT' % r[0])
+            if r[0] == 503:
+                error_of(*r, 503, 'after SIGINT')
+        else:
+            check(isinstance(r, (ConnectionError, http.client.HTTPException)), 'after SIGINT: %r' % r)
 
 
 def check_streams(d):
