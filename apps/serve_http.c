@@ -407,7 +407,7 @@ static enum MHD_Result run_job(rv_srv *s, req *r, struct MHD_Connection *c, srv_
   long long w = 0, h = 0, cap = s->max_pixels;
   if (srv_over_limit(in->data, in->len, cap, &w, &h)) {
     char msg[200];
-    snprintf(msg, sizeof msg, "image: %lldx%lld = %lld pixels, over the limit of %lld (--max-pixels)", w, h, w * h, cap);
+    snprintf(msg, sizeof msg, "image: %lldx%lld = %.0f pixels, over the limit of %lld (--max-pixels)", w, h, (double)w * (double)h, cap);
     return send_error(s, r, c, 413, msg);
   }
   srv_output out = {0};

@@ -378,7 +378,8 @@ static void segment_v2(srv_output *out, const srv_model *M, const int32_t *label
 }
 
 int srv_over_limit(const unsigned char *data, size_t len, long long cap, long long *w, long long *h) {
-  return rv_image_header_size(data, len, w, h) && (*w > cap || *h > cap || *w * *h > cap);
+  if (!rv_image_header_size(data, len, w, h)) return 0;
+  return *w > cap || *h > cap || (*h > 0 && *w > cap / *h); /* w * h > cap, without overflow */
 }
 
 /* ---- one request ------------------------------------------------------------------------- */
@@ -392,7 +393,7 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
   long long w = 0, h = 0, cap = rv_ctx_max_pixels(ctx);
   double t0 = rv_now();
   if (srv_over_limit(in->data, in->len, cap, &w, &h)) {
-    fail(out, 413, "image: %lldx%lld = %lld pixels, over the limit of %lld (--max-pixels)", w, h, w * h, cap);
+    fail(out, 413, "image: %lldx%lld = %.0f pixels, over the limit of %lld (--max-pixels)", w, h, (double)w * (double)h, cap);
     return;
   }
   rv_status st = rv_image_decode(in->data, in->len, "in the request", &img, ctx);
