@@ -6,7 +6,7 @@
 #include "apps/serve.h"
 
 #include "apps/cli.h"
-#include "core/image.h"
+#include "formats/image.h"
 #include <ravlt/version.h>
 
 #include <arpa/inet.h>
