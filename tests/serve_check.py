@@ -1,5 +1,6 @@
-"""`ravlt serve` end to end (tests/test_serve.sh runs it): servers on loopback, each on a
-free port the server picks (--port 0, read from its 'listening on' line); every wait bounded.
+"""`ravlt serve` end to end (tests/cli/test_serve.sh and test_serve_smoke.sh run it): servers
+on loopback, each on a free port the server picks (--port 0, read from its 'listening on'
+line); every wait bounded.
 
     python3 tests/serve_check.py RAVLT_BIN WORK_DIR [CHECK...]
 

@@ -1,5 +1,5 @@
 """`ravlt serve`'s page (GET /) in headless Chromium, driven by Selenium and chromedriver
-(tests/test_serve_page.sh runs it): it renders with the served models in the HTML, an image
+(tests/cli/test_serve_page.sh runs it): it renders with the served models in the HTML, an image
 picked in the page shows its overlay and its table (a segmentation model, then a detector), a
 live stream shows frames and figures; the console has no errors and no request goes anywhere
 but the server.

@@ -4,11 +4,11 @@
 # requests in flight, live streams (MJPEG, SSE, 410), slow clients, start-up failures, TLS.
 # Servers listen on 127.0.0.1 on a port each picks (--port 0). Registered in the release build
 # only: ctest label once (CMakeLists.txt RV_ONCE_TESTS), run once in CI.
-#   bash tests/test_serve.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR [CHECK...]
+#   bash tests/cli/test_serve.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR [CHECK...]
 set -euo pipefail
 BIN=$(readlink -f "$1")
 shift 3
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(dirname "$BIN")
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)

@@ -3,10 +3,10 @@
 # tests/serve_page_check.py): renders, an upload shows its overlay and table, a live stream
 # plays, no console errors, no request leaves the server. Release build only (run once in
 # CI: the ctest label once, CMakeLists.txt RV_ONCE_TESTS).
-#   bash tests/test_serve_page.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_serve_page.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 for f in /usr/bin/chromium /usr/bin/chromedriver; do
