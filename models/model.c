@@ -417,6 +417,7 @@ const rv_detector *rv_model_detector(const rv_model *m) { return m->detector; }
 const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m) { return m->decoder; }
 rv_preprocess_params rv_model_preprocess(const rv_model *m) { return m->pre; }
 rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m) { return &m->seg.test; }
+const rv_segmentor *rv_model_segmentor(const rv_model *m) { return m->task == RV_TASK_SEGMENT ? &m->seg : NULL; }
 
 const char *rv_model_class_name(const rv_model *m, int i) {
   if (i < 0 || i >= m->num_classes) return "?";

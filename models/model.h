@@ -56,6 +56,8 @@ const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m);
 rv_preprocess_params rv_model_preprocess(const rv_model *m);
 /* Segmentation test config (whole / slide) from the model config; may be changed. */
 rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m);
+/* The segmentor (decoder, backbone callback, test config) of a segmentation model, else NULL. */
+const rv_segmentor *rv_model_segmentor(const rv_model *m);
 
 /* Backbone features for an already pre-processed input (for parity checks). */
 rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES], rv_tensor input,
