@@ -244,6 +244,7 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
       d->score = r->scores[k];
       d->label = r->cls[k];
       d->mask = r->masks ? r->masks + plane * (size_t)k : NULL;
+      d->rle = NULL;
     }
     RV_TRY(rv_draw_detections(frame, a->dd, r->n, a->names, (const unsigned char (*)[3])a->palette, a->n_classes,
                               a->thr, ctx));

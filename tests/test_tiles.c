@@ -16,6 +16,7 @@
 #include "eval/rle.h"
 #include "heads/det_ops.h"
 #include "models/model.h"
+#include <ravlt/pyapi.h>
 #include <ravlt/tile.h>
 
 #include <cjson/cJSON.h>
@@ -506,6 +507,47 @@ static void test_detect_tiled_masks(void **state) {
   rv_model_free(m);
 }
 
+/* The Python package's flat entry point (<ravlt/pyapi.h>): one tile over the image gives
+ * rv_py_detect's detections and masks (mmdet's class order, whole-image masks decoded from
+ * the RLEs); smaller tiles give whole-image masks of the same size. */
+static void test_pyapi_detect_tiled(void **state) {
+  (void)state;
+  rv_model *m = NULL;
+  assert_int_equal(rv_py_model_load(&m, fixture_path("e2e/mask_rcnn/checkpoint.pth"), NULL, ctx), RV_OK);
+  rv_image img = {0};
+  assert_int_equal(rv_image_read(fixture_path("e2e/mask_rcnn/image.jpg"), &img, ctx), RV_OK);
+  rv_py_dets *a = NULL, *b = NULL;
+  assert_int_equal(rv_py_detect(m, &a, img.data, img.h, img.w, ctx), RV_OK);
+  assert_int_equal(rv_py_detect_tiled(m, &b, img.data, img.h, img.w, img.h, img.w, 0.2, 0.2, 0, 0.5f, 0, 0, 0, ctx), RV_OK);
+  int da[3], db[3];
+  rv_py_dets_dims(a, da);
+  rv_py_dets_dims(b, db);
+  assert_int_equal(da[0], db[0]);
+  assert_int_equal(da[1], img.h), assert_int_equal(db[1], img.h);
+  assert_int_equal(da[2], img.w), assert_int_equal(db[2], img.w);
+  const size_t n = (size_t)da[0], plane = (size_t)img.h * img.w;
+  float *ba = malloc(sizeof(float) * 5 * n + 1), *bb = malloc(sizeof(float) * 5 * n + 1);
+  int32_t *la = malloc(sizeof(int32_t) * n + 1), *lb = malloc(sizeof(int32_t) * n + 1);
+  uint8_t *ma = malloc(plane * n + 1), *mb = malloc(plane * n + 1);
+  rv_py_dets_copy(a, ba, la, ma);
+  rv_py_dets_copy(b, bb, lb, mb);
+  assert_memory_equal(ba, bb, sizeof(float) * 5 * n);
+  assert_memory_equal(la, lb, sizeof(int32_t) * n);
+  assert_memory_equal(ma, mb, plane * n);
+  rv_py_dets_free(b);
+  assert_int_equal(rv_py_detect_tiled(m, &b, img.data, img.h, img.w, 200, 300, 0.25, 0.25, 1, 0.5f, 1, 7, 0, ctx), RV_OK);
+  rv_py_dets_dims(b, db);
+  assert_true(db[0] > 0 && db[0] <= 7);
+  assert_int_equal(db[1], img.h), assert_int_equal(db[2], img.w);
+  rv_py_dets_free(b);
+  assert_int_equal(rv_py_detect_tiled(m, &b, img.data, img.h, img.w, 0, 300, 0.25, 0.25, 1, 0.5f, 1, 7, 0, ctx), RV_ERR_ARG);
+  assert_null(b);
+  free(ba), free(bb), free(la), free(lb), free(ma), free(mb);
+  rv_py_dets_free(a);
+  rv_image_free(&img);
+  rv_py_model_free(m);
+}
+
 /* ---- tiled segmentation ------------------------------------------------------------------ */
 
 static rv_image synth_seg_image(uint64_t seed, int h, int w) {
@@ -712,6 +754,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_progress_and_errors),
       cmocka_unit_test(test_detect_tiled_caps),
       cmocka_unit_test(test_detect_tiled_masks),
+      cmocka_unit_test(test_pyapi_detect_tiled),
       cmocka_unit_test(test_segment_tile_covers_image),
       cmocka_unit_test(test_segment_tiled_slide_rule),
       cmocka_unit_test(test_segment_tiled_memory),

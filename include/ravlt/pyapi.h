@@ -159,6 +159,12 @@ RV_API void rv_py_dets_dims(const rv_py_dets *d, int dims[3]);
  * y2, score], labels n, masks n x mask_h x mask_w (0/1; NULL skips). */
 RV_API void rv_py_dets_copy(const rv_py_dets *d, float *bboxes5, int32_t *labels, uint8_t *masks);
 RV_API void rv_py_dets_free(rv_py_dets *d);
+/* rv_py_detect on tiles (<ravlt/tile.h>: tile size, overlap ratios, nmm 0 NMS / 1 NMM at
+ * merge_thr, full: also the whole image, max_dets <= 0: no cap, score_thr: dropped before the
+ * merge). Masks come out as whole-image masks (dims: the image's size). */
+RV_API rv_status rv_py_detect_tiled(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, int h, int w,
+                                    int tile_h, int tile_w, double overlap_h, double overlap_w, int nmm,
+                                    float merge_thr, int full, int max_dets, float score_thr, rv_ctx *ctx);
 
 #ifdef __cplusplus
 }
