@@ -12,6 +12,7 @@
 #ifndef RV_APPS_VIDEO_RUN_H
 #define RV_APPS_VIDEO_RUN_H
 
+#include "apps/tile_cli.h"
 #include "models/video_pipeline.h"
 
 #include <stdint.h>
@@ -28,6 +29,7 @@ typedef struct {
   int strict;                    /* --strict: unexpected checkpoint keys are an error */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
   const char *precision;         /* --precision: NULL / "f32" or "bf16" */
+  rv_tile_cli tile;              /* --tile ...: each frame on tiles (docs/large-images.md) */
 } rv_video_opts;
 
 typedef struct rv_video_app rv_video_app;

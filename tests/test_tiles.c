@@ -246,6 +246,7 @@ typedef struct {
   double overlap;
   int nmm, full;
   float score_thr;
+  int cli; /* also through the CLI: eval coco --weights --tile, detect --tile + eval coco --results */
 } mosaic_case;
 
 /* Pieces written by `ravlt synth --task det`, laid out rows x cols into one image with its
@@ -308,9 +309,22 @@ static void run_mosaic(const rv_model *m, const mosaic_case *mc, double ap[3]) {
     }
   }
   ap[0] = box_ap(&e);
+  cJSON_AddStringToObject(im, "file_name", "mosaic.png");
   char *txt = cJSON_PrintUnformatted(root);
   rv_coco *gt = NULL;
   assert_int_equal(rv_coco_load_mem(&gt, txt, strlen(txt), "mosaic", 0, 0, ctx), RV_OK);
+  if (mc->cli) {
+    FILE *f;
+    snprintf(p, sizeof p, "%s/gt.json", dir);
+    assert_non_null(f = fopen(p, "w"));
+    fputs(txt, f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/m/mosaic.png", dir);
+    char md[600];
+    snprintf(md, sizeof md, "%s/m", dir);
+    assert_int_equal(mkdir(md, 0755), 0);
+    assert_int_equal(rv_image_write(p, &mosaic, ctx), RV_OK); /* lossless: the same pixels */
+  }
   free(txt);
   cJSON_Delete(root);
   e.gt = gt;
@@ -339,6 +353,30 @@ static void run_mosaic(const rv_model *m, const mosaic_case *mc, double ap[3]) {
          "tiled %.3f (%d runs, %d detections), whole image %.3f\n",
          mc->rows, mc->cols, mc->ph, mc->pw, (unsigned long long)mc->seed, mc->th, mc->tw, mc->overlap,
          mc->nmm ? "NMM" : "NMS", mc->full ? " + full" : "", mc->score_thr, ap[0], ap[1], td.runs, td.n, ap[2]);
+  if (mc->cli) { /* the same numbers through the CLI (the demo detector built into it) */
+    const char *merge = mc->nmm ? "nmm" : "nms";
+    assert_int_equal(test_run("'%s' -q eval coco --ann '%s/gt.json' --images '%s/m' --weights demo-det --tile %dx%d "
+                              "--tile-overlap %g --tile-merge %s%s --json '%s/ap1.json' > /dev/null",
+                              RV_BIN, dir, dir, mc->th, mc->tw, mc->overlap, merge, mc->full ? " --tile-full" : "", dir),
+                     0);
+    assert_int_equal(test_run("'%s' -q detect --no-draw --tile %dx%d --tile-overlap %g --tile-merge %s%s --json '%s/d.json' "
+                              "'%s/m/mosaic.png' && '%s' -q eval coco --ann '%s/gt.json' --results '%s/d.json' "
+                              "--json '%s/ap2.json' > /dev/null",
+                              RV_BIN, mc->th, mc->tw, mc->overlap, merge, mc->full ? " --tile-full" : "", dir, dir, RV_BIN,
+                              dir, dir, dir),
+                     0);
+    for (int k = 1; k <= 2; k++) {
+      snprintf(p, sizeof p, "%s/ap%d.json", dir, k);
+      char *t = test_read_text(p);
+      assert_non_null(t);
+      cJSON *j = cJSON_Parse(t);
+      const double cli_ap = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "stats"), 0)->valuedouble;
+      printf("  CLI (%s): box AP %.6f\n", k == 1 ? "eval coco --weights --tile" : "detect --tile, eval coco --results", cli_ap);
+      assert_true(fabs(cli_ap - ap[1]) < 1e-12);
+      cJSON_Delete(j);
+      free(t);
+    }
+  }
   rv_arena_free(arena);
   rv_coco_free(gt);
   rv_coco_free(pieces);
@@ -358,9 +396,9 @@ static void test_detect_tiled_mosaics(void **state) {
   rv_model *m = NULL;
   assert_int_equal(rv_model_load(&m, DEMO_DET, NULL, ctx), RV_OK);
   const mosaic_case cases[] = {
-      {6021, 240, 320, 3, 4, 240, 320, 0.2, 0, 0, 0},
-      {6022, 240, 320, 4, 3, 240, 320, 0.3, 0, 1, 0},
-      {6023, 240, 320, 3, 3, 256, 300, 0.25, 1, 0, 0.3f},
+      {6021, 240, 320, 3, 4, 240, 320, 0.2, 0, 0, 0, 1},
+      {6022, 240, 320, 4, 3, 240, 320, 0.3, 0, 1, 0, 0},
+      {6023, 240, 320, 3, 3, 256, 300, 0.25, 1, 0, 0.3f, 0},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     double ap[3];
@@ -727,6 +765,31 @@ static void test_segment_tiled_memory(void **state) {
   assert_true(tall - small < 8 * 1024); /* KiB */
 }
 
+/* The CLI's tiling options: usage errors, and segment --tile over one tile = segment. */
+static void test_cli_options(void **state) {
+  (void)state;
+  char dir[64], p[256];
+  snprintf(dir, sizeof dir, "/tmp/ravlt_test_tiles_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  rv_image img = synth_seg_image(5, 240, 320);
+  snprintf(p, sizeof p, "%s/a.png", dir);
+  assert_int_equal(rv_image_write(p, &img, ctx), RV_OK);
+  rv_image_free(&img);
+  static const char *const usage[] = {
+      "detect --tile-full", "detect --tile-merge nmm", "detect --tile-overlap 0.3", "detect --tile 0x10",
+      "detect --tile 64 --tile-overlap 1", "detect --tile 64 --tile-merge-thr 0", "segment --tile 64 --aug-test",
+      "segment --tile 64 --mode slide", "video --tile 64 --size 240x320", "detect --tile 64 --max-dets 0"};
+  for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++)
+    assert_int_equal(test_run("'%s' -q %s '%s/a.png' 2> /dev/null", RV_BIN, usage[i], dir), 2);
+  assert_int_equal(test_run("'%s' -q eval coco --ann x.json --results y.json --tile 64 2> /dev/null", RV_BIN), 2);
+  assert_int_equal(test_run("'%s' -q segment --format png --out-dir '%s/w' '%s/a.png'", RV_BIN, dir, dir), 0);
+  assert_int_equal(test_run("'%s' -q segment --format png --tile 300x400 --out-dir '%s/t' '%s/a.png'", RV_BIN, dir, dir), 0);
+  assert_int_equal(test_run("cmp '%s/w/a.png' '%s/t/a.png'", dir, dir), 0);
+  assert_int_equal(test_run("'%s' -q segment --format png --tile 100x150 --out-dir '%s/s' '%s/a.png'", RV_BIN, dir, dir), 0);
+  snprintf(p, sizeof p, "rm -rf '%s'", dir);
+  assert_int_equal(system(p), 0);
+}
+
 static int setup(void **state) {
   (void)state;
   ctx = rv_ctx_create();
@@ -758,6 +821,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_segment_tile_covers_image),
       cmocka_unit_test(test_segment_tiled_slide_rule),
       cmocka_unit_test(test_segment_tiled_memory),
+      cmocka_unit_test(test_cli_options),
       cmocka_unit_test(test_detect_tiled_mosaics),
   };
   if (getenv("RV_TEST_FILTER")) cmocka_set_test_filter(getenv("RV_TEST_FILTER")); /* e.g. "*mosaic*" */
