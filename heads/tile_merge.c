@@ -43,6 +43,20 @@ double rv_box_overlap(const float *a, const float *b, int ios) {
   return den > 0 ? inter / den : 0; /* a box without area matches nothing */
 }
 
+/* positions sorted by their box's x1 (NaN last), for the window of candidates of a box */
+typedef struct {
+  float x1;
+  int pos;
+} xpos;
+
+static int cmp_xpos(const void *pa, const void *pb) {
+  const xpos *a = pa, *b = pb;
+  int na = a->x1 != a->x1, nb = b->x1 != b->x1;
+  if (na != nb) return na - nb;
+  if (a->x1 != b->x1) return a->x1 < b->x1 ? -1 : 1;
+  return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
 int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int *slot,
                        const float *boxes, const float *scores, const int *labels, int n,
                        int nmm, float thr, rv_arena *scratch) {
@@ -53,7 +67,8 @@ int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int
   unsigned char *alive = rv_arena_alloc(scratch, (size_t)n);
   int *owner = rv_arena_alloc(scratch, (size_t)n * sizeof *owner); /* NMM: the keep (order position) a detection matched */
   int *rank = rv_arena_alloc(scratch, (size_t)n * sizeof *rank);
-  if (!r || !keeps || !alive || !owner || !rank) {
+  xpos *xs = rv_arena_alloc(scratch, (size_t)n * sizeof *xs);
+  if (!r || !keeps || !alive || !owner || !rank || !xs) {
     rv_arena_release(scratch, mk);
     return -1;
   }
@@ -67,6 +82,17 @@ int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int
     int b = a + 1;
     while (b < n && r[b].label == r[a].label) b++;
     for (int t = a; t < b; t++) alive[t] = 1, owner[t] = -1;
+    /* only boxes that intersect can match (thr > 0): the candidates of a box are those whose
+     * x1 lies in [its x1 - the class's widest box - 1, its x2), a window of the class's boxes
+     * sorted by x1 (the same decisions as visiting every later box, without the n^2 of the
+     * tens of thousands of detections of a large image) */
+    double maxw = 0;
+    for (int t = a; t < b; t++) {
+      const float *bt = boxes + 4 * (size_t)r[t].i;
+      xs[t] = (xpos){bt[0], t};
+      if ((double)bt[2] - bt[0] > maxw) maxw = (double)bt[2] - bt[0];
+    }
+    qsort(xs + a, (size_t)(b - a), sizeof *xs, cmp_xpos);
     /* greedy over the class by descending score: the best detection left is kept; every
      * later one whose overlap with it (its own box: the IoU for NMS, the intersection over
      * the smaller area for NMM) reaches thr leaves the pool, suppressed (NMS) or matched to
@@ -75,11 +101,20 @@ int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int
       if (!alive[t]) continue;
       keeps[nk++] = (ranked){r[t].label, r[t].s, t};
       const float *bt = boxes + 4 * (size_t)r[t].i;
-      for (int u = t + 1; u < b; u++)
-        if (alive[u] && rv_box_overlap(bt, boxes + 4 * (size_t)r[u].i, nmm) >= thr) {
+      const double lo = (double)bt[0] - maxw - 1; /* a pixel of slack for the roundings */
+      int l = a, h = b; /* the first x1 >= lo */
+      while (l < h) {
+        const int mid = l + (h - l) / 2;
+        if ((double)xs[mid].x1 < lo) l = mid + 1;
+        else h = mid;
+      }
+      for (int j = l; j < b && xs[j].x1 < bt[2]; j++) {
+        const int u = xs[j].pos;
+        if (u > t && alive[u] && rv_box_overlap(bt, boxes + 4 * (size_t)r[u].i, nmm) >= thr) {
           alive[u] = 0;
           owner[u] = t;
         }
+      }
     }
     a = b;
   }

@@ -97,12 +97,17 @@ static void test_tile_boxes(void **state) {
 
 /* ---- merge rules on hand-made boxes --------------------------------------------------- */
 
-static int merge(float *ob, float *os, int *ol, int *slot, const float *b, const float *s, const int *l, int n,
-                 int nmm) {
+static int merge_thr(float *ob, float *os, int *ol, int *slot, const float *b, const float *s, const int *l, int n,
+                     int nmm, float thr) {
   rv_arena *a = rv_arena_create(0);
-  int k = rv_merge_tile_dets(ob, os, ol, slot, b, s, l, n, nmm, 0.5f, a);
+  int k = rv_merge_tile_dets(ob, os, ol, slot, b, s, l, n, nmm, thr, a);
   rv_arena_free(a);
   return k;
+}
+
+static int merge(float *ob, float *os, int *ol, int *slot, const float *b, const float *s, const int *l, int n,
+                 int nmm) {
+  return merge_thr(ob, os, ol, slot, b, s, l, n, nmm, 0.5f);
 }
 
 static void test_merge_rules(void **state) {
@@ -160,6 +165,98 @@ static void test_merge_rules(void **state) {
   const float fs[2] = {0.5f, 0.5f};
   assert_int_equal(merge(ob, os, ol, slot, flat, fs, hl, 2, 1), 2);
   assert_int_equal(slot[0], 0), assert_int_equal(slot[1], 1);
+}
+
+/* SAHI's postprocess transcribed for a reference: per class, the best box left in the pool
+ * (score descending, ties: lower index) is kept and takes out of the pool every box whose
+ * IoU (NMS) / IoS (NMM) with it is >= thr; NMM then merges those into it in pool order when
+ * the IoS with the merged box is > thr. Results sorted by score (ties: kept index). */
+static double ref_overlap(const float *a, const float *b, int ios) {
+  double iw = fmin(a[2], b[2]) - fmax(a[0], b[0]), ih = fmin(a[3], b[3]) - fmax(a[1], b[1]);
+  double inter = (iw > 0 ? iw : 0) * (ih > 0 ? ih : 0);
+  double aa = ((double)a[2] - a[0]) * ((double)a[3] - a[1]), ab = ((double)b[2] - b[0]) * ((double)b[3] - b[1]);
+  double den = ios ? fmin(aa, ab) : aa + ab - inter;
+  return den > 0 ? inter / den : 0;
+}
+
+static int ref_merge(float *ob, float *os, int *ol, const float *b, const float *s, const int *l, int n, int nmm,
+                     float thr) {
+  int *pool = malloc(sizeof *pool * (size_t)n), *key = malloc(sizeof *key * (size_t)n), k = 0;
+  for (int c = 0; c < 8; c++) {
+    int m = 0;
+    for (int i = 0; i < n; i++)
+      if (l[i] == c) pool[m++] = i;
+    for (int i = 1; i < m; i++) /* insertion sort: score descending, index ascending */
+      for (int j = i; j > 0 && (s[pool[j]] > s[pool[j - 1]] || (s[pool[j]] == s[pool[j - 1]] && pool[j] < pool[j - 1])); j--) {
+        int t = pool[j];
+        pool[j] = pool[j - 1], pool[j - 1] = t;
+      }
+    while (m > 0) {
+      const int S = pool[0];
+      float box[4] = {b[4 * S], b[4 * S + 1], b[4 * S + 2], b[4 * S + 3]}, sc = s[S];
+      int rest = 0;
+      for (int j = 1; j < m; j++) {
+        const int u = pool[j];
+        if (ref_overlap(b + 4 * S, b + 4 * u, nmm) >= thr) {
+          if (nmm && ref_overlap(box, b + 4 * u, 1) > thr) {
+            box[0] = fminf(box[0], b[4 * u]), box[1] = fminf(box[1], b[4 * u + 1]);
+            box[2] = fmaxf(box[2], b[4 * u + 2]), box[3] = fmaxf(box[3], b[4 * u + 3]);
+            sc = fmaxf(sc, s[u]);
+          }
+        } else {
+          pool[rest++] = u;
+        }
+      }
+      m = rest;
+      memcpy(ob + 4 * k, box, sizeof box);
+      os[k] = sc, ol[k] = c, key[k] = S;
+      k++;
+    }
+  }
+  for (int i = 1; i < k; i++) /* by score, ties by the kept index */
+    for (int j = i; j > 0 && (os[j] > os[j - 1] || (os[j] == os[j - 1] && key[j] < key[j - 1])); j--) {
+      float tb[4], ts = os[j];
+      int tl = ol[j], tk = key[j];
+      memcpy(tb, ob + 4 * j, sizeof tb);
+      memcpy(ob + 4 * j, ob + 4 * (j - 1), sizeof tb), os[j] = os[j - 1], ol[j] = ol[j - 1], key[j] = key[j - 1];
+      memcpy(ob + 4 * (j - 1), tb, sizeof tb), os[j - 1] = ts, ol[j - 1] = tl, key[j - 1] = tk;
+    }
+  free(pool);
+  free(key);
+  return k;
+}
+
+/* Random boxes of every size (tiles' detections, big whole-image ones, duplicates, equal
+ * scores, zero areas): the merge equals the transcription. */
+static void test_merge_random(void **state) {
+  (void)state;
+  uint64_t seed = 99;
+  enum { N = 400 };
+  float *b = malloc(sizeof *b * 4 * N), s[N], ob[4 * N], os[N], rb[4 * N], rs[N];
+  int l[N], ol[N], rl[N], slot[N];
+  long merged = 0, total = 0;
+  for (int t = 0; t < 60; t++) {
+    const int n = 1 + (int)((test_rand(&seed) + 1) * 0.5 * N) % N, nmm = t & 1;
+    const float thr = t % 3 == 0 ? 0.5f : 0.2f + 0.3f * (test_rand(&seed) + 1);
+    for (int i = 0; i < n; i++) {
+      const float big = test_rand(&seed) > 0.9f ? 400 : 60;
+      float x = 250 + 250 * test_rand(&seed), y = 250 + 250 * test_rand(&seed);
+      float w = big * (test_rand(&seed) + 1) * 0.5f, h = big * (test_rand(&seed) + 1) * 0.5f;
+      if (i % 17 == 5) w = 0; /* no area */
+      if (i % 13 == 7 && i > 0) { x = b[4 * (i - 1)], y = b[4 * (i - 1) + 1], w = b[4 * (i - 1) + 2] - x, h = b[4 * (i - 1) + 3] - y; }
+      b[4 * i] = x, b[4 * i + 1] = y, b[4 * i + 2] = x + w, b[4 * i + 3] = y + h;
+      s[i] = i % 11 == 3 ? 0.5f : 0.05f + 0.95f * (test_rand(&seed) + 1) * 0.5f;
+      l[i] = (int)((test_rand(&seed) + 1) * 1.5f) % 3;
+    }
+    const int k = merge_thr(ob, os, ol, slot, b, s, l, n, nmm, thr), rk = ref_merge(rb, rs, rl, b, s, l, n, nmm, thr);
+    assert_int_equal(k, rk);
+    assert_memory_equal(ob, rb, sizeof(float) * 4 * (size_t)k);
+    assert_memory_equal(os, rs, sizeof(float) * (size_t)k);
+    assert_memory_equal(ol, rl, sizeof(int) * (size_t)k);
+    merged += k, total += n;
+  }
+  printf("60 random sets: %ld detections merged into %ld, as the transcription\n", total, merged);
+  free(b);
 }
 
 /* ---- masks --------------------------------------------------------------------------- */
@@ -813,6 +910,7 @@ int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tile_boxes),
       cmocka_unit_test(test_merge_rules),
+      cmocka_unit_test(test_merge_random),
       cmocka_unit_test(test_rle_window),
       cmocka_unit_test(test_progress_and_errors),
       cmocka_unit_test(test_detect_tiled_caps),
