@@ -107,6 +107,25 @@ static int cut(const char *path, int th, int tw, double ov, const char *dir) {
   return 0;
 }
 
+/* per-tile times of a tiled run, from its progress callback */
+typedef struct {
+  double last, *dt;
+  int n;
+} tile_clock;
+
+static int on_tile(void *user, int done, int total) {
+  tile_clock *c = user;
+  const double t = now();
+  if (done - 1 < total) c->dt[c->n++] = t - c->last;
+  c->last = t;
+  return 0;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n ? v[n / 2] : 0;
+}
+
 static int detect(const char *path, int th, int tw, double ov, int rounds) {
   rv_model *m = NULL;
   if (rv_model_load(&m, "models/demo_det.safetensors", NULL, ctx) != RV_OK) die("models/demo_det.safetensors");
@@ -117,34 +136,46 @@ static int detect(const char *path, int th, int tw, double ov, int rounds) {
   rv_image *t = cut_tiles(&img, &o, &n);
   rv_arena *a = rv_arena_create(0);
   double *tiled = calloc((size_t)rounds, sizeof *tiled), *plain = calloc((size_t)rounds, sizeof *plain);
-  int nd = 0;
+  double *merge = calloc((size_t)rounds, sizeof *merge);
+  double *ttile = calloc((size_t)(rounds * n), sizeof *ttile), *ptile = calloc((size_t)(rounds * n), sizeof *ptile);
+  tile_clock clock = {0, ttile, 0};
+  o.progress = on_tile, o.progress_user = &clock;
+  int nd = 0, np = 0;
   for (int r = -1; r < rounds; r++) { /* round -1 warms up */
+    const int n0 = clock.n;
     double t0 = now();
+    clock.last = t0;
     rv_tile_detections d;
     if (rv_model_detect_tiled(m, &d, &img, &o, a, ctx) != RV_OK) die("tiled");
     nd = d.n;
     double t1 = now();
+    if (r < 0) clock.n = n0; /* the warm-up's tiles are not counted */
     rv_arena_reset(a);
     for (long i = 0; i < n; i++) {
+      const double p0 = now();
       rv_detections pd;
       if (rv_model_detect(m, &pd, NULL, &t[i], a, ctx) != RV_OK) die("plain");
       rv_arena_reset(a);
+      if (r >= 0) ptile[np++] = now() - p0;
     }
     double t2 = now();
-    if (r >= 0) tiled[r] = t1 - t0, plain[r] = t2 - t1;
+    if (r >= 0) tiled[r] = t1 - t0, plain[r] = t2 - t1, merge[r] = t1 - clock.last;
   }
-  qsort(tiled, (size_t)rounds, sizeof *tiled, cmp_double);
-  qsort(plain, (size_t)rounds, sizeof *plain, cmp_double);
-  const double mt = tiled[rounds / 2], mp = plain[rounds / 2];
-  printf("detect %dx%d, %ld tiles of %dx%d (overlap %.2f), threads %d, median of %d rounds:\n"
-         "  rv_model_detect_tiled %.3f s (%.2f ms a tile, %d detections merged)\n"
+  const double mt = median(tiled, rounds), mp = median(plain, rounds), mm = median(merge, rounds);
+  const double tt = median(ttile, clock.n), pt = median(ptile, np);
+  printf("detect %dx%d, %ld tiles of %dx%d (overlap %.2f), threads %d, medians of %d rounds:\n"
+         "  rv_model_detect_tiled %.3f s (%.2f ms a tile; the merge of the tiles' detections into %d: %.1f ms)\n"
          "  rv_model_detect on the same tiles cut beforehand %.3f s (%.2f ms a tile)\n"
-         "  tiled / plain per tile: %.3f\n",
-         img.w, img.h, n, tw, th, ov, rv_ctx_threads(ctx), rounds, mt, 1e3 * mt / n, nd, mp, 1e3 * mp / n, mt / mp);
+         "  tiled / plain: %.3f in total; %.3f per tile (median tile %.2f / %.2f ms: cut, run, shift)\n",
+         img.w, img.h, n, tw, th, ov, rv_ctx_threads(ctx), rounds, mt, 1e3 * mt / n, nd, 1e3 * mm, mp, 1e3 * mp / n,
+         mt / mp, tt / pt, 1e3 * tt, 1e3 * pt);
   for (long i = 0; i < n; i++) rv_image_free(&t[i]);
   free(t);
   free(tiled);
   free(plain);
+  free(merge);
+  free(ttile);
+  free(ptile);
   rv_arena_free(a);
   rv_image_free(&img);
   rv_model_free(m);
