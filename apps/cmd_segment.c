@@ -111,6 +111,8 @@ static rv_status one(void *user, rv_image_run *r, size_t k, const char *path, rv
   if (st == RV_OK && u->overlay) {
     rv_cli_out_name(out, sizeof out, u->o->out_dir, path, "_overlay.png");
     st = rv_task_overlay(&r->model, img, labels, (float)u->o->opacity, ctx);
+    free(labels); /* drawn: not held while the overlay is encoded */
+    labels = NULL;
     if (st == RV_OK) st = rv_image_write(out, img, ctx);
   }
   free(labels);
