@@ -28,8 +28,8 @@
 extern "C" {
 #endif
 
-/* ABI version of this header (the package checks it). */
-#define RV_PY_ABI 1
+/* ABI version of this header (the package checks it). 2: rv_py_detect_tiled. */
+#define RV_PY_ABI 2
 RV_API int rv_py_abi(void);
 /* Process start-up for a host program that is not the CLI (rv_blas_init); returns the
  * OpenBLAS core name. Call once, before other threads use the library. */

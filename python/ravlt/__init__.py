@@ -172,12 +172,29 @@ def init_detector(config_or_checkpoint, checkpoint=None, device='cpu', name=None
     return m
 
 
-def _detect(model, img):
+def _tile_size(tile):
+    """tile: N or (h, w), positive integers."""
+    hw = (tile, tile) if isinstance(tile, (int, np.integer)) else tuple(tile)
+    if len(hw) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in hw):
+        raise ValueError('tile must be a positive int or an (h, w) pair of them, not %r' % (tile,))
+    return int(hw[0]), int(hw[1])
+
+
+def _detect(model, img, tile=None, overlap=0.2, merge='nms', merge_thr=0.5, full=False, max_dets=None,
+            score_thr=0.0):
     a = _image(img)
     h, w = a.shape[:2]
     d = ctypes.c_void_p()
     with Ctx() as c:
-        c.check(lib.rv_py_detect(model._p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
+        if tile is None:
+            c.check(lib.rv_py_detect(model._p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
+        else:
+            th, tw = _tile_size(tile)
+            if merge not in ('nms', 'nmm'):
+                raise ValueError("merge must be 'nms' or 'nmm', not %r" % (merge,))
+            c.check(lib.rv_py_detect_tiled(model._p, ctypes.byref(d), _lib.ptr(a), h, w, th, tw, float(overlap),
+                                           float(overlap), merge == 'nmm', float(merge_thr), bool(full),
+                                           int(max_dets or 0), float(score_thr), c.ctx))
     try:
         dims = (ctypes.c_int * 3)()
         lib.rv_py_dets_dims(d, dims)
@@ -191,13 +208,19 @@ def _detect(model, img):
     return boxes, labels, masks
 
 
-def inference_detector(model, imgs):
+def inference_detector(model, imgs, tile=None, overlap=0.2, merge='nms', merge_thr=0.5, full=False, max_dets=None,
+                       score_thr=0.0):
     """mmdet 2.x inference_detector: per class an (n, 5) float32 array [x1, y1, x2, y2, score];
     with masks (bbox_result, segm_result), segm_result per class a list of HxW bool arrays.
-    A list of images gives a list of results."""
+    A list of images gives a list of results.
+    tile=(h, w) (or N): SAHI's tiled detection at the image's own resolution, as `ravlt detect
+    --tile` (docs/large-images.md): tiles of h x w overlapping by the ratio `overlap`, merged
+    class by class with merge='nms' (IoU >= merge_thr) or 'nmm' (SAHI's greedy merging on the
+    IoS), full=True also runs the whole image, max_dets keeps the best N of the merged result
+    (not cut to 100 otherwise), score_thr drops the tiles' detections under it first."""
     if isinstance(imgs, (list, tuple)):
-        return [inference_detector(model, i) for i in imgs]
-    boxes, labels, masks = _detect(model, imgs)
+        return [inference_detector(model, i, tile, overlap, merge, merge_thr, full, max_dets, score_thr) for i in imgs]
+    boxes, labels, masks = _detect(model, imgs, tile, overlap, merge, merge_thr, full, max_dets, score_thr)
     K = model.num_classes
     # bbox2result: by class, stable (the library's order is already by class)
     starts = np.searchsorted(labels, np.arange(K + 1), side='left')

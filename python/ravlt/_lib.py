@@ -7,7 +7,7 @@ import sysconfig
 
 import numpy as np
 
-ABI = 1  # RV_PY_ABI of include/ravlt/pyapi.h
+ABI = 2  # RV_PY_ABI of include/ravlt/pyapi.h
 
 
 class Error(RuntimeError):
@@ -129,6 +129,8 @@ _sig('rv_py_detect', c_int, c_void_p, P(c_void_p), c_void_p, c_int, c_int, c_voi
 _sig('rv_py_dets_dims', None, c_void_p, P(c_int))
 _sig('rv_py_dets_copy', None, c_void_p, c_void_p, c_void_p, c_void_p)
 _sig('rv_py_dets_free', None, c_void_p)
+_sig('rv_py_detect_tiled', c_int, c_void_p, P(c_void_p), c_void_p, c_int, c_int, c_int, c_int, c_dbl, c_dbl,
+     c_int, ctypes.c_float, c_int, c_int, ctypes.c_float, c_void_p)
 
 blas_core = lib.rv_py_init()  # the CLI's start-up (OpenBLAS kernel selection), once per process
 
