@@ -58,7 +58,9 @@ def test_tile_options(model):
     assert sum(len(b) for b in capped) <= 5
     with pytest.raises(ValueError):
         ravlt.inference_detector(model, img, tile=(0, 100))
+    with pytest.raises(TypeError):
+        ravlt.inference_detector(model, img, tile=(100, 100, 3))
     with pytest.raises(ValueError):
         ravlt.inference_detector(model, img, tile=(100, 100), merge='union')
-    with pytest.raises(ravlt.Error, match='overlap'):
+    with pytest.raises(ValueError, match='overlap'):
         ravlt.inference_detector(model, img, tile=(100, 100), overlap=1.0)
