@@ -76,16 +76,35 @@ static int missed_images(const rv_image_run *r, const char *what, size_t missing
 }
 
 /* Under mpirun, after the loop: every rank agrees on st (rank 0's message names a failing
- * rank), then gather() brings rank 0 every rank's results. */
-static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, rv_ctx *ctx), void *arg, const char *what,
+ * rank), then gather() brings rank 0 every rank's results and says what it did in what. */
+static rv_status mpi_gather(rv_status st, rv_status (*gather)(void *arg, char *what, size_t cap, rv_ctx *ctx), void *arg,
                             rv_ctx *ctx) {
   double tw = rv_now();
   st = rv_mpi_agree(st, ctx);
   double tg = rv_now();
-  if (st == RV_OK) st = gather(arg, ctx);
+  char what[128] = "";
+  if (st == RV_OK) st = gather(arg, what, sizeof what, ctx);
   if (st == RV_OK && rv_mpi_rank() == 0)
     rv_log(ctx, RV_LOG_INFO, "MPI: %d ranks: waited %.3f s for the others, %s in %.3f s", rv_mpi_size(), tg - tw, what,
            rv_now() - tg);
+  return st;
+}
+
+/* The loop over a dataset's n items (apps/image_run.h), timed: its seconds in *secs. */
+static rv_status dataset_loop(rv_image_run *r, size_t n, void *user,
+                              rv_status (*path)(void *, rv_image_run *, size_t, char *, size_t, rv_ctx *),
+                              int (*skip)(void *, size_t), void (*name)(void *, rv_image_run *, size_t, const char *, char *, size_t),
+                              rv_status (*image)(void *, rv_image_run *, size_t, const char *, rv_image *, rv_ctx *),
+                              double *secs, rv_ctx *ctx) {
+  r->n = n;
+  r->user = user;
+  r->path = path;
+  r->skip = skip;
+  r->name = name;
+  r->image = image;
+  double t0 = rv_now();
+  rv_status st = rv_image_loop(r, ctx);
+  *secs = rv_now() - t0;
   return st;
 }
 
@@ -318,18 +337,12 @@ static rv_status coco_results_from_model(rv_image_run *r, coco_run *u, rv_ctx *c
   const int K = r->model.num_classes;
   if (!(u->cat_ids = malloc(sizeof *u->cat_ids * (size_t)(K > 0 ? K : 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   for (int i = 0; i < K; i++) u->cat_ids[i] = rv_model_category_id(r->model.m, i);
-  r->n = gt->n_images;
-  r->user = u;
-  r->path = coco_path;
-  r->skip = coco_skip;
-  r->name = coco_name;
-  r->image = coco_image;
-  double t0 = rv_now();
-  rv_status st = rv_image_loop(r, ctx);
+  double secs;
+  rv_status st = dataset_loop(r, gt->n_images, u, coco_path, coco_skip, coco_name, coco_image, &secs, ctx);
   size_t ran = r->done + r->failed;
   if (st == RV_OK)
     rv_log(ctx, RV_LOG_INFO, "%zu images run, %zu detections: %.2f s (%.2f s in the model, %.3f images/s)", ran,
-           u->box.n, rv_now() - t0, r->t_model, r->t_model > 0 ? (double)ran / r->t_model : 0.0);
+           u->box.n, secs, r->t_model, r->t_model > 0 ? (double)ran / r->t_model : 0.0);
   return st;
 }
 
@@ -468,9 +481,11 @@ typedef struct {
   rv_coco_results *box, *seg;
   const rv_coco *gt;
 } coco_gathered;
-static rv_status coco_gather(void *arg, rv_ctx *ctx) {
+static rv_status coco_gather(void *arg, char *what, size_t cap, rv_ctx *ctx) {
   coco_gathered *g = arg;
-  return rv_mpi_gather_coco(g->box, g->seg, g->gt, ctx);
+  RV_TRY(rv_mpi_gather_coco(g->box, g->seg, g->gt, ctx));
+  snprintf(what, cap, "gathered %zu detections", g->box->n);
+  return RV_OK;
 }
 
 static int cmd_coco_model(const coco_opts *o) {
@@ -500,7 +515,7 @@ static int cmd_coco_model(const coco_opts *o) {
   } else {
     if (u.mpi) { /* rank 0 gets every detection in the one-process order, writes and evaluates */
       coco_gathered g = {&u.box, u.masks ? &u.seg : NULL, u.gt};
-      st = mpi_gather(st, coco_gather, &g, "gathered the detections", ctx);
+      st = mpi_gather(st, coco_gather, &g, ctx);
     }
     const int writer = !u.mpi || rv_mpi_rank() == 0;
     if (st == RV_OK && writer) st = coco_write(&u, ctx);
@@ -706,16 +721,11 @@ static rv_status ade_image(void *user, rv_image_run *r, size_t k, const char *pa
 static rv_status ade20k_preds_from_model(rv_image_run *r, ade_run *u, rv_ctx *ctx) {
   u->ro.aug_test = u->o->aug_test;
   u->ro.flip = 1;
-  r->n = u->list.n;
-  r->user = u;
-  r->path = ade_path;
-  r->skip = ade_skip;
-  r->image = ade_image;
-  double t0 = rv_now();
-  rv_status st = rv_image_loop(r, ctx);
+  double secs;
+  rv_status st = dataset_loop(r, u->list.n, u, ade_path, ade_skip, NULL, ade_image, &secs, ctx);
   size_t ran = u->n_done - u->n_skip;
   if (st == RV_OK)
-    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", ran, rv_now() - t0, r->t_model,
+    rv_log(ctx, RV_LOG_INFO, "%zu images: %.2f s (%.2f s in the model, %.3f images/s)", ran, secs, r->t_model,
            r->t_model > 0 ? (double)ran / r->t_model : 0.0);
   return st;
 }
@@ -794,8 +804,9 @@ typedef struct {
   rv_seg_areas *acc;
   size_t *n_done;
 } ade_summed;
-static rv_status ade_sum(void *arg, rv_ctx *ctx) {
+static rv_status ade_sum(void *arg, char *what, size_t cap, rv_ctx *ctx) {
   ade_summed *g = arg;
+  snprintf(what, cap, "summed the areas");
   return rv_mpi_sum_areas(g->acc, g->n_done, ctx);
 }
 
@@ -824,7 +835,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   } else {
     if (mpi) { /* every rank gets here: rank 0 sums the int64 areas */
       ade_summed g = {&u.acc, &u.n_done};
-      st = mpi_gather(st, ade_sum, &g, "summed the areas", ctx);
+      st = mpi_gather(st, ade_sum, &g, ctx);
       if (st == RV_OK && rv_mpi_rank() == 0 && u.n_done != u.list.n)
         st = rv_error(ctx, RV_ERR_INTERNAL, "MPI: the ranks did %zu of %zu images", u.n_done, u.list.n);
       for (size_t k = 0; st == RV_OK && k < u.list.n; k++) u.done[k] = u.list.names[k]; /* the one-run list */
