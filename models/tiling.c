@@ -284,9 +284,12 @@ static int slide_start(int i, int n, int c, int s) {
 
 rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_image *bgr,
                                  const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
-  const rv_segmentor *seg = rv_model_segmentor(m);
-  if (!seg)
+  if (rv_model_task(m) != RV_TASK_SEGMENT || !rv_model_seg_decoder(m))
     return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", rv_model_arch(m));
+  /* encode_decode of a crop: the model's backbone and decoder (the test mode is not used) */
+  const rv_segmentor sg = {rv_model_seg_decoder(m), rv_seg_ravlt_backbone, (void *)rv_model_backbone(m),
+                           rv_seg_default_test_cfg()};
+  const rv_segmentor *seg = &sg;
   RV_TRY(rv_tile_opts_check(opts, ctx));
   RV_TRY(check_image(bgr, "tiled segmentation", ctx));
 #ifdef _OPENMP

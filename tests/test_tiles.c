@@ -754,7 +754,9 @@ static void naive_slide(int32_t *labels, const rv_model *m, const rv_image *img,
       for (int c = 0; c < 3; c++)
         for (int y = y1; y < y2; y++)
           for (int xx = x1; xx < x2; xx++) crop.data[((size_t)c * crop.h + y - y1) * crop.w + xx - x1] = x.data[((size_t)c * H + y) * W + xx];
-      assert_int_equal(rv_seg_encode_decode(rv_model_segmentor(m), &cl, crop, a, ctx), RV_OK);
+      const rv_segmentor sg = {rv_model_seg_decoder(m), rv_seg_ravlt_backbone, (void *)rv_model_backbone(m),
+                               rv_seg_default_test_cfg()};
+      assert_int_equal(rv_seg_encode_decode(&sg, &cl, crop, a, ctx), RV_OK);
       for (int c = 0; c < C; c++)
         for (int y = y1; y < y2; y++)
           for (int xx = x1; xx < x2; xx++) sum[((size_t)c * H + y) * W + xx] += cl.data[((size_t)c * crop.h + y - y1) * crop.w + xx - x1];
