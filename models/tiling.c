@@ -7,9 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 rv_tile_opts rv_tile_default_opts(void) {
   rv_tile_opts o;
@@ -175,8 +172,8 @@ static int rle_to_arena(rv_rle *dst, const rv_rle *r, rv_arena *arena) {
   return 0;
 }
 
-rv_status rv_model_detect_tiled(const rv_model *m, rv_tile_detections *out, const rv_image *bgr,
-                                const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+static rv_status detect_tiled(const rv_model *m, rv_tile_detections *out, const rv_image *bgr,
+                              const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
   memset(out, 0, sizeof *out);
   if (rv_model_task(m) != RV_TASK_DETECT)
     return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", rv_model_arch(m));
@@ -274,6 +271,13 @@ rv_status rv_model_detect_tiled(const rv_model *m, rv_tile_detections *out, cons
   return RV_OK;
 }
 
+rv_status rv_model_detect_tiled(const rv_model *m, rv_tile_detections *out, const rv_image *bgr,
+                                const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  /* one call on the model (core/rv.h "Calls"): the tiles' runs inside it count once */
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, detect_tiled(m, out, bgr, opts, arena, ctx));
+}
+
 /* ---- segmentation ------------------------------------------------------------------------- */
 
 /* mmseg's slide grid along one side: crop c (<= n), stride s: the start of window i */
@@ -282,8 +286,8 @@ static int slide_start(int i, int n, int c, int s) {
   return y2 - c > 0 ? y2 - c : 0;
 }
 
-rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_image *bgr,
-                                 const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+static rv_status segment_tiled(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                               const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
   if (rv_model_task(m) != RV_TASK_SEGMENT || !rv_model_seg_decoder(m))
     return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", rv_model_arch(m));
   /* encode_decode of a crop: the model's backbone and decoder (the test mode is not used) */
@@ -292,9 +296,6 @@ rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_im
   const rv_segmentor *seg = &sg;
   RV_TRY(rv_tile_opts_check(opts, ctx));
   RV_TRY(check_image(bgr, "tiled segmentation", ctx));
-#ifdef _OPENMP
-  if (rv_ctx_threads(ctx) > 0) omp_set_num_threads(rv_ctx_threads(ctx));
-#endif
   const int H = bgr->h, W = bgr->w, C = rv_model_num_classes(m);
   const int ch = opts->tile_h < H ? opts->tile_h : H, cw = opts->tile_w < W ? opts->tile_w : W;
   const int sh = opts->tile_h - (int)(opts->overlap_h * opts->tile_h);
@@ -329,6 +330,8 @@ rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_im
       const int x1 = slide_start(j, W, cw, sw);
       rv_image crop;
       rv_tensor x = {0}, cl;
+      st = rv_ctx_check(ctx); /* cancelled; the call's threads (core/rv.h) */
+      if (st != RV_OK) break;
       if (crop_image(&crop, bgr, x1, y1, cw, ch, arena) == 0) x = rv_tensor_new(arena, 1, 3, ch, cw);
       if (!x.data) st = rv_error(ctx, RV_ERR_NOMEM, "tiled segmentation: out of memory for a %dx%d tile", cw, ch);
       if (st == RV_OK) {
@@ -367,4 +370,10 @@ rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_im
   free(cy);
   free(cx);
   return st;
+}
+
+rv_status rv_model_segment_tiled(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                                 const rv_tile_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, segment_tiled(m, labels, bgr, opts, arena, ctx));
 }
