@@ -8,9 +8,12 @@ typedef struct {
   int label;
   float s;
   int i;
+  const float *box; /* the detection's box, for SAHI's tie-break */
 } ranked;
 
-/* label ascending, then score descending (NaN last), then index ascending: a total order */
+/* label ascending, then score descending (NaN last), then, between equal scores, the box's
+ * x1, y1, x2, y2 ascending (SAHI's _score_tiebreak_order: np.lexsort((y2, x2, y1, x1,
+ * -scores)), a stable sort), then index ascending: a total order */
 static int cmp_ranked(const void *pa, const void *pb) {
   const ranked *a = pa, *b = pb;
   if (a->label != b->label) return a->label < b->label ? -1 : 1;
@@ -18,6 +21,11 @@ static int cmp_ranked(const void *pa, const void *pb) {
   if (na != nb) return na - nb;
   if (a->s > b->s) return -1;
   if (a->s < b->s) return 1;
+  for (int c = 0; c < 4; c++) {
+    const float u = a->box[c], v = b->box[c];
+    if (u < v) return -1;
+    if (u > v) return 1;
+  }
   return (a->i > b->i) - (a->i < b->i);
 }
 
@@ -73,7 +81,7 @@ int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int
     return -1;
   }
   for (int i = 0; i < n; i++) {
-    r[i] = (ranked){labels[i], scores[i], i};
+    r[i] = (ranked){labels[i], scores[i], i, boxes + 4 * (size_t)i};
     slot[i] = -1;
   }
   qsort(r, (size_t)n, sizeof *r, cmp_ranked);
@@ -99,7 +107,7 @@ int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int
      * it for merging (NMM) */
     for (int t = a; t < b; t++) {
       if (!alive[t]) continue;
-      keeps[nk++] = (ranked){r[t].label, r[t].s, t};
+      keeps[nk++] = (ranked){r[t].label, r[t].s, t, NULL};
       const float *bt = boxes + 4 * (size_t)r[t].i;
       const double lo = (double)bt[0] - maxw - 1; /* a pixel of slack for the roundings */
       int l = a, h = b; /* the first x1 >= lo */

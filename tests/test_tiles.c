@@ -160,7 +160,17 @@ static void test_merge_rules(void **state) {
   assert_int_equal(slot[2], 0);
   const float c1[4] = {0, 0, 13, 10};
   assert_memory_equal(ob, c1, sizeof c1);
-  /* zero-area boxes match nothing; ties in score keep the lower index first */
+  /* equal scores: SAHI keeps the box with the smaller x1 (then y1, x2, y2) first, not the
+   * first index. A [4..14] and B [0..10] (IoS 0.6), both 0.9, C [8..18] 0.5 (IoS 0.6 with
+   * A, 0.2 with B): B is kept, takes A, and C stays apart (kept first, A would take B and
+   * C: one box 0..18) */
+  const float tie[12] = {4, 0, 14, 10, 0, 0, 10, 10, 8, 0, 18, 10};
+  const float ts[3] = {0.9f, 0.9f, 0.5f};
+  assert_int_equal(merge(ob, os, ol, slot, tie, ts, gl, 3, 1), 2);
+  const float t1[8] = {0, 0, 14, 10, 8, 0, 18, 10};
+  assert_memory_equal(ob, t1, sizeof t1);
+  assert_int_equal(slot[0], 0), assert_int_equal(slot[1], 0), assert_int_equal(slot[2], 1);
+  /* zero-area boxes match nothing; ties in score and box keep the lower index first */
   const float flat[8] = {5, 5, 5, 9, 5, 5, 5, 9};
   const float fs[2] = {0.5f, 0.5f};
   assert_int_equal(merge(ob, os, ol, slot, flat, fs, hl, 2, 1), 2);
@@ -179,6 +189,15 @@ static double ref_overlap(const float *a, const float *b, int ios) {
   return den > 0 ? inter / den : 0;
 }
 
+/* SAHI's order of a class's detections (sahi/postprocess/_numpy_backend.py,
+ * _score_tiebreak_order): score descending, ties by x1, y1, x2, y2 ascending, then index */
+static int sahi_before(const float *b, const float *s, int u, int v) {
+  if (s[u] != s[v]) return s[u] > s[v];
+  for (int c = 0; c < 4; c++)
+    if (b[4 * u + c] != b[4 * v + c]) return b[4 * u + c] < b[4 * v + c];
+  return u < v;
+}
+
 static int ref_merge(float *ob, float *os, int *ol, const float *b, const float *s, const int *l, int n, int nmm,
                      float thr) {
   int *pool = malloc(sizeof *pool * (size_t)n), *key = malloc(sizeof *key * (size_t)n), k = 0;
@@ -186,8 +205,8 @@ static int ref_merge(float *ob, float *os, int *ol, const float *b, const float 
     int m = 0;
     for (int i = 0; i < n; i++)
       if (l[i] == c) pool[m++] = i;
-    for (int i = 1; i < m; i++) /* insertion sort: score descending, index ascending */
-      for (int j = i; j > 0 && (s[pool[j]] > s[pool[j - 1]] || (s[pool[j]] == s[pool[j - 1]] && pool[j] < pool[j - 1])); j--) {
+    for (int i = 1; i < m; i++) /* insertion sort (stable): np.lexsort((y2, x2, y1, x1, -scores)) */
+      for (int j = i; j > 0 && sahi_before(b, s, pool[j], pool[j - 1]); j--) {
         int t = pool[j];
         pool[j] = pool[j - 1], pool[j - 1] = t;
       }
@@ -683,6 +702,85 @@ static void test_pyapi_detect_tiled(void **state) {
   rv_py_model_free(m);
 }
 
+/* `ravlt video --tile`: a frame's JSON line is the library's tiled detection of that frame.
+ * A 480x640 frame of four synthetic detection images (MJPG .avi), read back with the video
+ * reader, detected in 240x320 tiles; the CLI's line (score >= 0.3) has the same boxes,
+ * scores and labels. */
+static void test_video_tiled(void **state) {
+  (void)state;
+  char dir[64], p[256];
+  snprintf(dir, sizeof dir, "/tmp/ravlt_test_tiles_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  rv_image frame = {0};
+  assert_int_equal(rv_image_alloc(&frame, 480, 640, 3, ctx), RV_OK);
+  rv_synth_opts so;
+  rv_synth_defaults(&so);
+  so.task = RV_SYNTH_DET, so.seed = 4321;
+  for (int k = 0; k < 4; k++) {
+    rv_synth_sample s;
+    assert_int_equal(rv_synth_generate(&s, &so, k, ctx), RV_OK);
+    for (int y = 0; y < 240; y++)
+      memcpy(rv_image_px(&frame, 240 * (k / 2) + y, 320 * (k % 2)), rv_image_px(&s.image, y, 0), 320 * 3);
+    rv_synth_sample_free(&s);
+  }
+  snprintf(p, sizeof p, "%s/v.avi", dir);
+  rv_video_writer *vw = NULL;
+  assert_int_equal(rv_video_writer_open(&vw, p, 5, 640, 480, NULL, ctx), RV_OK);
+  assert_int_equal(rv_video_write(vw, &frame, ctx), RV_OK);
+  assert_int_equal(rv_video_write(vw, &frame, ctx), RV_OK);
+  assert_int_equal(rv_video_writer_close(vw, ctx), RV_OK);
+  rv_image_free(&frame);
+  rv_video_reader *vr = NULL;
+  int got = 0;
+  assert_int_equal(rv_video_open(&vr, p, ctx), RV_OK);
+  assert_int_equal(rv_video_read(vr, &frame, &got, ctx), RV_OK);
+  assert_true(got);
+  rv_video_close(vr);
+  rv_model *m = NULL;
+  assert_int_equal(rv_model_load(&m, DEMO_DET, NULL, ctx), RV_OK);
+  rv_arena *arena = rv_arena_create(0);
+  rv_tile_opts o = rv_tile_default_opts();
+  o.tile_h = 240, o.tile_w = 320;
+  rv_tile_detections t;
+  assert_int_equal(rv_model_detect_tiled(m, &t, &frame, &o, arena, ctx), RV_OK);
+  assert_int_equal(t.runs, 9); /* rows at 0, 192, 240; columns at 0, 256, 320 */
+  assert_int_equal(test_run("'%s' -q video --weights demo-det --tile 240x320 --max-frames 1 --score-thr 0.3 "
+                            "--json '%s/v.jsonl' '%s'",
+                            RV_BIN, dir, p),
+                   0);
+  snprintf(p, sizeof p, "%s/v.jsonl", dir);
+  char *text = test_read_text(p);
+  assert_non_null(text);
+  cJSON *j = cJSON_Parse(text);
+  assert_non_null(j);
+  const cJSON *dets = cJSON_GetObjectItem(j, "detections");
+  assert_true(cJSON_IsArray(dets));
+  int want = 0;
+  for (int i = 0; i < t.n; i++) want += t.scores[i] >= 0.3f;
+  printf("video --tile 240x320, frame 0: %d detections >= 0.3 (library %d)\n", cJSON_GetArraySize(dets), want);
+  assert_true(want >= 4);
+  assert_int_equal(cJSON_GetArraySize(dets), want);
+  int i = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, dets) {
+    while (t.scores[i] < 0.3f) i++;
+    const cJSON *bb = cJSON_GetObjectItem(d, "bbox");
+    const double b[4] = {t.bboxes[4 * i], t.bboxes[4 * i + 1], (double)t.bboxes[4 * i + 2] - t.bboxes[4 * i],
+                         (double)t.bboxes[4 * i + 3] - t.bboxes[4 * i + 1]};
+    for (int c = 0; c < 4; c++) assert_true(fabs(cJSON_GetArrayItem(bb, c)->valuedouble - b[c]) < 0.05);
+    assert_true(fabs(cJSON_GetObjectItem(d, "score")->valuedouble - t.scores[i]) < 1e-3);
+    assert_int_equal(cJSON_GetObjectItem(d, "label")->valueint, t.labels[i]);
+    i++;
+  }
+  cJSON_Delete(j);
+  free(text);
+  rv_arena_free(arena);
+  rv_model_free(m);
+  rv_image_free(&frame);
+  snprintf(p, sizeof p, "rm -rf '%s'", dir);
+  assert_int_equal(system(p), 0);
+}
+
 /* ---- tiled segmentation ------------------------------------------------------------------ */
 
 static rv_image synth_seg_image(uint64_t seed, int h, int w) {
@@ -922,6 +1020,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_detect_tiled_caps),
       cmocka_unit_test(test_detect_tiled_masks),
       cmocka_unit_test(test_pyapi_detect_tiled),
+      cmocka_unit_test(test_video_tiled),
       cmocka_unit_test(test_segment_tile_covers_image),
       cmocka_unit_test(test_segment_tiled_slide_rule),
       cmocka_unit_test(test_segment_tiled_memory),
