@@ -987,6 +987,14 @@ static void test_cli_options(void **state) {
   assert_int_equal(test_run("'%s' -q segment --format png --tile 300x400 --out-dir '%s/t' '%s/a.png'", RV_BIN, dir, dir), 0);
   assert_int_equal(test_run("cmp '%s/w/a.png' '%s/t/a.png'", dir, dir), 0);
   assert_int_equal(test_run("'%s' -q segment --format png --tile 100x150 --out-dir '%s/s' '%s/a.png'", RV_BIN, dir, dir), 0);
+  /* --max-pixels binds tiled runs too (checked from the header): 76800 pixels over 50000
+   * fail with a message naming the file; raised explicitly, the same run works */
+  for (int k = 0; k < 2; k++) {
+    const char *cmd = k ? "segment --tile 120x160 --format png --out-dir" : "detect --weights demo-det --tile 120x160 --no-draw --json";
+    assert_int_equal(test_run("'%s' --max-pixels 50000 %s '%s/m%d' '%s/a.png' 2> '%s/err'", RV_BIN, cmd, dir, k, dir, dir), 1);
+    assert_int_equal(test_run("grep -q 'a.png.*over the limit of 50000' '%s/err'", dir), 0);
+    assert_int_equal(test_run("'%s' -q --max-pixels 76800 %s '%s/o%d' '%s/a.png'", RV_BIN, cmd, dir, k, dir), 0);
+  }
   snprintf(p, sizeof p, "rm -rf '%s'", dir);
   assert_int_equal(system(p), 0);
 }
