@@ -655,6 +655,22 @@ static void test_detect_tiled_masks(void **state) {
     printf("  tiles %dx%d %s: %d runs, %d detections\n", o.tile_h, o.tile_w, nmm ? "NMM" : "NMS", t.runs, t.n);
     rv_arena_reset(arena);
   }
+  /* the drawings (masks from the RLEs): one tile over the image draws the plain run's picture
+   * byte for byte; nothing is drawn at --score-thr 1, so the equality is not an empty one */
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/ravlt_test_tiles_XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  const char *const runs[3] = {"--score-thr 0", "--score-thr 0 --tile %dx%d", "--score-thr 1"};
+  for (int k = 0; k < 3; k++) {
+    char extra[64];
+    snprintf(extra, sizeof extra, runs[k], img.h, img.w);
+    assert_int_equal(test_run("'%s' -q detect --weights '%s' %s --out-dir '%s/%d' '%s'", RV_BIN,
+                              fixture_path("e2e/mask_rcnn/checkpoint.pth"), extra, dir, k, fixture_path("e2e/mask_rcnn/image.jpg")),
+                     0);
+  }
+  assert_int_equal(test_run("cmp -s '%s/0/image_det.jpg' '%s/1/image_det.jpg'", dir, dir), 0);
+  assert_int_equal(test_run("cmp -s '%s/0/image_det.jpg' '%s/2/image_det.jpg'", dir, dir), 1);
+  assert_int_equal(test_run("rm -rf '%s'", dir), 0);
   rv_arena_free(arena);
   rv_arena_free(a2);
   rv_image_free(&img);
