@@ -1,13 +1,24 @@
 /* The tiling options of the commands (apps/tile_cli.h). */
 #include "apps/tile_cli.h"
 
+#include "apps/cli.h"
 #include "apps/outputs.h"
 
 #include <stdio.h>
 #include <string.h>
 
 int rv_tile_cli_check(const char *cmd, const rv_tile_cli *c) {
-  if (c->tile[0] > 0) return 0;
+  if (c->tile[0] > 0) {
+    /* SAHI's get_sliced_prediction switches GREEDYNMM to NMS when the model's confidence
+     * threshold is under 0.1 (LOW_MODEL_CONFIDENCE); here the merge asked for is done, with
+     * a word on it */
+    if (c->merge && !strcmp(c->merge, "nmm") && c->score_thr < 0.1 && !rv_cli.quiet)
+      fprintf(stderr,
+              "ravlt %s: warning: --tile-merge nmm over the tiles' low-confidence detections (no --tile-score-thr "
+              ">= 0.1) also unites distinct objects they touch; SAHI uses nms there: add --tile-score-thr 0.3\n",
+              cmd);
+    return 0;
+  }
   const char *given = c->full ? "--tile-full" : c->score_thr > 0 ? "--tile-score-thr" : NULL;
   if (!given && c->merge && strcmp(c->merge, "nms")) given = "--tile-merge";
   if (!given && c->merge_thr > 0 && c->merge_thr != 0.5) given = "--tile-merge-thr";

@@ -999,6 +999,13 @@ static void test_cli_options(void **state) {
   for (size_t i = 0; i < sizeof usage / sizeof usage[0]; i++)
     assert_int_equal(test_run("'%s' -q %s '%s/a.png' 2> /dev/null", RV_BIN, usage[i], dir), 2);
   assert_int_equal(test_run("'%s' -q eval coco --ann x.json --results y.json --tile 64 2> /dev/null", RV_BIN), 2);
+  /* nmm over low-confidence detections: a warning (SAHI switches to nms there), none with
+   * --tile-score-thr >= 0.1 or --quiet */
+  assert_int_equal(test_run("'%s' detect --weights demo-det --tile 64 --tile-merge nmm '%s/none.png' 2> '%s/w0'", RV_BIN, dir, dir), 1);
+  assert_int_equal(test_run("grep -q 'warning: --tile-merge nmm.*--tile-score-thr 0.3' '%s/w0'", dir), 0);
+  assert_int_equal(test_run("'%s' detect --weights demo-det --tile 64 --tile-merge nmm --tile-score-thr 0.3 '%s/none.png' 2> '%s/w1'",
+                            RV_BIN, dir, dir), 1);
+  assert_int_equal(test_run("grep -q warning '%s/w1'", dir), 1);
   assert_int_equal(test_run("'%s' -q segment --format png --out-dir '%s/w' '%s/a.png'", RV_BIN, dir, dir), 0);
   assert_int_equal(test_run("'%s' -q segment --format png --tile 300x400 --out-dir '%s/t' '%s/a.png'", RV_BIN, dir, dir), 0);
   assert_int_equal(test_run("cmp '%s/w/a.png' '%s/t/a.png'", dir, dir), 0);
