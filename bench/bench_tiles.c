@@ -15,7 +15,7 @@
  *
  * The demo models are read from models/ (run from the repository root). Not a test. */
 #define _DEFAULT_SOURCE /* wait4 */
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/synth.h"
 #include "models/model.h"
 #include <ravlt/tile.h>

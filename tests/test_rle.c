@@ -8,7 +8,7 @@
 
 static cJSON *g_cases;
 
-static const char *cases_path(void) { return data_path("eval/rle/cases.json"); }
+static const char *cases_path(void) { return fixture_path("rle/cases.json"); }
 
 static int setup(void **state) {
   (void)state;

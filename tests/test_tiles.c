@@ -10,7 +10,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/coco.h"
 #include "datasets/synth.h"
 #include "eval/rle.h"
