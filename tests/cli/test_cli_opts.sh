@@ -5,9 +5,9 @@
 # `synth --size HxW` (height first), COCO image ids (detect --ann, digit file stems) and
 # `eval coco` on those results, the "not a checkpoint" and missing-folder errors, deprecated
 # spellings, an Examples section in every --help, and --model refused with the built-in demo
-# models. (tests/test_opts.c covers every
+# models. (tests/unit/apps/test_opts.c covers every
 # numeric option of every command from the tables.)
-#   bash tests/test_cli_opts.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_cli_opts.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$(readlink -f "$1")
 FIX=$(readlink -f "$2")

@@ -9,10 +9,10 @@
 #     second fresh venv, where it imports, reports its version and infers;
 #  4. `pip uninstall` removes the package.
 # Slow (a CMake build): ctest label `once`, run in the release suite only.
-#   bash tests/test_python_pip.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_python_pip.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 fail() { echo "test_python_pip: $*" >&2; exit 1; }

@@ -3,10 +3,10 @@
 # written: the same text as examples/shared_model.c; built against this build's library and
 # run with 3 workers sharing the e2e Mask R-CNN fixture under OMP_NUM_THREADS=2: every worker
 # prints the same detection count, each call on 1 or 2 threads (never more than the budget).
-#   bash tests/test_embedding.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_embedding.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(dirname "$BIN")
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 fail() { echo "test_embedding: FAIL: $*" >&2; exit 1; }

@@ -7,7 +7,7 @@
 #  - 3 shards + merge give the single-run numbers (COCO stats identical; ADE20K int64 areas
 #    byte-identical); missing, duplicated, overlapping shards are refused;
 #  - eval ade20k --weights gives the numbers of its own --out-dir PNGs evaluated by --pred-dir.
-#   bash tests/test_eval_model_cli.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_eval_model_cli.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$1
 FIX=$2

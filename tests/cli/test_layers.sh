@@ -5,7 +5,7 @@
 # libraries made to have one of each.
 # usage: bash test_layers.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR (the build folder: RAVLT_BIN's)
 set -u
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 fails=0
 ok() { echo "ok: $1"; }
 bad() { fails=$((fails + 1)); echo "FAIL: $1"; }

@@ -2,7 +2,7 @@
 # CLI end-to-end test of `ravlt eval`: pycocotools' summary text for every coco_eval case
 # (bbox and segm), mmseg's numbers on the miou cases, the --json outputs, and clear errors
 # with non-zero exits on bad input.
-#   bash tests/test_eval_cli.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_eval_cli.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$1
 DATA=$3/eval

@@ -8,7 +8,7 @@
 # /usr/local, staged with DESTDIR) puts it in a folder on python3's own sys.path, so there
 # `import ravlt` needs nothing set at all; py.typed is installed, __pycache__ and a stray
 # libravlt.so of the source tree are not.
-#   bash tests/test_python_install.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_python_install.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
 BUILD=$(dirname "$BIN")
@@ -16,7 +16,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 cmake --install "$BUILD" --prefix "$W/p" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SITEDIR=$(env -i "$PY" "$ROOT/cmake/python_purelib.py" "$W/p")
 SITE=${SITEDIR#"$W/p/"}
 case "$SITE" in lib/python3*/*-packages) ;; *) echo "test_python_install: unexpected purelib $SITEDIR" >&2; exit 1;; esac

@@ -16,7 +16,7 @@
 # usage: test_install.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 bin=$(readlink -f "$1") fix=$2
-src=$(cd "$(dirname "$0")/.." && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(dirname "$bin")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -2,12 +2,12 @@
 # The Python package (python/ravlt) with Debian's python3, numpy and pytest: python/tests
 # (cocotools parity, mask API, mean_iou, inference equal to the CLI, errors) and the README's
 # Python example, run as written.
-#   bash tests/test_python.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_python.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 # (in pipelines grep reads all of its input, never -q: a writer killed by SIGPIPE would make
 # the pipeline fail under pipefail, a false "no match" depending on timing)
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=$(dirname "$BIN")
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)

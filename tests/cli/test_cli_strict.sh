@@ -7,7 +7,7 @@
 #    without --strict the run succeeds and a warning names both; with --strict the run fails
 #    naming them (segment, detect, bench --weights, eval ade20k; classify on a classifier);
 #  - --strict is refused where nothing loads a whole model (bench MODEL).
-#   bash tests/test_cli_strict.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_cli_strict.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$(readlink -f "$1")
 FIX=$(readlink -f "$2")
