@@ -664,11 +664,49 @@ void rv_video_close(rv_video_reader *r) {
 struct rv_video_writer {
   cv::VideoWriter vw;
   std::string path, tmp, target; // tmp empty: written in place (a device or FIFO)
+  int fd;                        // the temporary's descriptor: its lock (rv_create_unique), or -1
   int w, h;
   char fourcc[5];
   long frames;
   cv::Mat scratch;
 };
+
+// The temporary removed, then its descriptor (and lock) closed: a sweep never sees it unlocked.
+static void drop_temp(rv_video_writer *v) {
+  if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+  if (v->fd >= 0) ::close(v->fd);
+  v->fd = -1;
+}
+
+// Frames the finished file holds, as its container declares them (-1: it does not open).
+// The count comes from the index or header FFmpeg writes last (mp4 moov, avi idx1/avih,
+// mkv duration): a file cut short by a failed write has none (0), or a wrong one.
+static long readback_frames(const std::string &path) {
+  cv::VideoCapture cap;
+  if (!cap.open(path, cv::CAP_FFMPEG) || !cap.isOpened()) return -1;
+  double fc = cap.get(cv::CAP_PROP_FRAME_COUNT);
+  return fc > 0 ? (long)(fc + 0.5) : 0;
+}
+
+// A failed video: the error of a write into the temporary's folder now (a full disk:
+// "No space left on device"), else what the read-back found.
+static rv_status write_failure(rv_video_writer *v, const char *what, rv_ctx *ctx) {
+  std::string stem = v->tmp;
+  stem += ".probe";
+  std::vector<char> name(stem.size() + RV_UNIQUE_EXTRA);
+  int fd = rv_create_unique(name.data(), name.size(), stem.c_str(), "");
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    static const char zeros[1 << 16] = {0};
+    if (::write(fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros) err = errno ? errno : EIO;
+    else if (::fsync(fd) != 0) err = errno;
+    ::unlink(name.data());
+    ::close(fd);
+  }
+  if (err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == EFBIG)
+    return rv_error(ctx, RV_ERR_IO, "video %s: write failed (%s): %s", v->path.c_str(), std::strerror(err), what);
+  return rv_error(ctx, RV_ERR_IO, "video %s: the encoder failed: %s", v->path.c_str(), what);
+}
 
 rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double fps, int w, int h,
                                const char *fourcc, rv_ctx *ctx) {
@@ -690,6 +728,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       return rv_error(ctx, RV_ERR_ARG, "video %s: unknown container '%s' (use .mp4, .avi, .mkv)",
                       path, ext.c_str());
     v = new rv_video_writer();
+    v->fd = -1;
     v->path = path;
     v->w = w;
     v->h = h;
@@ -707,13 +746,12 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       return rv_error(ctx, RV_ERR_IO, "video %s: is a folder, not a file", path);
     }
     if (!in_place) { // a link stays a link: the temporary goes beside its target
-      int fd = make_temp(target, v->tmp, ext);
-      if (fd < 0) {
+      v->fd = make_temp(target, v->tmp, ext); // kept open: the lock proves the run alive
+      if (v->fd < 0) {
         int err = errno;
         delete v;
         return rv_error(ctx, RV_ERR_IO, "video %s: cannot create a file there: %s", path, std::strerror(err));
       }
-      ::close(fd);
     }
     const std::string &dest = in_place ? v->target : v->tmp;
     bool ok = false;
@@ -727,7 +765,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       }
     }
     if (!ok) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
       return rv_error(ctx, RV_ERR_UNSUPPORTED, "video %s: no usable encoder (tried %s%s)", path,
                       cands[0].c_str(), cands.size() > 1 ? " and others" : "");
@@ -736,13 +774,13 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
     return RV_OK;
   } catch (const cv::Exception &e) {
     if (v) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
     }
     return rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", path, e.err.c_str());
   } catch (...) {
     if (v) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
     }
     return rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", path);
@@ -779,19 +817,31 @@ rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
     v->vw.release();
     struct stat sb;
     if (v->tmp.empty()) {
-      // written in place (a device or FIFO): nothing to rename
+      // written in place (a device or FIFO): nothing to rename, nothing to read back
     } else if (stat(v->tmp.c_str(), &sb) != 0 || (v->frames > 0 && sb.st_size == 0)) {
-      st = rv_error(ctx, RV_ERR_IO, "video %s: encoder produced no data", v->path.c_str());
-    } else if (std::rename(v->tmp.c_str(), v->target.c_str()) != 0) {
-      st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(),
-                    std::strerror(errno));
+      st = write_failure(v, "encoder produced no data", ctx);
+    } else {
+      // OpenCV's writer reports no error: a full disk or a failing encoder leaves a file cut
+      // short (FFmpeg stops writing at the first failed write, the index or trailer with it).
+      // The file must read back with every frame written before it takes the final name.
+      // (mkv / webm estimate the count from the duration: off by one at some rates)
+      long got = readback_frames(v->tmp), slack = 1 + v->frames / 100;
+      if (got < 0 || (v->frames > 0 && got == 0) || got < v->frames - slack || got > v->frames + slack) {
+        char what[160];
+        if (got < 0) std::snprintf(what, sizeof what, "the file written does not open as a video (%ld frames written)", v->frames);
+        else std::snprintf(what, sizeof what, "the file written reads back with %ld of the %ld frames written", got, v->frames);
+        st = write_failure(v, what, ctx);
+      } else if (std::rename(v->tmp.c_str(), v->target.c_str()) != 0) {
+        st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(), std::strerror(errno));
+      }
     }
   } catch (const cv::Exception &e) {
     st = rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", v->path.c_str(), e.err.c_str());
   } catch (...) {
     st = rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", v->path.c_str());
   }
-  if (st != RV_OK && !v->tmp.empty()) ::unlink(v->tmp.c_str());
+  if (st != RV_OK) drop_temp(v);
+  else if (v->fd >= 0) ::close(v->fd); // after the rename: the lock is held until then
   delete v;
   return st;
 }
@@ -802,7 +852,7 @@ void rv_video_writer_discard(rv_video_writer *v) {
     v->vw.release();
   } catch (...) {
   }
-  if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+  drop_temp(v);
   delete v;
 }
 
