@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/mpi_run.h"
+#include "apps/outputs.h"
 #include "core/fs.h"
 #include "core/image.h"
 
@@ -70,7 +71,13 @@ int rv_cli_parse(const rv_cmd_spec *spec, void *dst, int argc, char **argv, int 
   rv_image_set_opencv_log_level(rv_cli.verbose ? 1 : 0);
   if (rv_cli.threads > 0) rv_image_set_opencv_threads(rv_cli.threads);
   *npos = r.npos;
-  return -1;
+  /* before any work: no output over an input (one declaration per command, apps/outputs.c) */
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_status st = rv_cli_io_check(spec, dst, argv, r.npos, ctx);
+  int rc = st == RV_OK ? -1 : rv_cli_fail_once(ctx, spec->name, st);
+  rv_ctx_free(ctx);
+  return rc;
 }
 
 int rv_cli_json_stdout(const char *path) { return path && strcmp(path, "-") == 0; }

@@ -27,7 +27,6 @@ int rv_cmd_convert(int argc, char **argv) {
   if (prc >= 0) return prc;
   const char *in = npos > 0 ? argv[0] : NULL, *out = npos > 1 ? argv[1] : NULL;
   if (!in || !out) return rv_cli_usage_error("convert", "needs IN.pth and OUT.safetensors");
-  if (strcmp(in, out) == 0) return rv_cli_usage_error("convert", "input and output are the same file");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { fprintf(stderr, "ravlt convert: out of memory\n"); return 1; }
   rv_weights *w = NULL;

@@ -709,6 +709,8 @@ static int cmd_ade20k_model(const ade_opts *o) {
   char img_dir[4096], ann_dir[4096];
   rv_status st = rv_ade20k_layout(o->root, img_dir, ann_dir, sizeof ann_dir, ctx);
   if (st == RV_OK && o->gt_dir) snprintf(ann_dir, sizeof ann_dir, "%s", o->gt_dir);
+  if (st == RV_OK && o->pred_out && rv_same_file(o->pred_out, ann_dir)) /* NAME.png over NAME.png */
+    st = rv_error(ctx, RV_ERR_ARG, "--out-dir %s is the annotation folder %s: refusing to write over an input", o->pred_out, ann_dir);
   if (st == RV_OK) st = rv_list_files(&list, img_dir, ".jpg", ctx);
   if (st == RV_OK && list.n == 0) st = rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", img_dir);
   if (st == RV_OK) st = rv_cli_load_model_ex(&m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
