@@ -28,6 +28,30 @@ static void on_signal(int sig) {
   if (g_count >= g_limit) _exit(128 + g_sig);
 }
 
+static void on_startup_signal(int sig) {
+  g_sig = sig;
+  _exit(128 + sig);
+}
+
+void rv_cli_stop_signals(sigset_t *set) {
+  sigemptyset(set);
+  for (int i = 0; i < 3; i++) sigaddset(set, SIGS[i]);
+}
+
+void rv_cli_signals_startup(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_startup_signal;
+  sigemptyset(&sa.sa_mask);
+  /* as rv_cli_signals_install does: also where the parent ignored them (a shell's
+   * background job ignores SIGINT): a stop signal always stops the run */
+  for (int i = 0; i < 3; i++) sigaction(SIGS[i], &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t stop;
+  rv_cli_stop_signals(&stop);
+  sigprocmask(SIG_UNBLOCK, &stop, NULL);
+}
+
 void rv_cli_signals_install(int extra) {
   g_sig = 0;
   g_count = 0;

@@ -13,12 +13,20 @@
 #include "apps/opts.h"
 #include "core/rv.h"
 
+#include <signal.h>
+
 /* SIGINT, SIGTERM and SIGHUP set a flag the command polls between inputs (frames); the
  * command then finalises its outputs and exits 128 + the signal. Signal number `1 + extra`
  * ends the process at once (_exit(128 + the first signal)): temporaries may stay (never a
  * half-written file under a final name), rv_out_sweep removes them on the next run. */
 void rv_cli_signals_install(int extra);
 void rv_cli_signals_restore(void);
+/* At the start of main: SIGINT, SIGTERM and SIGHUP _exit(128 + N) at once (before a command
+ * installs its own handlers; rv_cli_signals_restore returns to these), SIGPIPE ignored, and
+ * those signals unblocked (blocked across the OpenMP re-exec: a signal then is pending, not
+ * lost). rv_cli_stop_signals: the set {SIGINT, SIGTERM, SIGHUP}. */
+void rv_cli_signals_startup(void);
+void rv_cli_stop_signals(sigset_t *set);
 /* The first signal received since install, or 0. */
 int rv_cli_stop_signal(void);
 /* rc, or 128 + the first signal when one came. */

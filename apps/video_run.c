@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,7 +215,11 @@ static rv_status write_json(app *a, const rv_vp_frame *fi, const result *r, rv_c
     }
     fputs("]}\n", f);
   }
-  if (fflush(f) || ferror(f)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path); /* line by line for tail -f */
+  errno = 0;
+  if (fflush(f) || ferror(f)) { /* line by line for tail -f */
+    int err = a->json_owned && rv_out_errno(&a->jo) ? rv_out_errno(&a->jo) : errno ? errno : EIO;
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", f == stdout ? "standard output" : a->json_path, strerror(err));
+  }
   a->json_lines++;
   return RV_OK;
 }

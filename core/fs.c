@@ -142,6 +142,11 @@ static int out_errno(const rv_out_file *o, int fallback) {
   return io && io->err ? io->err : fallback ? fallback : EIO;
 }
 
+int rv_out_errno(const rv_out_file *o) {
+  const out_io *io = o->io;
+  return io ? io->err : 0;
+}
+
 /* fd (owned) as o's stream; RV_OK or an error naming o->path */
 static rv_status out_attach(rv_out_file *o, int fd, rv_ctx *ctx) {
   out_io *io = malloc(sizeof *io);

@@ -73,6 +73,9 @@ typedef struct {
 rv_status rv_out_open(rv_out_file *o, const char *path, rv_ctx *ctx);
 rv_status rv_out_close(rv_out_file *o, rv_ctx *ctx);
 void rv_out_abort(rv_out_file *o);
+/* The errno of o's first failed write (ENOSPC, EPIPE, ...), 0 if none failed (or o is
+ * standard output: see errno) -- for a caller that checks ferror(o->f) as it goes. */
+int rv_out_errno(const rv_out_file *o);
 
 /* Checks, before any work, that rv_out_open(path) can succeed: "-" is fine; a folder is an
  * error; an existing device/FIFO must be writable; otherwise the target's folder must exist
