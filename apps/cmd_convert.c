@@ -31,6 +31,8 @@ int rv_cmd_convert(int argc, char **argv) {
   if (!ctx) { fprintf(stderr, "ravlt convert: out of memory\n"); return 1; }
   rv_weights *w = NULL;
   rv_status st = rv_weights_open(&w, in, ctx);
+  if (st == RV_OK && rv_weights_count(w) == 0)
+    st = rv_error(ctx, RV_ERR_FORMAT, "%s: the state_dict holds no tensors: nothing to convert", in);
   if (st == RV_OK && rv_weights_find(w, "__metadata__"))
     st = rv_error(ctx, RV_ERR_FORMAT, "%s: a tensor is named '__metadata__', which safetensors reserves", in);
   if (st == RV_OK) st = rv_safetensors_write(out, w, ctx);

@@ -330,8 +330,8 @@ int rv_same_file(const char *a, const char *b) {
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* not a regular file (a pipe, /dev/stdin): read to the end */
-static rv_status read_stream(rv_mapped_file *m, int fd, const char *path, rv_ctx *ctx) {
+/* not a regular file (a pipe, /dev/stdin): read to the end, at most max bytes */
+static rv_status read_stream(rv_mapped_file *m, int fd, const char *path, size_t max, rv_ctx *ctx) {
   size_t cap = 1 << 16, n = 0;
   char *b = malloc(cap);
   if (!b) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
@@ -354,6 +354,11 @@ static rv_status read_stream(rv_mapped_file *m, int fd, const char *path, rv_ctx
     }
     if (got == 0) break;
     n += (size_t)got;
+    if (n > max) {
+      free(b);
+      return rv_error(ctx, RV_ERR_UNSUPPORTED, "%s: over %zu MiB read from a pipe or device: give a regular file", path,
+                      max >> 20);
+    }
   }
   m->buf = b;
   m->data = b;
@@ -362,6 +367,10 @@ static rv_status read_stream(rv_mapped_file *m, int fd, const char *path, rv_ctx
 }
 
 rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx) {
+  return rv_file_map_max(m, path, (size_t)-1, ctx);
+}
+
+rv_status rv_file_map_max(rv_mapped_file *m, const char *path, size_t max, rv_ctx *ctx) {
   memset(m, 0, sizeof *m);
   m->data = "";
   int fd = open(path, O_RDONLY);
@@ -373,7 +382,7 @@ rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx) {
   } else if (S_ISDIR(sb.st_mode)) {
     st = rv_error(ctx, RV_ERR_IO, "%s: is a folder", path);
   } else if (!S_ISREG(sb.st_mode)) {
-    st = read_stream(m, fd, path, ctx);
+    st = read_stream(m, fd, path, max, ctx);
   } else if (sb.st_size > 0) {
 #ifdef MAP_POPULATE
     const int flags = MAP_PRIVATE | MAP_POPULATE;
@@ -382,7 +391,7 @@ rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx) {
 #endif
     void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, flags, fd, 0);
     if (p == MAP_FAILED) {
-      st = read_stream(m, fd, path, ctx); /* e.g. a file system without mmap */
+      st = read_stream(m, fd, path, (size_t)-1, ctx); /* e.g. a file system without mmap */
     } else {
       m->map = p;
       m->data = p;

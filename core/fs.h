@@ -104,6 +104,8 @@ typedef struct {
   char *buf;   /* read buffer (freed) or NULL */
 } rv_mapped_file;
 rv_status rv_file_map(rv_mapped_file *m, const char *path, rv_ctx *ctx);
+/* The same, refusing (RV_ERR_UNSUPPORTED) a stream that yields more than max bytes. */
+rv_status rv_file_map_max(rv_mapped_file *m, const char *path, size_t max, rv_ctx *ctx);
 void rv_file_unmap(rv_mapped_file *m);
 
 #ifdef __cplusplus

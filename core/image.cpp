@@ -3,6 +3,7 @@
 // an rv_status with a one-line message; nothing here prints or exits.
 #include "core/image.h"
 #include "core/fs.h"
+#include "core/imghdr.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -105,95 +106,31 @@ bool is_dicom(const unsigned char *p, size_t n) {
   return !(is_jpeg(p, n) || is_png(p, n) || bmp || tiff || webp);
 }
 
-uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-uint32_t le32(const unsigned char *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
-
-// PNM header integer (whitespace and # comments skipped); -1 when absent.
-long long pnm_int(const unsigned char *p, size_t n, size_t &i) {
-  for (;;) {
-    while (i < n && std::isspace(p[i])) i++;
-    if (i < n && p[i] == '#') {
-      while (i < n && p[i] != '\n') i++;
-      continue;
-    }
-    break;
-  }
-  if (i >= n || !std::isdigit(p[i])) return -1;
-  long long v = 0;
-  while (i < n && std::isdigit(p[i]) && v < (1LL << 40)) v = v * 10 + (p[i++] - '0');
-  return v;
-}
-
-// Width and height from the header of a PNG, JPEG, BMP, WebP or PNM file, without decoding;
-// false when the format is not one of these or the header is cut short.
-bool header_dims(const unsigned char *p, size_t n, long long &w, long long &h) {
-  if (is_png(p, n) && n >= 24) {
-    w = be32(p + 16);
-    h = be32(p + 20);
-    return true;
-  }
-  if (is_jpeg(p, n)) {
-    size_t i = 2;
-    while (i + 9 < n) {
-      if (p[i] != 0xFF) return false;
-      unsigned char m = p[i + 1];
-      if (m == 0xFF) { i++; continue; }
-      if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
-      size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
-      if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
-        h = (long long)p[i + 5] << 8 | p[i + 6];
-        w = (long long)p[i + 7] << 8 | p[i + 8];
-        return true;
-      }
-      if (m == 0xDA || len < 2) return false;
-      i += 2 + len;
-    }
-    return false;
-  }
-  if (n >= 26 && p[0] == 'B' && p[1] == 'M') {
-    w = (int32_t)le32(p + 18);
-    h = (int32_t)le32(p + 22);
-    if (w < 0) w = -w;
-    if (h < 0) h = -h;
-    return true;
-  }
-  if (n >= 30 && !std::memcmp(p, "RIFF", 4) && !std::memcmp(p + 8, "WEBP", 4)) {
-    if (!std::memcmp(p + 12, "VP8 ", 4)) {
-      w = (p[26] | p[27] << 8) & 0x3FFF;
-      h = (p[28] | p[29] << 8) & 0x3FFF;
-      return true;
-    }
-    if (!std::memcmp(p + 12, "VP8L", 4)) {
-      uint32_t b = le32(p + 21);
-      w = (b & 0x3FFF) + 1;
-      h = ((b >> 14) & 0x3FFF) + 1;
-      return true;
-    }
-    if (!std::memcmp(p + 12, "VP8X", 4)) {
-      w = (long long)(p[24] | p[25] << 8 | p[26] << 16) + 1;
-      h = (long long)(p[27] | p[28] << 8 | p[29] << 16) + 1;
-      return true;
-    }
-    return false;
-  }
-  if (n >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') {
-    size_t i = 2;
-    w = pnm_int(p, n, i);
-    h = pnm_int(p, n, i);
-    return w >= 0 && h >= 0;
-  }
-  return false;
-}
-
 rv_status decode(const unsigned char *p, size_t n, const char *name, int flags, cv::Mat &out,
                  rv_ctx *ctx) {
   if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty data", name);
-  long long w = 0, h = 0, cap = rv_ctx_max_pixels(ctx);
-  if (header_dims(p, n, w, h) && (w > cap || h > cap || w * h > cap))
-    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: %lldx%lld = %lld pixels, over the limit of %lld (ravlt --max-pixels)",
-                    name, w, h, w * h, cap);
   if (is_dicom(p, n))
     return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: DICOM files are not supported (convert to PNG)", name);
+  // The size every format declares, checked before a decoder allocates (core/imghdr.h):
+  // a format whose size cannot be read is not decoded.
+  rv_imghdr h;
+  switch (rv_imghdr_read(&h, p, n)) {
+  case RV_IMGHDR_UNKNOWN:
+    return rv_error(ctx, RV_ERR_FORMAT, "image %s: not an image format ravlt reads (PNG, JPEG, BMP, TIFF, WebP, JPEG 2000, "
+                    "PNM/PAM/PFM, Sun raster, Radiance HDR, OpenEXR)", name);
+  case RV_IMGHDR_BAD:
+    return rv_error(ctx, RV_ERR_FORMAT, "image %s: %s header unreadable (%s): its size is unknown, not decoded", name,
+                    h.format, h.error);
+  case RV_IMGHDR_OK:
+    break;
+  }
+  const long long w = h.width, ht = h.height, cap = rv_ctx_max_pixels(ctx);
+  if (w > cap || ht > cap || (ht > 0 && w > cap / ht))
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: %s of %lldx%lld = %lld pixels, over the limit of %lld (ravlt --max-pixels)",
+                    name, h.format, w, ht, w * ht, cap);
+  // OpenJPEG decodes every component at full size before OpenCV keeps three
+  if (!std::strcmp(h.format, "JPEG 2000") && h.channels > 4)
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: JPEG 2000 with %lld components (at most 4 are read)", name, h.channels);
   cv::Mat raw(1, (int)n, CV_8UC1, const_cast<unsigned char *>(p));
   out = cv::imdecode(raw, flags);
   if (out.empty())
@@ -345,6 +282,9 @@ rv_status rv_image_read_gray(const char *path, rv_image *img, rv_ctx *ctx) {
       return rv_error(ctx, RV_ERR_UNSUPPORTED,
                       "label image %s: palette-indexed PNG; expected an 8-bit grey PNG "
                       "(OpenCV would expand the palette to colours)", path);
+    // 1-, 2- and 4-bit grey PNGs decode scaled to 0..255 (a 4-bit label 1 reads as 17)
+    if (is_png(p, n) && n > 25 && p[24] != 8)
+      return rv_error(ctx, RV_ERR_UNSUPPORTED, "label image %s: %d-bit PNG; expected an 8-bit grey PNG", path, p[24]);
     cv::Mat m;
     RV_TRY(decode(p, n, path, cv::IMREAD_UNCHANGED, m, ctx));
     if (m.depth() != CV_8U)
