@@ -450,53 +450,56 @@ static void test_help_and_examples(void **state) {
  * its options (or a common one). Fenced lines and inline `code` spans are checked. */
 static void test_readme_command_lines(void **state) {
   (void)state;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/../../README.md", RV_TEST_DATA);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  char line[4096];
+  static const char *const pages[] = {"README.md", "docs/outputs.md"};
   int checked = 0, bad = 0;
-  while (fgets(line, sizeof line, f)) {
-    for (char *p = line; (p = strstr(p, "ravlt ")) != NULL; p += 6) {
-      if (p > line && (p[-1] == '/' || p[-1] == '_' || p[-1] == '-' || isalnum((unsigned char)p[-1]))) continue;
-      char *q = p + 6;
-      while (*q == ' ') q++;
-      /* global options before the command */
-      while (*q == '-') {
-        size_t l = strcspn(q, " `");
-        int takes = !strncmp(q, "--threads", 9) && l == 9;
-        q += l;
+  for (size_t pg = 0; pg < sizeof pages / sizeof *pages; pg++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../%s", RV_TEST_DATA, pages[pg]);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+      for (char *p = line; (p = strstr(p, "ravlt ")) != NULL; p += 6) {
+        if (p > line && (p[-1] == '/' || p[-1] == '_' || p[-1] == '-' || isalnum((unsigned char)p[-1]))) continue;
+        char *q = p + 6;
         while (*q == ' ') q++;
-        if (takes) {
-          q += strcspn(q, " `");
+        /* global options before the command */
+        while (*q == '-') {
+          size_t l = strcspn(q, " `");
+          int takes = !strncmp(q, "--threads", 9) && l == 9;
+          q += l;
           while (*q == ' ') q++;
+          if (takes) {
+            q += strcspn(q, " `");
+            while (*q == ' ') q++;
+          }
         }
-      }
-      if (!(*q >= 'a' && *q <= 'z')) continue;
-      const char *rest;
-      const rv_cmd_spec *spec = find_spec(q, &rest);
-      size_t wl = strcspn(q, " `.,;:)");
-      /* prose such as "ravlt runs ..." is not a command line: only words that are commands */
-      if (!spec) continue;
-      (void)wl;
-      /* the options up to the end of the code span / comment */
-      size_t span = strcspn(rest, "`#|");
-      char seg[2048];
-      snprintf(seg, sizeof seg, "%.*s", (int)(span < sizeof seg - 1 ? span : sizeof seg - 1), rest);
-      for (char *o = seg; (o = strstr(o, "--")) != NULL;) {
-        if (o > seg && o[-1] != ' ' && o[-1] != '[' && o[-1] != '(') { o += 2; continue; }
-        size_t l = 2 + strcspn(o + 2, " ]=)|,\n");
-        if (l == 2) { o += 2; continue; } /* `--` itself */
-        if (!known_option(spec, o, l)) {
-          fprintf(stderr, "README: '%.*s' is not an option of 'ravlt %s': %s", (int)l, o, spec->name, line);
-          bad++;
+        if (!(*q >= 'a' && *q <= 'z')) continue;
+        const char *rest;
+        const rv_cmd_spec *spec = find_spec(q, &rest);
+        size_t wl = strcspn(q, " `.,;:)");
+        /* prose such as "ravlt runs ..." is not a command line: only words that are commands */
+        if (!spec) continue;
+        (void)wl;
+        /* the options up to the end of the code span / comment */
+        size_t span = strcspn(rest, "`#|");
+        char seg[2048];
+        snprintf(seg, sizeof seg, "%.*s", (int)(span < sizeof seg - 1 ? span : sizeof seg - 1), rest);
+        for (char *o = seg; (o = strstr(o, "--")) != NULL;) {
+          if (o > seg && o[-1] != ' ' && o[-1] != '[' && o[-1] != '(') { o += 2; continue; }
+          size_t l = 2 + strcspn(o + 2, " ]=)|,\n");
+          if (l == 2) { o += 2; continue; } /* `--` itself */
+          if (!known_option(spec, o, l)) {
+            fprintf(stderr, "%s: '%.*s' is not an option of 'ravlt %s': %s", pages[pg], (int)l, o, spec->name, line);
+            bad++;
+          }
+          checked++;
+          o += l;
         }
-        checked++;
-        o += l;
       }
     }
+    fclose(f);
   }
-  fclose(f);
   assert_int_equal(bad, 0);
   assert_true(checked > 30);
 }
