@@ -6,6 +6,7 @@
 #include "core/fs.h"
 #include "core/image.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -84,15 +85,17 @@ int rv_cli_json_stdout(const char *path) { return path && strcmp(path, "-") == 0
 
 rv_status rv_cli_json_write(const char *path, const char *text, rv_ctx *ctx) {
   if (rv_cli_json_stdout(path)) {
+    errno = 0;
     if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0)
-      return rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+      return rv_error(ctx, RV_ERR_IO, "standard output: write failed (%s)", strerror(errno ? errno : EIO));
     return RV_OK;
   }
   rv_out_file o;
   RV_TRY(rv_out_open(&o, path, ctx));
   if (fputs(text, o.f) < 0 || fputc('\n', o.f) < 0) {
+    int err = rv_out_errno(&o) ? rv_out_errno(&o) : EIO;
     rv_out_abort(&o);
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(err));
   }
   return rv_out_close(&o, ctx);
 }

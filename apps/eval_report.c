@@ -28,12 +28,6 @@ void rv_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix) {
-  size_t l = strlen(path);
-  if (l > 5 && !strcmp(path + l - 5, ".json")) snprintf(out, n, "%.*s%s", (int)(l - 5), path, suffix);
-  else snprintf(out, n, "%s%s", path, suffix);
-}
-
 rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_iou_type t,
                              const rv_coco_report_opts *o, const char *json, double stats_out[12],
                              rv_ctx *ctx) {

@@ -3,7 +3,6 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "apps/outputs.h"
 
-#include "apps/eval_report.h"
 #include "apps/mpi_run.h"
 #include "core/fs.h"
 
@@ -150,6 +149,12 @@ rv_status rv_cli_outputs_check(const char *const *outs, const char *const *from,
     return rv_error(ctx, RV_ERR_ARG, "%d output name clash(es), nothing written: %s%s (give inputs distinct file names, "
                     "or run them into different output folders)", clashes, msg, clashes > 4 ? "; ..." : "");
   return RV_OK;
+}
+
+void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix) {
+  size_t l = strlen(path);
+  if (l > 5 && !strcmp(path + l - 5, ".json")) snprintf(out, n, "%.*s%s", (int)(l - 5), path, suffix);
+  else snprintf(out, n, "%s%s", path, suffix);
 }
 
 /* ---- the declarations ---------------------------------------------------------------- */

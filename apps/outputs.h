@@ -40,6 +40,10 @@ int rv_cli_signal_exit_code(int rc);
 rv_status rv_cli_outputs_check(const char *const *outs, const char *const *from, int n,
                                const char *const *inputs, int nin, rv_ctx *ctx);
 
+/* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended:
+ * the files written beside an output. */
+void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix);
+
 /* ---- what every command reads and writes: one declaration, one rule ----
  * Each command's path options and positionals are declared once, in the table of
  * apps/outputs.c (rv_cli_io_decls): an input (a file, or a folder whose files of the given
