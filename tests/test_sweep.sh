@@ -39,7 +39,7 @@ R segment --out-dir o1 "$IMG" || fail "segment: rc $?"
 [ -e o1/.r.json.ravlt-tmp.$dead.0 ] || fail "segment's sweep removed a live (locked) temporary named after a dead PID"
 R info ravlt-t --json o1/i.json > /dev/null || fail "info: rc $?"
 [ -e o1/.r.json.ravlt-tmp.$dead.0 ] || fail "info's sweep removed a live (locked) temporary"
-kill -KILL $(pgrep -P $holder) $holder; wait $holder 2> /dev/null
+kill -KILL $(cat /proc/$holder/task/*/children 2> /dev/null) $holder; wait $holder 2> /dev/null
 R info ravlt-t --json o1/i.json > /dev/null || fail "info: rc $?"
 [ -e o1/.r.json.ravlt-tmp.$dead.0 ] && fail "a dead writer's temporary (unlocked, with data) was not swept"
 
