@@ -34,9 +34,4 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
 rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char *const *names, const char *json,
                             rv_ctx *ctx);
 
-/* A double as JSON: %.17g, null for NaN / inf. */
-void rv_json_num(FILE *f, double v);
-/* A string as a JSON literal with escapes. */
-void rv_json_str(FILE *f, const char *s);
-
 #endif
