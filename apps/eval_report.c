@@ -21,7 +21,11 @@ static rv_status write_summary(const char *path, void (*body)(rv_jw *w, const vo
   rv_jw_init(&w, of.f);
   body(&w, arg);
   rv_jw_raw(&w, "\n");
-  if (of.f == stdout) return fflush(stdout) == 0 && rv_jw_ok(&w) ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+  if (of.f == stdout) {
+    errno = 0;
+    if (fflush(stdout) == 0 && rv_jw_ok(&w)) return RV_OK;
+    return rv_error(ctx, RV_ERR_IO, "standard output: write failed (%s)", strerror(errno ? errno : EIO));
+  }
   return rv_out_close(&of, ctx);
 }
 

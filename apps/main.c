@@ -10,10 +10,12 @@
 #include <ravlt/version.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* libgomp spins its idle threads (OMP_WAIT_POLICY unset): on a shared or oversubscribed
@@ -55,6 +57,15 @@ static void early(int argc, char **argv, char **envp) {
 }
 __attribute__((section(".preinit_array"), used)) static void (*const rv_preinit)(int, char **, char **) = early;
 
+/* 1 if standard output is a pipe or socket whose reader is gone (poll's POLLERR on the
+ * write end): the reason of a write that failed earlier, whose errno is long overwritten */
+static int stdout_reader_gone(void) {
+  struct stat sb;
+  if (fstat(STDOUT_FILENO, &sb) != 0 || !(S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) return 0;
+  struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 /* Standard output is checked at exit: a full disk or a closed descriptor is an error. A
  * command that failed on it already said so (rc != 0 with the error flag set before). */
 static int stdout_done(int rc) {
@@ -63,6 +74,7 @@ static int stdout_done(int rc) {
   int bad = fflush(stdout) != 0 || ferror(stdout);
   int err = errno;
   if (!bad && fclose(stdout) != 0 && errno != EBADF) bad = 1, err = errno;
+  if (bad && !err && stdout_reader_gone()) err = EPIPE;
   if (!bad || (earlier && rc)) return rc;
   fprintf(stderr, "ravlt: standard output: write failed (%s)\n", err ? strerror(err) : "an earlier write failed");
   return rc ? rc : 1;

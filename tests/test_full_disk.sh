@@ -72,6 +72,11 @@ in_full 100 "$BIN" --quiet convert "$DATA/backbone/classifier.pth" full/c.safete
 grep -q "full/c.safetensors: write failed.*No space left on device" err.txt || fail "convert: message: $(cat err.txt)"
 [ -s left.txt ] && fail "convert on a full disk left: $(cat left.txt)"
 
+in_full 64 "$BIN" --quiet synth --task seg --count 20 --size 64x64 --out-dir s --raw full/raw.bin 2> err.txt; rc=$?
+[ $rc = 1 ] || fail "synth --raw on a full disk: rc $rc"
+grep -q "full/raw.bin: write failed (No space left on device)" err.txt || fail "synth --raw: message: $(cat err.txt)"
+[ -s left.txt ] && fail "synth --raw on a full disk left: $(cat left.txt)"
+
 # STREAMS: /dev/full as a device output, and as standard output
 "$BIN" --quiet info ravlt-t --json /dev/full 2> err.txt && fail "info --json /dev/full exited 0"
 grep -q "/dev/full: write failed (No space left on device)" err.txt || fail "/dev/full: $(cat err.txt)"

@@ -96,5 +96,20 @@ rc=${PIPESTATUS[0]}
 [ "$rc" = 1 ] || fail "detect --json - | true: rc $rc, expected 1"
 grep -q "Broken pipe" err.txt || fail "detect | head: no message: $(cat err.txt)"
 
+# a reader closed before the first write (no race with a fast command): every kind of
+# standard-output writer -- a summary JSON, text printed as it goes, the help -- exits 1
+# naming the reason, however long ago the failed write was
+closed() { /usr/bin/python3 -c 'import os, subprocess, sys
+r, w = os.pipe(); os.close(r)
+sys.exit(subprocess.run(sys.argv[1:], stdout=w, stderr=open("err.txt", "w")).returncode)' "$@"; }
+GTD=seg/annotations/validation
+for cmd in "eval ade20k --pred-dir $GTD --gt-dir $GTD --json -" "classify --weights $DATA/backbone/classifier.pth $IMG" \
+           "--help"; do
+  # shellcheck disable=SC2086
+  closed "$BIN" --quiet $cmd; rc=$?
+  [ $rc = 1 ] || fail "ravlt $cmd > a closed pipe: rc $rc, expected 1"
+  grep -q "standard output: write failed (Broken pipe)" err.txt || fail "ravlt $cmd > a closed pipe: $(cat err.txt)"
+done
+
 [ $fails = 0 ] && echo "test_signals: all passed"
 exit $((fails > 0))
