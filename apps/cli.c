@@ -4,7 +4,7 @@
 #include "apps/mpi_run.h"
 #include "apps/outputs.h"
 #include "core/fs.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <errno.h>
 #include <stdarg.h>

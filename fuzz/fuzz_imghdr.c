@@ -1,9 +1,9 @@
-/* libFuzzer target: rv_imghdr_read (core/imghdr.c), the header readers behind the
+/* libFuzzer target: rv_imghdr_read (formats/imghdr.c), the header readers behind the
  * decoded-pixel limit, on arbitrary bytes. Contract: the result is one of the three values;
  * OK names a format and gives non-negative sides; BAD names a format and a reason; UNKNOWN
  * names none. Reads outside the buffer are what ASan reports (the buffer libFuzzer passes
  * is exactly `size` bytes). */
-#include "core/imghdr.h"
+#include "formats/imghdr.h"
 
 #include <stdint.h>
 #include <stdlib.h>
