@@ -163,7 +163,7 @@ void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suff
 #define PART_FILES ".json|.segm.json|.shard.json"       /* a COCO part: results, masks, sidecar */
 
 /* Every path a command takes; RV_IO_NONE marks a string option that is not a path (so that
- * tests/test_opts.c can require every string option to be declared). */
+ * tests/unit/apps/test_opts.c can require every string option to be declared). */
 static const rv_io_decl DECLS[] = {
     {"segment", "#*", RV_IO_IN, NULL, IMAGES},
     {"segment", "--weights", RV_IO_IN, NULL, NULL},

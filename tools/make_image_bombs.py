@@ -2,7 +2,7 @@
 """Tiny image files that declare a huge image (12000x12000 = 1.44e8 pixels, over ravlt's
 default --max-pixels of 2^27), one per format OpenCV's imdecode reads: the header and a
 few bytes of data, nothing a decoder could finish. Written to tests/data/image/bombs/
-(committed); tests/test_image.c checks that each is refused from its header, before any
+(committed); tests/unit/formats/test_image.c checks that each is refused from its header, before any
 decoder allocates. usage: tools/make_image_bombs.py [OUTDIR]"""
 import os
 import struct

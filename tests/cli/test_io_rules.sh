@@ -5,7 +5,7 @@
 # refused with exit 2 and a one-line message naming it, before any work, and the input is
 # left unchanged. Table-driven: one row per (command, output option, input it would
 # destroy); a command added later is one more row. Also: every string option of every
-# command is declared in apps/outputs.c (tests/test_opts.c), and a harmless output beside
+# command is declared in apps/outputs.c (tests/unit/apps/test_opts.c), and a harmless output beside
 # the inputs (a JSON in the images' folder) is still accepted.
 # usage: test_io_rules.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
