@@ -263,10 +263,10 @@ rv_status rv_image_read(const char *path, rv_image *img, rv_ctx *ctx) {
 }
 
 int rv_image_header_size(const void *buf, size_t len, long long *w, long long *h) {
-  long long ww = 0, hh = 0;
-  if (!buf || !header_dims(static_cast<const unsigned char *>(buf), len, ww, hh)) return 0;
-  *w = ww;
-  *h = hh;
+  rv_imghdr hd;
+  if (!buf || rv_imghdr_read(&hd, static_cast<const unsigned char *>(buf), len) != RV_IMGHDR_OK) return 0;
+  *w = hd.width;
+  *h = hd.height;
   return 1;
 }
 
