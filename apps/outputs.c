@@ -227,6 +227,10 @@ static const rv_io_decl DECLS[] = {
     {"merge", "--ann", RV_IO_IN, NULL, NULL},
     {"merge", "--output", RV_IO_OUT, ".segm.json", NULL},
     {"merge", "--json", RV_IO_OUT, ".segm.json", NULL},
+    {"serve", "--host", RV_IO_NONE, NULL, NULL},
+    {"serve", "--token-file", RV_IO_IN, NULL, NULL},
+    {"serve", "--tls-cert", RV_IO_IN, NULL, NULL},
+    {"serve", "--tls-key", RV_IO_IN, NULL, NULL},
     {NULL, NULL, RV_IO_NONE, NULL, NULL},
 };
 
