@@ -75,6 +75,20 @@ class _Handle:
         raise TypeError('a libravlt object cannot be copied or pickled (its owner re-reads its source instead)')
 
 
+_ADD_MASKS = []
+
+
+def _add_masks():
+    """The library's rv_py_coco_add_masks, or None in a library without it."""
+    if not _ADD_MASKS:
+        f = getattr(_lib._open(), 'rv_py_coco_add_masks', None)
+        if f is not None:
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        _ADD_MASKS.append(f)
+    return _ADD_MASKS[0]
+
+
 def _is_num_id(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
 
@@ -204,16 +218,28 @@ class COCO:
         h = self._c.get(True) or (None if segm else self._c.get(False))
         if h is not None:
             return h
+        add_masks = _add_masks()
+        h = self._c.get(False)
+        if segm and h is not None and add_masks is not None:
+            # the segmentations the load without masks kept: rasterised in place, no second read
+            with Ctx() as c:
+                if add_masks(h.p, c.ctx) != 0:
+                    msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
+                    raise classify_load_error(msg)(msg)
+            self._c = {True: h}
+            return h
         if self._src is None:
             self._set_json_src(self.dataset)
+        # without masks: keep the segmentations for later (mode 2) where the library can
+        mode = 1 if segm else 2 if add_masks is not None else 0
         p = _lib.c_void_p()
         with Ctx() as c:
             if self._src[0] == 'file':
-                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, int(segm), c.ctx)
+                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, mode, c.ctx)
             else:
                 js = self._src[1]
                 name = self._src[2] if len(self._src) > 2 else b'dataset'
-                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), name, int(segm), c.ctx)
+                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), name, mode, c.ctx)
             if st != 0:
                 msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
                 raise classify_load_error(msg)(msg)
