@@ -663,8 +663,10 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
    * where edges meet, two around a repeated point */
   size_t cap = 1;
   for (size_t j = 0; j < k; j++) cap += (size_t)abs(x[j] - x[j + 1]) + 3;
-  bx = malloc(sizeof(int) * 2 * cap);
-  a = malloc(sizeof(uint32_t) * 2 * (cap + 1));
+  int sbx[2 * 2048]; /* typical polygons: the points and runs on the stack */
+  uint32_t sa[2 * 2049];
+  bx = cap <= 2048 ? sbx : malloc(sizeof(int) * 2 * cap);
+  a = cap <= 2048 ? sa : malloc(sizeof(uint32_t) * 2 * (cap + 1));
   if (!bx || !a) goto nomem;
   by = bx + cap;
   b = a + cap + 1;
@@ -816,8 +818,8 @@ nomem:
 done:
   if (x != sx) free(x);
   if (y != sy) free(y);
-  free(bx);
-  free(a);
+  if (bx != sbx) free(bx);
+  if (a != sa) free(a);
   return st;
 }
 
