@@ -52,6 +52,8 @@ rv_status rv_model_from_weights_ex(rv_model **out, const rv_weights *w, const ch
 const rv_ravlt *rv_model_backbone(const rv_model *m);
 const rv_detector *rv_model_detector(const rv_model *m);
 const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m);
+/* 1 if the model gives instance masks (a detector with a mask branch). */
+int rv_model_has_masks(const rv_model *m);
 /* The test pipeline (Resize/Normalize/Pad) the model's config asks for. */
 rv_preprocess_params rv_model_preprocess(const rv_model *m);
 /* Segmentation test config (whole / slide) from the model config; may be changed. */
