@@ -74,6 +74,7 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
   rv_tensor cls[5], reg[5];
   char name[64];
   for (int l = 0; l < L; l++) {
+    RV_TRY(rv_ctx_check(ctx));
     RV_TRY(rv_retina_forward_level(&cls[l], &reg[l], h, p[l], arena, ctx));
     snprintf(name, sizeof name, "retina.cls_score.%d", l);
     trace_tensor(trace, name, cls[l]);
@@ -84,6 +85,7 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
     snprintf(name, sizeof name, "bbox_pred.%d", l);
     trace_tensor(trace, name, reg[l]);
   }
+  RV_TRY(rv_ctx_check(ctx));
   RV_TRY(rv_retina_get_bboxes(out, h, cls, reg, strides, L, meta, &d->cfg.retina, arena, ctx));
   if (trace && trace->fn) {
     int s2[2] = {out->n, 4};
@@ -170,6 +172,7 @@ static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, con
   rv_tensor cls[5], reg[5];
   char name[64];
   for (int l = 0; l < L; l++) {
+    RV_TRY(rv_ctx_check(ctx));
     RV_TRY(rv_rpn_forward_level(&cls[l], &reg[l], &h->rpn, p[l], arena, ctx));
     snprintf(name, sizeof name, "rpn.cls_score.%d", l);
     trace_tensor(trace, name, cls[l]);
@@ -186,6 +189,7 @@ static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, con
     s2[1] = 1;
     trace->fn(trace->user, "rpn.proposal_scores", pscores, s2, 2);
   }
+  RV_TRY(rv_ctx_check(ctx));
   return rv_roi_head_simple_test(out, &h->roi, p, props, np, meta, &d->cfg.rcnn, trace, arena,
                                  ctx);
 }
@@ -337,11 +341,11 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
   for (int k = 0; k < 4; k++)
     if (!(meta->scale_factor[k] > 0))
       return rv_error(ctx, RV_ERR_ARG, "detector: invalid scale factor %g", meta->scale_factor[k]);
-  int threads = rv_ctx_threads(ctx);
-  if (threads > 0) omp_set_num_threads(threads);
+  rv_ctx_apply_threads(ctx);
   rv_tensor p[5];
   /* The pyramid and head outputs stay in the arena until the caller resets it; the
    * detections are allocated after them. */
+  RV_TRY(rv_ctx_check(ctx));
   RV_TRY(rv_fpn_forward(d->fpn, p, feats, 4, arena, ctx));
   char name[64];
   for (int l = 0; l < 5; l++) {

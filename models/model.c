@@ -28,6 +28,10 @@ struct rv_model {
   unsigned char (*palette)[3];  /* from meta PALETTE (RGB), or NULL */
   const rv_class_set *builtin;  /* COCO / ADE20K when the class count matches */
   char *config_text;            /* meta config text (a copy), or NULL */
+  /* the calls in flight (core/rv.h "Calls"): the one mutable member, changed atomically by
+   * the calls that share the model (its storage is the heap's, so the const of the entry
+   * points is cast away legally) */
+  rv_share share;
 };
 
 static const char *const MODEL_NAMES[] = {
@@ -415,8 +419,10 @@ static rv_status family_forward(const rv_model *m, rv_family_run *r, rv_tensor x
 
 static const double DEFAULT_RATIOS[] = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75};
 
-rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
-                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+rv_share *rv_model_share(const rv_model *m) { return (rv_share *)&m->share; }
+
+static rv_status segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                         const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
   rv_arena_mark mark = rv_arena_get_mark(arena);
   rv_status st = RV_OK;
   if (!opts || !opts->aug_test) {
@@ -450,7 +456,8 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
     r.flipped = list[i].flip;
     r.ori_h = bgr->h;
     r.ori_w = bgr->w;
-    st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
+    st = rv_ctx_check(ctx); /* between the passes: cancelled, or the call's threads anew */
+    if (st == RV_OK) st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
     if (st == RV_OK) st = family_forward(m, &r, x, &meta, arena, ctx);
     rv_arena_release(arena, inner);
   }
@@ -459,8 +466,14 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
   return st;
 }
 
-rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
-                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, segment(m, labels, bgr, opts, arena, ctx));
+}
+
+static rv_status detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                        const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
   rv_tensor x;
   rv_img_meta meta;
   rv_family_run r = {0};
@@ -469,4 +482,10 @@ rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *me
   RV_TRY(family_forward(m, &r, x, &meta, arena, ctx));
   if (meta_out) *meta_out = meta;
   return RV_OK;
+}
+
+rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, detect(m, det, meta_out, bgr, arena, ctx));
 }

@@ -59,6 +59,10 @@ rv_preprocess_params rv_model_preprocess(const rv_model *m);
 /* Segmentation test config (whole / slide) from the model config; may be changed. */
 rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m);
 
+/* The model's count of calls in flight (core/rv.h "Calls"; tests hold calls in flight with
+ * it to check the thread rule). */
+rv_share *rv_model_share(const rv_model *m);
+
 /* Backbone features for an already pre-processed input (for parity checks). */
 rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES], rv_tensor input,
                             rv_arena *arena, rv_ctx *ctx);

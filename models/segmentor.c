@@ -245,15 +245,6 @@ rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, con
 
 /* ---- test-time inference ---------------------------------------------------------------- */
 
-static void set_threads(rv_ctx *ctx) {
-#ifdef _OPENMP
-  int t = rv_ctx_threads(ctx);
-  if (t > 0) omp_set_num_threads(t);
-#else
-  (void)ctx;
-#endif
-}
-
 /* backbone + decoder: logits at 1/4 of the input (from the arena, scratch left below them). */
 static rv_status decode_small(const rv_segmentor *s, rv_tensor *small, rv_tensor img, rv_arena *a,
                               rv_ctx *ctx) {
@@ -263,6 +254,7 @@ static rv_status decode_small(const rv_segmentor *s, rv_tensor *small, rv_tensor
   const rv_seg_decoder *d = s->decoder;
   rv_tensor feats[RV_FPN_MAX_LEVELS];
   RV_TRY(s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx));
+  RV_TRY(rv_ctx_check(ctx)); /* cancelled; the threads of the call (core/rv.h) */
   return rv_seg_decoder_forward(d, small, feats, d->num_ins, NULL, a, ctx);
 }
 
@@ -314,6 +306,7 @@ static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tenso
       y1 = y2 - t->crop_h > 0 ? y2 - t->crop_h : 0;
       x1 = x2 - t->crop_w > 0 ? x2 - t->crop_w : 0;
       const int ch = y2 - y1, cw = x2 - x1;
+      if ((st = rv_ctx_check(ctx)) != RV_OK) break;
       rv_arena_mark mc = rv_arena_get_mark(a);
       rv_tensor crop = rv_tensor_new(a, 1, img.c, ch, cw), cl;
       if (!crop.data) {
@@ -356,7 +349,7 @@ static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tenso
 
 rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
                         rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   if (!img.data || img.n != 1 || img.h <= 0 || img.w <= 0)
     return rv_error(ctx, RV_ERR_SHAPE, "segmentation input must be one non-empty image [1, C, H, W]");
   if (s->test.mode == RV_SEG_MODE_SLIDE) return slide_logits(s, logits, img, a, ctx);
@@ -383,7 +376,7 @@ rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h
 
 rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
                              int ori_w, rv_arena *a, rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st;
@@ -413,7 +406,7 @@ rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h,
 
 rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
                          int ori_w, rv_arena *a, rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st;
