@@ -77,9 +77,26 @@ class _Handle:
         self.p, self.free = p, free
 
     def __del__(self):
-        if self.p:
+        if getattr(self, 'p', None):
             self.free(self.p)
             self.p = None
+
+    def __reduce__(self):
+        raise TypeError('a libravlt object cannot be copied or pickled (its owner re-reads its source instead)')
+
+
+_ADD_MASKS = []
+
+
+def _add_masks():
+    """The library's rv_py_coco_add_masks, or None in a library without it."""
+    if not _ADD_MASKS:
+        f = getattr(_lib._open(), 'rv_py_coco_add_masks', None)
+        if f is not None:
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        _ADD_MASKS.append(f)
+    return _ADD_MASKS[0]
 
 
 def _is_num_id(v) -> bool:
@@ -213,6 +230,26 @@ class COCO:
         except Error as e:
             self._defer(e)
 
+    # ---- copy, deepcopy, pickle ----
+    _HANDLES = ('_c', '_res_c', '_gt_keep', '_res_gt')
+
+    def __getstate__(self) -> dict:
+        """Everything but the library's objects (rebuilt on first use from the same source):
+        a file that was read but not yet turned into Python objects travels as its bytes, so
+        that a copy or an unpickled COCO has the same content even if the file changes or is
+        not there."""
+        st = {k: v for k, v in self.__dict__.items() if k not in self._HANDLES}
+        for key in ('_src', '_res_src'):
+            src = st.get(key)
+            if src is not None and src[0] == 'file':
+                with open(os.fsdecode(src[1]), 'rb') as f:
+                    st[key] = ('json', f.read(), src[1])
+        return st
+
+    def __setstate__(self, st: dict) -> None:
+        self.__dict__.update(st)
+        self._c, self._res_c = {}, {}
+
     # ---- the library's side ----
     def _gt_handle(self, segm: bool):
         """rv_coco * of this dataset, with masks when segm (a loaded-with-masks one serves both)."""
@@ -234,15 +271,28 @@ class COCO:
             if self._src is None:
                 self._set_json_src(self._dataset)
                 self._lib_err = (cls, msg, True)
+        add_masks = _add_masks()
+        h = self._c.get(False)
+        if segm and h is not None and add_masks is not None:
+            # the segmentations the load without masks kept: rasterised in place, no second read
+            with Ctx() as c:
+                if add_masks(h.p, c.ctx) != 0:
+                    msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
+                    raise classify_load_error(msg)(msg)
+            self._c = {True: h}
+            return h
         if self._src is None:
             self._set_json_src(self.dataset)
+        # without masks: keep the segmentations for later (mode 2) where the library can
+        mode = 1 if segm else 2 if add_masks is not None else 0
         p = _lib.c_void_p()
         with Ctx() as c:
             if self._src[0] == 'file':
-                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, int(segm), c.ctx)
+                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, mode, c.ctx)
             else:
                 js = self._src[1]
-                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), b'dataset', int(segm), c.ctx)
+                name = self._src[2] if len(self._src) > 2 else b'dataset'
+                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), name, mode, c.ctx)
             if st != 0:
                 msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
                 raise classify_load_error(msg)(msg)
@@ -297,13 +347,14 @@ class COCO:
             return h
         self._gt_keep = self._res_of._gt_h(iou_type == IOU_SEGM)  # the results point into it
         gt = self._gt_keep.p
-        kind, src = self._res_src
+        kind, src = self._res_src[:2]
         p = _lib.c_void_p()
         with Ctx() as c:
             if kind == 'file':
                 st = lib.rv_py_results_load(ctypes.byref(p), gt, src, None, 0, None, iou_type, c.ctx)
             elif kind == 'json':
-                st = lib.rv_py_results_load(ctypes.byref(p), gt, None, src, len(src), b'results', iou_type, c.ctx)
+                name = self._res_src[2] if len(self._res_src) > 2 else b'results'
+                st = lib.rv_py_results_load(ctypes.byref(p), gt, None, src, len(src), name, iou_type, c.ctx)
             else:
                 st = lib.rv_py_results_from_arrays(
                     ctypes.byref(p), gt, len(src['score']), _lib.ptr(src['image_id']),
@@ -327,8 +378,11 @@ class COCO:
             if self._res_of is not None:
                 self._dataset = self._res_dataset()
             else:
-                with open(os.fsdecode(self._src[1]), 'r') as f:
-                    self._dataset = json.load(f)
+                if self._src[0] == 'json':  # a copy of a file-backed COCO: the file's bytes
+                    self._dataset = json.loads(self._src[1])
+                else:
+                    with open(os.fsdecode(self._src[1]), 'r') as f:
+                        self._dataset = json.load(f)
                 if not isinstance(self._dataset, dict):
                     raise CocoAssertionError('annotation file format {} not supported'.format(type(self._dataset)))
                 self._view_sig = _sig(self._dataset)
@@ -381,12 +435,14 @@ class COCO:
 
     def _res_anns(self) -> list:
         """The results as a list of dicts (before loadRes' fields are added)."""
-        kind, src = self._res_src
+        kind, src = self._res_src[:2]
         if self._res_list is not None:
             return self._res_list
         if kind == 'file':
             with open(os.fsdecode(src), 'r') as f:
                 return json.load(f)
+        if kind == 'json':  # a copy of results read from a file: the file's bytes
+            return json.loads(src)
         a = src
         if 'given' in a:  # loadRes(N x 7 array): pycocotools' loadNumpyAnnotations (numpy scalars)
             g = a['given']

@@ -150,6 +150,25 @@ class COCOeval:
             self.params.imgIds = sorted(cocoGt.getImgIds())
             self.params.catIds = sorted(cocoGt.getCatIds())
 
+    # ---- copy, deepcopy, pickle ----
+    def __getstate__(self) -> dict:
+        """pycocotools' state: the library's evaluation is turned into the records pycocotools
+        keeps (evalImgs, ious, _gts, _dts) and left out; accumulate() on a copy then works from
+        evalImgs as pycocotools' does (same arrays)."""
+        if self._ev is not None:
+            if not self._prepared and self.cocoGt is not None and self.cocoDt is not None:
+                self._prepare()
+            self.evalImgs  # noqa: B018 (built when read)
+            self.ious  # noqa: B018 (built when read)
+        st = dict(self.__dict__)
+        st['_ev'] = None
+        st.pop('_ev_inputs', None)
+        st['_details'] = None
+        return st
+
+    def __setstate__(self, st: dict) -> None:
+        self.__dict__.update(st)
+
     # ---- pycocotools' per-image records, built when read ----
     @property
     def evalImgs(self):
