@@ -103,6 +103,26 @@ def test_pickle_carries_the_files_content(tmp_path, strict):
     assert gt2.dataset == ref._res_of.dataset
 
 
+@pytest.mark.parametrize('how', ['deepcopy', 'pickle'])
+def test_copy_of_a_gt_the_library_refused(tmp_path, how, strict):
+    """A ground truth without 'bbox' (pycocotools loads it; its segm evaluation reads no box):
+    a copy made after a segm evaluation evaluates segm again, and bbox still raises KeyError."""
+    with open(os.path.join(CASE, 'gt.json')) as f:
+        ds = json.load(f)
+    for a in ds['annotations']:
+        a.pop('bbox', None)
+    (tmp_path / 'gt.json').write_text(json.dumps(ds))
+    gt = quiet(COCO, str(tmp_path / 'gt.json'))
+    dt = quiet(gt.loadRes, os.path.join(CASE, 'dt_segm.json'))
+    first = [float(x).hex() for x in evaluate(gt, dt, 'segm').stats]
+    cp = {'deepcopy': copy.deepcopy, 'pickle': lambda o: pickle.loads(pickle.dumps(o))}[how](gt)
+    dt2 = quiet(cp.loadRes, os.path.join(CASE, 'dt_segm.json'))
+    assert [float(x).hex() for x in evaluate(cp, dt2, 'segm').stats] == first
+    dtb = quiet(cp.loadRes, os.path.join(CASE, 'dt_bbox.json'))
+    with pytest.raises(KeyError):
+        evaluate(cp, dtb, 'bbox')
+
+
 @pytest.mark.parametrize('iou', ['bbox', 'segm'])
 def test_cocoeval_pickle_and_deepcopy(iou, strict):
     gt = quiet(COCO, os.path.join(CASE, 'gt.json'))

@@ -239,6 +239,10 @@ class COCO:
         that a copy or an unpickled COCO has the same content even if the file changes or is
         not there."""
         st = {k: v for k, v in self.__dict__.items() if k not in self._HANDLES}
+        if st.get('_lib_err') is not None:
+            # data the library refused without masks: the copy has no handles, so a segm
+            # evaluation tries the load with masks again (as the original did)
+            st['_lib_err'] = st['_lib_err'][:2] + (False,)
         for key in ('_src', '_res_src'):
             src = st.get(key)
             if src is not None and src[0] == 'file':
