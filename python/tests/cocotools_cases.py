@@ -528,4 +528,12 @@ def _more_cases(COCO, COCOeval, Params, mask, _mask, I, out):
         cd = cg.loadRes([{'image_id': 2, 'caption': 'a'}, {'image_id': 1, 'caption': 'b'}])
         return {'anns': cd.loadAnns(cd.getAnnIds()), 'imgs': sorted(cd.getImgIds())}
     out['qa_loadres_captions'] = _printed(captions)
+    # mask.iou of arrays that are not N x 4: a 1-D one (pycocotools reshapes it to (objs[0], 1):
+    # TypeError for a float first element, ValueError for an int one that does not fit) and a
+    # 2-D one of 3 columns (a bare Exception)
+    box = np.array([[0, 0, 5, 5.]])
+    call(out, 'qa_iou_box_1d_float', lambda: mask.iou(np.array([0, 0, 5, 5.]), box, [0]))
+    call(out, 'qa_iou_box_1d_int', lambda: mask.iou(np.array([2, 0, 5, 5]), box, [0]))
+    call(out, 'qa_iou_box_1d_int_fits', lambda: mask.iou(np.array([4, 0, 5, 5]), box, [0]))
+    call(out, 'qa_iou_box_3col', lambda: mask.iou(np.array([[0, 0, 5.]]), box, [0]))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -4,7 +4,7 @@ ValueError`` / ``except AssertionError`` / ... clauses keep catching them."""
 from .._lib import Error
 
 __all__ = ['CocoValueError', 'CocoTypeError', 'CocoAssertionError', 'CocoKeyError', 'CocoIndexError',
-           'CocoOverflowError', 'CocoAttributeError', 'CocoFileArgError', 'CocoError', 'raise_as', 'os_error']
+           'CocoOverflowError', 'CocoAttributeError', 'CocoFileArgError', 'CocoArrayArgError', 'CocoError', 'raise_as', 'os_error']
 
 
 class CocoError(Error):
@@ -40,6 +40,12 @@ class CocoFileArgError(Error, TypeError, OSError):
     """COCO(x) with x neither a file name nor a dict: pycocotools passes x to open() (an
     OSError for an int, which open() takes as a file descriptor; TypeError otherwise);
     faster-coco-eval and hotcoco raise TypeError. Both classes catch it."""
+
+
+class CocoArrayArgError(Error, TypeError, ValueError):
+    """mask.iou of a 1-D array: pycocotools reshapes it to (its first element, 1), a TypeError
+    when that element is a float, a ValueError when the shape does not fit. Both classes catch
+    it."""
 
 
 class CocoOverflowError(Error, OverflowError):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib, Error, take_string, str_array
-from ._errors import CocoAssertionError, CocoAttributeError, CocoError, CocoIndexError, CocoOverflowError, CocoTypeError, CocoValueError
+from ._errors import CocoArrayArgError, CocoAssertionError, CocoAttributeError, CocoError, CocoIndexError, CocoOverflowError, CocoTypeError, CocoValueError
 
 __all__ = ['encode', 'decode', 'area', 'toBbox', 'iou', 'merge', 'frPyObjects', 'frPoly', 'frBbox',
            'frUncompressedRLE', 'RLEs', '_frString', '_toString']
@@ -209,6 +209,9 @@ def _preproc(objs):
     if len(objs) == 0:
         return 'empty', objs
     if isinstance(objs, np.ndarray):
+        if objs.ndim == 1:
+            raise CocoArrayArgError('numpy ndarray input is only for *bounding boxes* and should have Nx4 '
+                                    'dimension (a 1-D array of %d)' % len(objs))
         if objs.ndim != 2 or objs.shape[1] != 4:
             raise CocoValueError('numpy ndarray input is only for *bounding boxes* and should have Nx4 dimension')
         return 'box', np.ascontiguousarray(objs, dtype=np.float64)
