@@ -32,6 +32,11 @@ extern "C" {
 /* rv_image, rv_img_meta and rv_image_alloc/free/copy/read/read_gray/decode/write/encode are
  * public: <ravlt/image.h>. */
 
+/* Width and height from the header of an encoded image, without decoding: the figures
+ * rv_image_decode checks against rv_ctx_max_pixels before it decodes. 1 when found, 0 when
+ * the format is not one whose header is read or the header is cut short. */
+int rv_image_header_size(const void *buf, size_t len, long long *w, long long *h);
+
 typedef enum { RV_INTERP_LINEAR = 0, RV_INTERP_NEAREST, RV_INTERP_AREA, RV_INTERP_CUBIC } rv_interp;
 /* dst = cv2.resize(src, (w, h), interpolation). dst is (re)allocated; dst != src. */
 rv_status rv_image_resize(rv_image *dst, const rv_image *src, int w, int h, rv_interp interp,
