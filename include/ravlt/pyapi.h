@@ -30,8 +30,8 @@ extern "C" {
 
 /* ABI version of this header: it grows when functions are added (never changed), and the
  * package refuses a library older than the version it was written for. 2: config text,
- * rectangular slide windows, drawing, imwrite. */
-#define RV_PY_ABI 2
+ * rectangular slide windows, drawing, imwrite. 3: tiled detection. */
+#define RV_PY_ABI 3
 RV_API int rv_py_abi(void);
 /* Process start-up for a host program that is not the CLI (rv_blas_init); returns the
  * OpenBLAS core name. Call once, before other threads use the library. */
@@ -218,6 +218,14 @@ RV_API void rv_py_text_size(const char *text, double scale, int thickness, int s
 /* Write an h x w x c uint8 image (c = 1, 3 BGR or 4 BGRA) to path, format by its extension,
  * through a temporary file renamed into place (nothing left behind on failure). */
 RV_API rv_status rv_py_imwrite(const char *path, const uint8_t *img, int h, int w, int c, rv_ctx *ctx);
+
+/* ---- ABI 3 ---- */
+/* rv_py_detect on tiles (<ravlt/tile.h>: tile size, overlap ratios, nmm 0 NMS / 1 NMM at
+ * merge_thr, full: also the whole image, max_dets <= 0: no cap, score_thr: dropped before the
+ * merge). Masks come out as whole-image masks (dims: the image's size). */
+RV_API rv_status rv_py_detect_tiled(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, int h, int w,
+                                    int tile_h, int tile_w, double overlap_h, double overlap_w, int nmm,
+                                    float merge_thr, int full, int max_dets, float score_thr, rv_ctx *ctx);
 
 #ifdef __cplusplus
 }
