@@ -79,8 +79,23 @@ const rv_coco_category *rv_coco_find_category(const rv_coco *c, int64_t id) {
   return i < 0 ? NULL : &c->cats[i];
 }
 
+/* rv_coco.lazy: the segmentation text of annotation i is text[off[i] .. off[i + 1]) (empty:
+ * the annotation has none) */
+typedef struct {
+  char *text;
+  size_t *off;
+} coco_lazy;
+
+static void lazy_free(coco_lazy *z) {
+  if (!z) return;
+  free(z->text);
+  free(z->off);
+  free(z);
+}
+
 void rv_coco_free(rv_coco *c) {
   if (!c) return;
+  lazy_free(c->lazy);
   for (size_t i = 0; i < c->n_images; i++) free(c->images[i].file_name);
   for (size_t i = 0; i < c->n_cats; i++) free(c->cats[i].name);
   for (size_t i = 0; i < c->n_anns; i++) rv_rle_free(&c->anns[i].segm);
@@ -168,7 +183,7 @@ static int category_elem(rv_jcur *c, rv_coco_category *cat) {
 }
 
 /* annotations[i]; the segmentation is read after the object (it may precede image_id). */
-static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int load_segm) {
+static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int load_segm, const char **span) {
   int have_id = 0, have_img = 0, have_cat = 0, have_area = 0;
   const char *seg_at = NULL;
   if (!rv_jexpect(c, '{')) return rv_jfail(c, "not an object");
@@ -199,6 +214,10 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
         rv_jws(c);
         seg_at = c->p;
         if (!rv_jskip(c)) return 0;
+        if (span) {
+          span[0] = seg_at;
+          span[1] = c->p;
+        }
       } else if (!rv_jskip(c))
         return 0;
       int r = rv_jnext(c, '}');
@@ -226,9 +245,10 @@ static int annotation_elem(rv_jcur *c, rv_coco_obj *o, const rv_coco *gt, int lo
   (((c).p = (starts)[i], (c).end = (starts)[(i) + 1] - 1, (c).err[0] = 0),   \
    (call) && (rv_jws(&(c)), (c).p == (c).end ? 1 : rv_jfail(&(c), "unexpected data after the object")))
 
-rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const char *name, int load_segm,
-                           int threads, rv_ctx *ctx) {
+static rv_status load_mem(rv_coco **out, const char *json, size_t len, const char *name, int load_segm, int keep,
+                          int threads, rv_ctx *ctx) {
   *out = NULL;
+  const char **spans = NULL; /* keep: each annotation's segmentation [begin, end) */
   rv_status st = RV_OK;
   const char **sp[3] = {NULL, NULL, NULL};
   size_t sn[3] = {0, 0, 0};
@@ -280,6 +300,7 @@ rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const ch
   if (!c->images || !c->cats || !c->anns) goto nomem;
   c->n_images = ni;
   c->n_cats = nc;
+  if (keep && !load_segm && !(spans = calloc(2 * (na ? na : 1), sizeof *spans))) goto nomem;
   rv_jcur ec = {json, json, ""};
   for (size_t i = 0; i < ni; i++)
     if (!PARSE_ELEM(ec, sp[0], i, image_elem(&ec, &c->images[i]))) {
@@ -311,7 +332,7 @@ rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const ch
 #pragma omp parallel for schedule(dynamic, 256) num_threads(nth)
   for (long i = 0; i < (long)na; i++) {
     rv_jcur ac = {json, json, ""};
-    if (!PARSE_ELEM(ac, sp[1], i, annotation_elem(&ac, &c->anns[i], c, load_segm))) {
+    if (!PARSE_ELEM(ac, sp[1], i, annotation_elem(&ac, &c->anns[i], c, load_segm, spans ? spans + 2 * i : NULL))) {
 #pragma omp critical(rv_coco_gt_bad)
       if (first_bad < 0 || i < first_bad) {
         first_bad = i;
@@ -337,6 +358,21 @@ rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const ch
       goto fail;
     }
   }
+  if (spans) { /* the segmentations' text, copied out of json */
+    coco_lazy *z = calloc(1, sizeof *z);
+    if (!z || !(z->off = malloc(sizeof(size_t) * (na + 1)))) {
+      lazy_free(z);
+      goto nomem;
+    }
+    c->lazy = z;
+    z->off[0] = 0;
+    for (size_t i = 0; i < na; i++) z->off[i + 1] = z->off[i] + (size_t)(spans[2 * i + 1] - spans[2 * i]);
+    if (!(z->text = malloc(z->off[na] ? z->off[na] : 1))) goto nomem;
+    for (size_t i = 0; i < na; i++)
+      if (z->off[i + 1] > z->off[i]) memcpy(z->text + z->off[i], spans[2 * i], z->off[i + 1] - z->off[i]);
+    free(spans);
+    spans = NULL;
+  }
   c->has_segm = load_segm != 0;
   for (int i = 0; i < 3; i++) free(sp[i]);
   *out = c;
@@ -348,8 +384,71 @@ nomem:
   st = rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name);
 fail:
   for (int i = 0; i < 3; i++) free(sp[i]);
+  free(spans);
   rv_coco_free(c);
   return st;
+}
+
+rv_status rv_coco_load_mem(rv_coco **out, const char *json, size_t len, const char *name, int load_segm,
+                           int threads, rv_ctx *ctx) {
+  return load_mem(out, json, len, name, load_segm, 0, threads, ctx);
+}
+
+rv_status rv_coco_load_mem_lazy(rv_coco **out, const char *json, size_t len, const char *name, int threads,
+                                rv_ctx *ctx) {
+  return load_mem(out, json, len, name, 0, 1, threads, ctx);
+}
+
+rv_status rv_coco_load_lazy(rv_coco **out, const char *path, int threads, rv_ctx *ctx) {
+  rv_mapped_file f;
+  *out = NULL;
+  RV_TRY(rv_file_map(&f, path, ctx));
+  rv_status st = load_mem(out, f.data, f.len, path, 0, 1, threads, ctx);
+  rv_file_unmap(&f);
+  return st;
+}
+
+/* annotation_elem's masks, on the kept text: the same checks and messages */
+rv_status rv_coco_add_masks(rv_coco *c, int threads, rv_ctx *ctx) {
+  if (c->has_segm) return RV_OK;
+  coco_lazy *z = c->lazy;
+  if (!z) return rv_error(ctx, RV_ERR_ARG, "%s: loaded without its segmentations", c->path);
+  long first_bad = -1;
+  char msg[200] = "";
+  int nth = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 256) num_threads(nth)
+  for (long i = 0; i < (long)c->n_anns; i++) {
+    rv_coco_obj *o = &c->anns[i];
+    const rv_coco_image *im = rv_coco_find_image(c, o->image_id);
+    if (!im || !rv_coco_find_category(c, o->category_id)) continue;
+    rv_jcur sc = {z->text + z->off[i], z->text + z->off[i + 1], ""};
+    char err[200];
+    err[0] = 0;
+    if (z->off[i + 1] == z->off[i])
+      snprintf(err, sizeof err, "(id %lld): no 'segmentation'", (long long)o->id);
+    else if (!rv_coco_parse_segm(&sc, &o->segm, (uint32_t)im->height, (uint32_t)im->width, 1, NULL))
+      snprintf(err, sizeof err, "(id %lld): %s", (long long)o->id, sc.err);
+    else
+      o->has_segm = 1;
+    if (err[0]) {
+#pragma omp critical(rv_coco_gt_bad)
+      if (first_bad < 0 || i < first_bad) {
+        first_bad = i;
+        snprintf(msg, sizeof msg, "%s", err);
+      }
+    }
+  }
+  if (first_bad >= 0) { /* as it was: no masks */
+    for (size_t i = 0; i < c->n_anns; i++) {
+      rv_rle_free(&c->anns[i].segm);
+      c->anns[i].has_segm = 0;
+    }
+    return rv_error(ctx, RV_ERR_FORMAT, "%s: annotations[%ld]: %s", c->path, first_bad, msg);
+  }
+  c->has_segm = 1;
+  c->lazy = NULL;
+  lazy_free(z);
+  return RV_OK;
 }
 
 rv_status rv_coco_load(rv_coco **out, const char *path, int load_segm, int threads, rv_ctx *ctx) {

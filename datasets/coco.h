@@ -43,6 +43,17 @@ extern "C" {
  * load_results_mem / results_prepare / results_free / results_write / evaluate are public:
  * <ravlt/eval.h>. */
 
+/* A load without masks that keeps each annotation's segmentation text (a copy), so that
+ * rv_coco_add_masks can rasterise them later without reading the file again (COCO(gt) and
+ * then a segm loadRes in the Python package). The rv_coco is the one rv_coco_load(.., 0, ..)
+ * gives. */
+rv_status rv_coco_load_lazy(rv_coco **out, const char *path, int threads, rv_ctx *ctx);
+rv_status rv_coco_load_mem_lazy(rv_coco **out, const char *json, size_t len, const char *name, int threads,
+                                rv_ctx *ctx);
+/* The masks of a lazy load (the rv_coco then equals rv_coco_load(.., 1, ..)'s, with the same
+ * errors); RV_OK at once when c has its masks. On an error c is left as it was. */
+rv_status rv_coco_add_masks(rv_coco *c, int threads, rv_ctx *ctx);
+
 /* dst takes over src's mask memory: call it when detections read into src are moved into dst
  * (src's masks may borrow from it). */
 void rv_coco_results_take_memory(rv_coco_results *dst, rv_coco_results *src);

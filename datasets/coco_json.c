@@ -178,15 +178,24 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
         if (as_box && n != 4) ok = rv_jfail(c, "part %zu has %zu numbers but part 0 has 4 (a box list)", i, n);
         else if (!as_box && n / 2 == 0) ok = rv_jfail(c, "polygon %zu has %zu coordinates", i, n);
         else {
-          rv_ctx *tctx = rv_ctx_create();
-          rv_status st = as_box ? rv_rle_from_bbox(&parts[i], xy + off[i], h, w, tctx)
-                                : rv_rle_from_poly(&parts[i], xy + off[i], n / 2, h, w, tctx);
-          if (st != RV_OK) rv_jfail(c, "polygon %zu: %s", i, tctx ? rv_ctx_errmsg(tctx) : "invalid");
+          rv_status st = as_box ? rv_rle_from_bbox(&parts[i], xy + off[i], h, w, NULL)
+                                : rv_rle_from_poly(&parts[i], xy + off[i], n / 2, h, w, NULL);
+          if (st != RV_OK) { /* again with a context, for its message */
+            rv_ctx *tctx = rv_ctx_create();
+            rv_rle_free(&parts[i]);
+            if (as_box) rv_rle_from_bbox(&parts[i], xy + off[i], h, w, tctx);
+            else rv_rle_from_poly(&parts[i], xy + off[i], n / 2, h, w, tctx);
+            rv_jfail(c, "polygon %zu: %s", i, tctx ? rv_ctx_errmsg(tctx) : "invalid");
+            rv_ctx_free(tctx);
+          }
           ok = st == RV_OK;
-          rv_ctx_free(tctx);
         }
       }
-      if (ok) ok = status_msg(c, rv_rle_merge(out, parts, np, 0, NULL), "out of memory");
+      if (ok && np == 1) { /* one part: it is the merge */
+        *out = parts[0];
+        memset(&parts[0], 0, sizeof parts[0]);
+      } else if (ok)
+        ok = status_msg(c, rv_rle_merge(out, parts, np, 0, NULL), "out of memory");
       for (size_t i = 0; i < np; i++) rv_rle_free(&parts[i]);
     }
     free(parts);

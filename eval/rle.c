@@ -668,6 +668,12 @@ static inline int boundary_point(int u, int v, int pu, int pv, uint32_t h, uint3
   return 1;
 }
 
+/* x of point t on a steep edge of the upsampled walk, as rleFrPoly computes it */
+static inline int poly_u(int xs, double s, int t) {
+  double tmp = s * t;
+  return (int)(xs + tmp + .5);
+}
+
 /* rleFrPoly without its point arrays: the same DDA walk over the x5 upsampled boundary, each
  * edge on its own (consecutive edges share their end point, so no x step happens between
  * them), keeping the y-boundary points as they come; on shallow edges (x moves every step)
@@ -694,8 +700,10 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
    * where edges meet, two around a repeated point */
   size_t cap = 1;
   for (size_t j = 0; j < k; j++) cap += (size_t)abs(x[j] - x[j + 1]) + 3;
-  bx = malloc(sizeof(int) * 2 * cap);
-  a = malloc(sizeof(uint32_t) * 2 * (cap + 1));
+  int sbx[2 * 2048]; /* typical polygons: the points and runs on the stack */
+  uint32_t sa[2 * 2049];
+  bx = cap <= 2048 ? sbx : malloc(sizeof(int) * 2 * cap);
+  a = cap <= 2048 ? sa : malloc(sizeof(uint32_t) * 2 * (cap + 1));
   if (!bx || !a) goto nomem;
   by = bx + cap;
   b = a + cap + 1;
@@ -751,11 +759,41 @@ rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
       pu = t + xs;
       pv = (int)(ys + tmp + .5);
     } else {
-      for (int d = 0; d <= dy; d++) {
-        t = flip ? dy - d : d;
-        double tmp = s * t;
-        WALK_POINT((int)(xs + tmp + .5), t + ys);
+      /* steep: y moves every step, x at most dx times. Point t of the edge is (u(t), ys + t)
+       * with u(t) = (int)(xs + s*t + .5), monotone in t and moving by at most 1 (|s| < 1); a
+       * step between t-1 and t where u moves (in either walk direction) gives xi = min of the
+       * two u and yi = ys + t - 1. So each kept column c (c = 2 mod 5 inside the image) is one
+       * step: the first t where u has passed c, found from the line's equation and corrected
+       * by evaluating u itself. */
+      t = flip ? dy : 0;
+      WALK_POINT(poly_u(xs, s, t), t + ys);
+      const int ua = poly_u(xs, s, 0), ub = poly_u(xs, s, dy);
+      const int64_t xmax = 5 * ((int64_t)w - 1) + 2;
+      int64_t lo = ua < ub ? ua : ub, hi = (ua < ub ? ub : ua) - 1; /* the columns left of a step */
+      if (lo < 2) lo = 2;
+      if (hi > xmax) hi = xmax;
+      if ((lo - 2) % 5) lo += 5 - (lo - 2) % 5;
+      for (int64_t c = lo; c <= hi; c += 5) {
+        const int ci = (int)c;
+        double e = ((double)ci + .5 - xs) / s; /* where the line crosses the column's edge */
+        int ts;
+        if (ub > ua) { /* increasing: the first t with u(t) >= c + 1 */
+          e = ceil(e);
+          ts = e < 1 ? 1 : e > dy ? dy : (int)e;
+          while (poly_u(xs, s, ts) < ci + 1) ts++;
+          while (ts > 1 && poly_u(xs, s, ts - 1) >= ci + 1) ts--;
+          m += (size_t)boundary_point(ci + 1, ys + ts, ci, ys + ts - 1, h, w, &bx[m], &by[m]);
+        } else { /* decreasing: the first t with u(t) <= c */
+          e = floor(e) + 1;
+          ts = e < 1 ? 1 : e > dy ? dy : (int)e;
+          while (poly_u(xs, s, ts) > ci) ts++;
+          while (ts > 1 && poly_u(xs, s, ts - 1) <= ci) ts--;
+          m += (size_t)boundary_point(ci, ys + ts, ci + 1, ys + ts - 1, h, w, &bx[m], &by[m]);
+        }
       }
+      t = flip ? 0 : dy;
+      pu = poly_u(xs, s, t);
+      pv = t + ys;
     }
   }
 #undef WALK_POINT
@@ -817,8 +855,8 @@ nomem:
 done:
   if (x != sx) free(x);
   if (y != sy) free(y);
-  free(bx);
-  free(a);
+  if (bx != sbx) free(bx);
+  if (a != sa) free(a);
   return st;
 }
 

@@ -8,11 +8,14 @@
  * category found by id; every mask's box and area from the fast one-pass reader equal to
  * maskApi's literal rleToBbox and rleArea, whatever its counts sum to (pycocotools reads any);
  * areas not NaN, stats in [0, 1] or -1), a rejected one leaves no
- * object and a message (abort() otherwise, which libFuzzer reports).
+ * object and a message (abort() otherwise, which libFuzzer reports); a load without masks that
+ * keeps the segmentations (rv_coco_load_mem_lazy) plus rv_coco_add_masks gives the same masks,
+ * or the same message, as the load with masks.
  */
 #include "datasets/coco.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +78,33 @@ static void results(const rv_coco *gt, const char *json, size_t len, rv_iou_type
   rv_coco_results_free(&r);
 }
 
+/* A load without masks that keeps the segmentations, then rv_coco_add_masks: where that load is
+ * accepted, the masks (or the error, word for word) equal the load with masks' (gt; NULL when
+ * it failed with message ref). */
+static void check_lazy(const char *text, size_t len, const rv_coco *gt, const char *ref, rv_ctx *ctx) {
+  rv_coco *lz = NULL;
+  rv_ctx_clear_error(ctx);
+  if (rv_coco_load_mem_lazy(&lz, text, len, "fuzz_gt.json", 1, ctx) != RV_OK) {
+    if (lz || rv_ctx_errmsg(ctx)[0] == 0) abort();
+    return;
+  }
+  rv_ctx_clear_error(ctx);
+  if (rv_coco_add_masks(lz, 1, ctx) != RV_OK) {
+    if (gt || strcmp(rv_ctx_errmsg(ctx), ref) != 0 || lz->has_segm) abort();
+    for (size_t i = 0; i < lz->n_anns; i++)
+      if (lz->anns[i].has_segm || lz->anns[i].segm.cnts) abort();
+  } else {
+    if (!gt || gt->n_anns != lz->n_anns || !lz->has_segm) abort();
+    for (size_t i = 0; i < gt->n_anns; i++) {
+      const rv_rle *a = &gt->anns[i].segm, *b = &lz->anns[i].segm;
+      if (gt->anns[i].has_segm != lz->anns[i].has_segm || a->h != b->h || a->w != b->w || a->m != b->m ||
+          (a->m && memcmp(a->cnts, b->cnts, a->m * sizeof *a->cnts) != 0))
+        abort();
+    }
+  }
+  rv_coco_free(lz);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *text = (const char *)data;
   const char *sep = memchr(text, 0, size);
@@ -83,10 +113,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   rv_coco *gt = NULL;
   if (rv_coco_load_mem(&gt, text, gt_len, "fuzz_gt.json", 1, 1, ctx) != RV_OK) {
     if (gt || rv_ctx_errmsg(ctx)[0] == 0) abort();
+    char ref[512];
+    snprintf(ref, sizeof ref, "%s", rv_ctx_errmsg(ctx));
+    check_lazy(text, gt_len, NULL, ref, ctx);
     rv_ctx_free(ctx);
     return 0;
   }
   check_gt(gt);
+  check_lazy(text, gt_len, gt, "", ctx);
   if (sep) {
     const char *dt = sep + 1;
     size_t dt_len = size - gt_len - 1;

@@ -36,9 +36,13 @@ void rv_py_free(void *p) { free(p); }
 rv_status rv_py_coco_load(rv_coco **out, const char *path, const char *json, size_t len, const char *name,
                           int load_segm, rv_ctx *ctx) {
   *out = NULL;
+  if (load_segm == 2)
+    return path ? rv_coco_load_lazy(out, path, 0, ctx) : rv_coco_load_mem_lazy(out, json, len, name ? name : "dataset", 0, ctx);
   if (path) return rv_coco_load(out, path, load_segm, 0, ctx);
   return rv_coco_load_mem(out, json, len, name ? name : "dataset", load_segm, 0, ctx);
 }
+
+rv_status rv_py_coco_add_masks(rv_coco *c, rv_ctx *ctx) { return rv_coco_add_masks(c, 0, ctx); }
 
 void rv_py_coco_free(rv_coco *c) { rv_coco_free(c); }
 

@@ -200,6 +200,7 @@ typedef struct rv_coco {
   int has_segm;
   int64_t *img_ids_sorted; size_t *img_idx_sorted; /* lookup by id */
   int64_t *cat_ids_sorted; size_t *cat_idx_sorted;
+  void *lazy; /* the library's: segmentations kept by a load without masks, for masks later */
 } rv_coco;
 
 /* Load a COCO instances file. load_segm: convert every annotation's segmentation to an RLE

@@ -42,9 +42,12 @@ RV_API void rv_py_ctx_free(rv_ctx *ctx);
 RV_API const char *rv_py_errmsg(const rv_ctx *ctx);
 
 /* ---- COCO ground truth ---- */
-/* From a file (path) or, when path is NULL, from JSON text json[len] named `name`. */
+/* From a file (path) or, when path is NULL, from JSON text json[len] named `name`. load_segm:
+ * 0 no masks, 1 masks, 2 no masks yet (the segmentations kept for rv_py_coco_add_masks). */
 RV_API rv_status rv_py_coco_load(rv_coco **out, const char *path, const char *json, size_t len, const char *name,
                                  int load_segm, rv_ctx *ctx);
+/* The masks of a load_segm = 2 ground truth, in place (RV_OK at once when it has them). */
+RV_API rv_status rv_py_coco_add_masks(rv_coco *c, rv_ctx *ctx);
 RV_API void rv_py_coco_free(rv_coco *c);
 /* counts[0..2] = images, categories, annotations; has_segm. */
 RV_API void rv_py_coco_counts(const rv_coco *c, size_t counts[3], int *has_segm);

@@ -130,7 +130,13 @@ def det_overlay(img: np.ndarray, result: Any, class_names: Sequence[str], palett
                                 % type(bbox_result).__name__)
     rows, labels = [], []
     for k, b in enumerate(bbox_result):
-        b = np.asarray(b, dtype=np.float64).reshape(-1, 5) if np.size(b) else np.zeros((0, 5))
+        b = np.asarray(b, dtype=np.float64)
+        if b.ndim == 1 and b.size == 5:  # one box (np.vstack in mmdet makes it a row)
+            b = b.reshape(1, 5)
+        if b.size and (b.ndim != 2 or b.shape[1] != 5):
+            raise ArgumentError('show_result: bbox_result[%d] is %s: each class needs an (n, 5) array '
+                                '[x1, y1, x2, y2, score]' % (k, b.shape))
+        b = b if b.size else np.zeros((0, 5))
         rows.append(b)
         labels.extend([k] * len(b))
     bboxes = np.concatenate(rows) if rows else np.zeros((0, 5))

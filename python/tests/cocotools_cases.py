@@ -7,6 +7,10 @@ import builtins
 import contextlib
 import io
 import json
+import os
+import re
+import shutil
+import tempfile
 import zlib
 
 import numpy as np
@@ -381,4 +385,155 @@ def run_all(COCO, COCOeval, Params, mask, _mask, inputs):
     call(out, 'summarize_before_accumulate', summarize_first)
     call(out, 'params_bad_type', lambda: Params('polygon'))
     call(out, 'params_kp', lambda: {k: v for k, v in vars(Params('keypoints')).items()})
+    _more_cases(COCO, COCOeval, Params, mask, _mask, I, out)
     return out
+
+
+def _printed(f):
+    """f()'s printed lines (timings blanked) and its value or the builtin exception classes."""
+    with contextlib.redirect_stdout(io.StringIO()) as so:
+        try:
+            r = {'value': _j(f())}
+        except Exception as e:  # noqa: BLE001 - the class is the result
+            r = {'raises': _exc(e)}
+    r['printed'] = [re.sub(r't=[0-9.]+s', 't=?s', line) for line in so.getvalue().splitlines()]
+    return r
+
+
+def _more_cases(COCO, COCOeval, Params, mask, _mask, I, out):
+    """Call sequences and inputs where ravlt.cocotools differed from pycocotools: annotation
+    files without 'area' / 'bbox' (pycocotools loads them; its evaluation raises KeyError
+    where it reads them), the lines printed, edits of the Python view before evaluate(),
+    numpy ids, negative sizes, numpy results, _ignore, an empty evalImgs."""
+    tmp = tempfile.mkdtemp()
+
+    def write(name, obj):
+        path = os.path.join(tmp, name)
+        with open(path, 'w') as f:
+            json.dump(obj, f)
+        return path
+
+    gt_path = write('gt.json', I['gt'])
+    dt_path = write('dt.json', I['dets'])
+    noarea = json.loads(json.dumps(I['gt']))
+    for a in noarea['annotations']:
+        del a['area']
+    nobbox = json.loads(json.dumps(I['gt']))
+    for a in nobbox['annotations']:
+        del a['bbox']
+    noarea_path, nobbox_path = write('noarea.json', noarea), write('nobbox.json', nobbox)
+    res_seg = _seg_results(I['segdets'], mask)
+
+    def run(gt, res, iou, edit=None, tweak=None):
+        cg = COCO(gt)
+        cd = cg.loadRes(res)
+        if edit:
+            edit(cg, cd)
+        E = COCOeval(cg, cd, iou)
+        if tweak:
+            tweak(E.params)
+        E.evaluate()
+        E.accumulate()
+        E.summarize()
+        return E
+
+    def stats(*a, **k):
+        E = run(*a, **k)
+        return {'stats': E.stats, 'precision': E.eval['precision']}
+
+    def loads(path):
+        c = COCO(path)
+        return {'imgs': c.getImgIds(), 'anns': c.getAnnIds(imgIds=[1, 2, 3]), 'cats': c.getCatIds(),
+                'rle': c.annToRLE(c.anns[c.getAnnIds()[0]])}
+    out['qa_load_noarea'] = _printed(lambda: loads(noarea_path))
+    out['qa_load_nobbox'] = _printed(lambda: loads(nobbox_path))
+    out['qa_getAnnIds_area_noarea'] = _printed(lambda: COCO(noarea_path).getAnnIds(areaRng=[0, 50]))
+    out['qa_eval_bbox_noarea'] = _printed(lambda: stats(noarea_path, dt_path, 'bbox'))
+    out['qa_eval_bbox_nobbox'] = _printed(lambda: stats(nobbox_path, dt_path, 'bbox'))
+    out['qa_eval_segm_nobbox'] = _printed(lambda: stats(nobbox_path, json.loads(json.dumps(res_seg)), 'segm'))
+    out['qa_loadres_noarea_bad_image'] = _printed(lambda: COCO(noarea_path).loadRes(
+        [{'image_id': 12345, 'category_id': 1, 'bbox': [1, 1, 2, 2], 'score': 0.5}]))
+    out['qa_coco_int_arg'] = _printed(lambda: COCO(4242))
+    # the lines printed by the usual sequence (timings blanked)
+    out['qa_printed_sequence'] = _printed(lambda: run(gt_path, dt_path, 'bbox').stats)
+    arr = np.array([[d['image_id']] + d['bbox'] + [d['score'], d['category_id']] for d in I['dets']])
+
+    def numpy_res():
+        cg = COCO(gt_path)
+        cd = cg.loadRes(arr)
+        cg.createIndex()
+        a = cd.loadAnns([1])[0]
+        return {'ann': a, 'types': {k: type(v).__name__ for k, v in a.items()},
+                'bbox_types': [type(v).__name__ for v in a['bbox']]}
+    out['qa_printed_numpy'] = _printed(numpy_res)
+    out['qa_loadres_numpy_1d'] = _printed(lambda: COCO(gt_path).loadRes(arr[0]))
+    out['qa_loadres_numpy_6'] = _printed(lambda: COCO(gt_path).loadRes(arr[:, :6]))
+    out['qa_printed_coco_none'] = _printed(lambda: COCO().getImgIds())
+
+    # edits of the Python view before evaluate(): pycocotools evaluates the objects as they are
+    def crowd_first(cg, cd):
+        cg.anns[cg.getAnnIds()[0]]['iscrowd'] = 1
+        for a in cg.dataset['annotations'][1::3]:
+            a['bbox'][0] += 1.5
+
+    def rescore(cg, cd):
+        for a in cd.anns.values():
+            a['score'] = 1.0 - a['score']
+
+    def filt(cg, cd):
+        cd.dataset['annotations'] = [a for a in cd.dataset['annotations'] if a['score'] > 0.4]
+        cd.createIndex()
+
+    def append_no_index(cg, cd):
+        a = dict(cg.dataset['annotations'][0], id=100000)
+        cg.dataset['annotations'].append(a)
+    out['qa_edit_gt_in_place'] = _printed(lambda: stats(gt_path, dt_path, 'bbox', crowd_first))
+    out['qa_edit_dt_scores'] = _printed(lambda: stats(gt_path, json.loads(json.dumps(I['dets'])), 'bbox', rescore))
+    out['qa_edit_dt_filter_createIndex'] = _printed(lambda: stats(gt_path, dt_path, 'bbox', filt))
+    out['qa_edit_gt_append_no_createIndex'] = _printed(lambda: stats(gt_path, dt_path, 'bbox', append_no_index))
+
+    def twice_segm():
+        cg = COCO(gt_path)
+        E = COCOeval(cg, cg.loadRes(json.loads(json.dumps(res_seg))), 'segm')
+        r = []
+        for _ in range(2):
+            E.evaluate()
+            E.accumulate()
+            E.summarize()
+            r.append(E.stats)
+        g = E._gts[E.params.imgIds[0], E.params.catIds[0]] + E._gts[E.params.imgIds[1], E.params.catIds[0]]
+        return {'stats': r, 'gts': [{k: x[k] for k in ('id', 'ignore', '_ignore')} for x in g]}
+    out['qa_evaluate_twice_segm_gts'] = _printed(twice_segm)
+
+    def load_ids():
+        cg = COCO(gt_path)
+        return {'np_ann': cg.loadAnns(np.int64(1)), 'np_img': cg.loadImgs(np.int32(1)), 'np_cat': cg.loadCats(np.int64(1)),
+                'float_ann': cg.loadAnns(1.0), 'int_ann': cg.loadAnns(1)}
+    out['qa_load_numpy_ids'] = _printed(load_ids)
+    call(out, 'qa_frPyObjects_negative_h', lambda: mask.frPyObjects([[1, 1, 5, 1, 5, 6]], -10, 8))
+    call(out, 'qa_frBbox_negative_w', lambda: _mask.frBbox(np.array([[1, 1, 4, 5.]]), 10, -8))
+    call(out, 'qa_frPyObjects_h_2_64', lambda: mask.frPyObjects(np.array([[0, 0, 10, 10.]]), 1 << 64, 3))
+    call(out, 'qa_decode_negative_size', lambda: mask.decode({'size': [-3, 3], 'counts': b''}))
+    call(out, 'qa_encode_list', lambda: mask.encode([[0, 1], [1, 1]]))
+    call(out, 'qa_encode_none', lambda: mask.encode(None))
+    out['qa_accumulate_no_images'] = _printed(lambda: stats(gt_path, dt_path, 'bbox',
+                                                            tweak=lambda p: setattr(p, 'imgIds', [])))
+    out['qa_summarize_maxdets_2'] = _printed(lambda: stats(gt_path, dt_path, 'bbox',
+                                                           tweak=lambda p: setattr(p, 'maxDets', [3, 7])))
+    out['qa_summarize_maxdets_4'] = _printed(lambda: stats(gt_path, dt_path, 'bbox',
+                                                           tweak=lambda p: setattr(p, 'maxDets', [1, 5, 20, 100])))
+
+    def captions():
+        cg = COCO(gt_path)
+        cd = cg.loadRes([{'image_id': 2, 'caption': 'a'}, {'image_id': 1, 'caption': 'b'}])
+        return {'anns': cd.loadAnns(cd.getAnnIds()), 'imgs': sorted(cd.getImgIds())}
+    out['qa_loadres_captions'] = _printed(captions)
+    # mask.iou of arrays that are not N x 4: a 1-D one (pycocotools reshapes it to (objs[0], 1):
+    # TypeError for a float first element, ValueError for an int one that does not fit) and a
+    # 2-D one of 3 columns (a bare Exception)
+    box = np.array([[0, 0, 5, 5.]])
+    call(out, 'qa_iou_box_1d_float', lambda: mask.iou(np.array([0, 0, 5, 5.]), box, [0]))
+    call(out, 'qa_iou_box_1d_int', lambda: mask.iou(np.array([2, 0, 5, 5]), box, [0]))
+    call(out, 'qa_iou_box_1d_int_fits', lambda: mask.iou(np.array([4, 0, 5, 5]), box, [0]))
+    call(out, 'qa_iou_box_3col', lambda: mask.iou(np.array([[0, 0, 5.]]), box, [0]))
+    shutil.rmtree(tmp, ignore_errors=True)

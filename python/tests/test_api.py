@@ -546,3 +546,19 @@ def test_docstrings_and_type_hints():
                 unhinted.append(label)
     assert not missing, 'no docstring: %s' % missing
     assert not unhinted, 'incomplete type hints: %s' % unhinted
+
+
+def test_show_result_bbox_rows_checked(det):
+    """A per-class bbox array that is not (n, 5) is a clear ArgumentError (a ValueError) naming
+    the class index (numpy's reshape message before); one box as a (5,) row is drawn, as
+    mmdet's np.vstack takes it."""
+    m, res = det
+    img = ravlt.imread(DET_IMG)
+    bad = [np.zeros((0, 5), np.float32) for _ in m.CLASSES]
+    bad[1] = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match=r'bbox_result\[1\] is \(2, 3\)'):
+        m.show_result(img, bad)
+    one = [np.zeros((0, 5), np.float32) for _ in m.CLASSES]
+    one[0] = np.array([10, 10, 60, 40, 0.9], np.float32)
+    drawn = m.show_result(img, one, score_thr=0.5)
+    assert drawn.shape == img.shape and not np.array_equal(drawn, img)

@@ -2,7 +2,9 @@
 (tests/fixtures/cocotools/goldens.json, made by tools/gen_cocotools_goldens.py outside the
 tests): mask API (RLE edge cases included), bbox / segm / keypoints evaluation with every
 record pycocotools keeps (evalImgs, ious, accumulate(p), evaluateImg, computeIoU / computeOks),
-string image ids, loadRes branches and the exceptions raised.
+string image ids, loadRes branches, the exceptions raised, and (the qa_ cases) files without
+'area' / 'bbox', the lines printed, edits of the Python view before evaluate(), numpy ids and
+results, negative sizes.
 
 Tolerance: none (values and array dtypes identical), except the keypoint cases, whose OKS
 go through numpy's exp, which may differ in the last bit between machines (SIMD or libm):
@@ -73,6 +75,9 @@ def same(a, b, rel, path=''):
 @pytest.mark.parametrize('name', sorted(GOLD))
 def test_golden(name):
     g, o = GOLD[name], ours()[name]
+    if 'printed' in g:  # the lines pycocotools prints on the way (timings blanked)
+        assert o.get('printed') == g['printed'], 'printed:\n%s\npycocotools printed:\n%s' % (
+            '\n'.join(o.get('printed', [])), '\n'.join(g['printed']))
     if 'raises' in g:
         if name in COMPUTES_WHERE_PYCOCOTOOLS_RAISES:
             assert 'value' in o, o

@@ -4,7 +4,7 @@ ValueError`` / ``except AssertionError`` / ... clauses keep catching them."""
 from .._lib import Error
 
 __all__ = ['CocoValueError', 'CocoTypeError', 'CocoAssertionError', 'CocoKeyError', 'CocoIndexError',
-           'CocoError', 'raise_as', 'os_error']
+           'CocoOverflowError', 'CocoAttributeError', 'CocoFileArgError', 'CocoArrayArgError', 'CocoError', 'raise_as', 'os_error']
 
 
 class CocoError(Error):
@@ -30,6 +30,27 @@ class CocoKeyError(Error, KeyError):
 
 class CocoIndexError(Error, IndexError):
     """Where pycocotools raises IndexError."""
+
+
+class CocoAttributeError(Error, AttributeError):
+    """Where pycocotools raises AttributeError (mask.encode of something that is not an array)."""
+
+
+class CocoFileArgError(Error, TypeError, OSError):
+    """COCO(x) with x neither a file name nor a dict: pycocotools passes x to open() (an
+    OSError for an int, which open() takes as a file descriptor; TypeError otherwise);
+    faster-coco-eval and hotcoco raise TypeError. Both classes catch it."""
+
+
+class CocoArrayArgError(Error, TypeError, ValueError):
+    """mask.iou of a 1-D array: pycocotools reshapes it to (its first element, 1), a TypeError
+    when that element is a float, a ValueError when the shape does not fit. Both classes catch
+    it."""
+
+
+class CocoOverflowError(Error, OverflowError):
+    """Where pycocotools raises OverflowError (a negative height or width: its sizes are
+    unsigned)."""
 
 
 def os_error(e: OSError) -> OSError:

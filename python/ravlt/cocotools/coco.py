@@ -9,6 +9,7 @@ file names may be str, bytes or pathlib paths.
 """
 import copy
 import ctypes
+import hashlib
 import itertools
 import json
 import os
@@ -21,7 +22,7 @@ import numpy as np
 from .. import _lib
 from .._lib import lib, Ctx, Error
 from . import mask as maskUtils
-from ._errors import (CocoAssertionError, CocoError, CocoKeyError, CocoTypeError, CocoValueError,
+from ._errors import (CocoAssertionError, CocoError, CocoFileArgError, CocoIndexError, CocoKeyError, CocoTypeError, CocoValueError,
                       classify_load_error, os_error)
 
 __all__ = ['COCO']
@@ -48,6 +49,15 @@ def _dumps(obj) -> bytes:
     return json.dumps(obj, default=_jdefault, allow_nan=True).encode('utf-8')
 
 
+def _sig(obj) -> Optional[bytes]:
+    """A digest of obj's JSON (None when it is not serialisable): what evaluate() compares to
+    see whether the Python view was edited since the library read it."""
+    try:
+        return hashlib.blake2b(_dumps(obj), digest_size=16).digest()
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
 def _check_file(path) -> None:
     """The error open() gives pycocotools (FileNotFoundError, IsADirectoryError, ...) before the
     library reads the file."""
@@ -67,9 +77,26 @@ class _Handle:
         self.p, self.free = p, free
 
     def __del__(self):
-        if self.p:
+        if getattr(self, 'p', None):
             self.free(self.p)
             self.p = None
+
+    def __reduce__(self):
+        raise TypeError('a libravlt object cannot be copied or pickled (its owner re-reads its source instead)')
+
+
+_ADD_MASKS = []
+
+
+def _add_masks():
+    """The library's rv_py_coco_add_masks, or None in a library without it."""
+    if not _ADD_MASKS:
+        f = getattr(_lib._open(), 'rv_py_coco_add_masks', None)
+        if f is not None:
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        _ADD_MASKS.append(f)
+    return _ADD_MASKS[0]
 
 
 def _is_num_id(v) -> bool:
@@ -128,6 +155,8 @@ class COCO:
         self._res_c = {}           # iou type -> _Handle(rv_coco_results *)
         self._ids = None           # string ids: {'image': {id: library id}, 'category': {...}}
         self._kp = None            # keypoints results: n x 3K array (loadRes)
+        self._view_sig = None      # _sig of the Python view when the library read the same data
+        self._lib_err = None       # (class, message): the library refused data pycocotools loads
         if annotation_file is None:
             self._dataset = {}
             self._index()
@@ -135,9 +164,17 @@ class COCO:
             self._dataset = annotation_file
             self._set_json_src(annotation_file)
             self._index()
-            self._gt_handle(False)
+            print('creating index...')
+            print('index created!')
+            try:
+                self._gt_handle(False)
+            except Error as e:
+                self._defer(e)
         else:
             print('loading annotations into memory...')
+            if not isinstance(annotation_file, (str, bytes, os.PathLike)):
+                raise CocoFileArgError('COCO(annotation_file): a file name (str, bytes or path) or a dict, not %s' %
+                                       type(annotation_file).__name__)
             tic = time.time()
             _check_file(annotation_file)
             self._src = ('file', os.fsencode(annotation_file))
@@ -146,10 +183,29 @@ class COCO:
             except Error as e:
                 self._load_fallback(annotation_file, e)
             print('Done (t={:0.2f}s)'.format(time.time() - tic))
+            print('creating index...')
+            print('index created!')
+
+    def _defer(self, err) -> None:
+        """The library refused this dataset, which pycocotools loads (an annotation without
+        'area' or 'bbox', a duplicate id, ...): the Python view is indexed now, as pycocotools
+        does (KeyError for an annotation without 'id' / 'image_id'), and the library's error
+        is raised when the evaluation needs the data."""
+        self._index()
+        msg = str(err)
+        cls = classify_load_error(msg)
+        anns = self._dataset.get('annotations', [])
+        for key in ('bbox', 'area', 'iscrowd'):
+            if "'%s'" % key in msg and any(isinstance(a, dict) and key not in a for a in anns):
+                cls = CocoKeyError  # a field that is missing (not malformed): pycocotools' KeyError
+        self._lib_err = (cls, msg, False)
+        self._c = {}
 
     def _set_json_src(self, ds) -> None:
         self._ids = _string_ids(ds)
         self._src = ('json', _dumps(_remap_gt(ds, self._ids) if self._ids else ds))
+        self._view_sig = _sig(ds)
+        self._lib_err = None
 
     def _load_fallback(self, path, err) -> None:
         """The library refused the file: string ids are read here (then the library reads the
@@ -161,15 +217,42 @@ class COCO:
             raise CocoValueError('%s: %s' % (os.fsdecode(path), e)) from None
         if not isinstance(ds, dict):
             raise CocoAssertionError('annotation file format {} not supported'.format(type(ds)))
-        if _string_ids(ds) is None:
-            raise classify_load_error(str(err))(str(err)) from None
         self._dataset = ds
+        self._indexed = False
+        if _string_ids(ds) is None:
+            self._view_sig = _sig(ds)
+            self._defer(err)
+            return
         self._set_json_src(ds)
         self._c = {}
         try:
             self._gt_handle(False)
         except Error as e:
-            raise classify_load_error(str(e))(str(e)) from None
+            self._defer(e)
+
+    # ---- copy, deepcopy, pickle ----
+    _HANDLES = ('_c', '_res_c', '_gt_keep', '_res_gt')
+
+    def __getstate__(self) -> dict:
+        """Everything but the library's objects (rebuilt on first use from the same source):
+        a file that was read but not yet turned into Python objects travels as its bytes, so
+        that a copy or an unpickled COCO has the same content even if the file changes or is
+        not there."""
+        st = {k: v for k, v in self.__dict__.items() if k not in self._HANDLES}
+        if st.get('_lib_err') is not None:
+            # data the library refused without masks: the copy has no handles, so a segm
+            # evaluation tries the load with masks again (as the original did)
+            st['_lib_err'] = st['_lib_err'][:2] + (False,)
+        for key in ('_src', '_res_src'):
+            src = st.get(key)
+            if src is not None and src[0] == 'file':
+                with open(os.fsdecode(src[1]), 'rb') as f:
+                    st[key] = ('json', f.read(), src[1])
+        return st
+
+    def __setstate__(self, st: dict) -> None:
+        self.__dict__.update(st)
+        self._c, self._res_c = {}, {}
 
     # ---- the library's side ----
     def _gt_handle(self, segm: bool):
@@ -178,18 +261,42 @@ class COCO:
 
     def _gt_h(self, segm: bool) -> _Handle:
         """The _Handle of _gt_handle (whoever keeps a pointer into it keeps this alive)."""
+        if self._lib_err is not None and not segm:
+            raise self._lib_err[0](self._lib_err[1])
         h = self._c.get(True) or (None if segm else self._c.get(False))
         if h is not None:
             return h
+        if self._lib_err is not None:
+            cls, msg, tried_segm = self._lib_err
+            if tried_segm:
+                raise cls(msg)
+            # a segm evaluation reads no 'bbox' (the library checks less with masks): try it
+            self._lib_err = (cls, msg, True)
+            if self._src is None:
+                self._set_json_src(self._dataset)
+                self._lib_err = (cls, msg, True)
+        add_masks = _add_masks()
+        h = self._c.get(False)
+        if segm and h is not None and add_masks is not None:
+            # the segmentations the load without masks kept: rasterised in place, no second read
+            with Ctx() as c:
+                if add_masks(h.p, c.ctx) != 0:
+                    msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
+                    raise classify_load_error(msg)(msg)
+            self._c = {True: h}
+            return h
         if self._src is None:
             self._set_json_src(self.dataset)
+        # without masks: keep the segmentations for later (mode 2) where the library can
+        mode = 1 if segm else 2 if add_masks is not None else 0
         p = _lib.c_void_p()
         with Ctx() as c:
             if self._src[0] == 'file':
-                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, int(segm), c.ctx)
+                st = lib.rv_py_coco_load(ctypes.byref(p), self._src[1], None, 0, None, mode, c.ctx)
             else:
                 js = self._src[1]
-                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), b'dataset', int(segm), c.ctx)
+                name = self._src[2] if len(self._src) > 2 else b'dataset'
+                st = lib.rv_py_coco_load(ctypes.byref(p), None, js, len(js), name, mode, c.ctx)
             if st != 0:
                 msg = lib.rv_py_errmsg(c.ctx).decode('utf-8', 'replace')
                 raise classify_load_error(msg)(msg)
@@ -244,13 +351,14 @@ class COCO:
             return h
         self._gt_keep = self._res_of._gt_h(iou_type == IOU_SEGM)  # the results point into it
         gt = self._gt_keep.p
-        kind, src = self._res_src
+        kind, src = self._res_src[:2]
         p = _lib.c_void_p()
         with Ctx() as c:
             if kind == 'file':
                 st = lib.rv_py_results_load(ctypes.byref(p), gt, src, None, 0, None, iou_type, c.ctx)
             elif kind == 'json':
-                st = lib.rv_py_results_load(ctypes.byref(p), gt, None, src, len(src), b'results', iou_type, c.ctx)
+                name = self._res_src[2] if len(self._res_src) > 2 else b'results'
+                st = lib.rv_py_results_load(ctypes.byref(p), gt, None, src, len(src), name, iou_type, c.ctx)
             else:
                 st = lib.rv_py_results_from_arrays(
                     ctypes.byref(p), gt, len(src['score']), _lib.ptr(src['image_id']),
@@ -274,11 +382,55 @@ class COCO:
             if self._res_of is not None:
                 self._dataset = self._res_dataset()
             else:
-                with open(os.fsdecode(self._src[1]), 'r') as f:
-                    self._dataset = json.load(f)
+                if self._src[0] == 'json':  # a copy of a file-backed COCO: the file's bytes
+                    self._dataset = json.loads(self._src[1])
+                else:
+                    with open(os.fsdecode(self._src[1]), 'r') as f:
+                        self._dataset = json.load(f)
                 if not isinstance(self._dataset, dict):
                     raise CocoAssertionError('annotation file format {} not supported'.format(type(self._dataset)))
+                self._view_sig = _sig(self._dataset)
+            # the index of the data as read, as pycocotools builds it at load time (what is
+            # appended to dataset['annotations'] later is not in it until createIndex())
+            self._indexed = False
+            self._index()
         return self._dataset
+
+    def _sync_view(self) -> None:
+        """Before an evaluation: pycocotools evaluates the Python objects as they are now, so
+        when the view (dataset, anns, ...) was edited in place since the library read the data,
+        the library reads the edited view instead."""
+        if self._dataset is None or self._view_sig is None:
+            return
+        if self._res_of is not None:
+            if _sig(self._dataset.get('annotations', [])) != self._view_sig:
+                self._res_list = [dict(a) for a in self._dataset.get('annotations', [])]
+                self._res_src = ('json', self._res_json(self._res_list))
+                self._res_c = {}
+                self._view_sig = _sig(self._dataset.get('annotations', []))
+        else:
+            now = _sig(self._dataset)
+            if now == self._view_sig:
+                return
+            ds = self._dataset
+            if self._indexed:
+                # pycocotools' evaluation reads the index (imgToAnns, then anns by id): what was
+                # added to dataset['annotations'] without createIndex() is not evaluated
+                ds = dict(ds, annotations=[self._anns.get(a['id'], a) for lst in self._imgToAnns.values()
+                                           for a in lst])
+            self._src = None
+            self._c = {}
+            self._ids = None
+            self._set_json_src(ds)
+            self._view_sig = now
+
+    def _res_json(self, lst) -> bytes:
+        """Results as the JSON the library reads (string ids numbered as the ground truth's)."""
+        ids = self._res_of._ids
+        if ids is None:
+            return _dumps(lst)
+        im, ca = ids['image'], ids['category']
+        return _dumps([dict(a, image_id=im[a['image_id']], category_id=ca.get(a['category_id'], -1)) for a in lst])
 
     @dataset.setter
     def dataset(self, value: dict) -> None:
@@ -287,13 +439,19 @@ class COCO:
 
     def _res_anns(self) -> list:
         """The results as a list of dicts (before loadRes' fields are added)."""
-        kind, src = self._res_src
+        kind, src = self._res_src[:2]
         if self._res_list is not None:
             return self._res_list
         if kind == 'file':
             with open(os.fsdecode(src), 'r') as f:
                 return json.load(f)
+        if kind == 'json':  # a copy of results read from a file: the file's bytes
+            return json.loads(src)
         a = src
+        if 'given' in a:  # loadRes(N x 7 array): pycocotools' loadNumpyAnnotations (numpy scalars)
+            g = a['given']
+            return [{'image_id': int(g[i, 0]), 'bbox': [g[i, 1], g[i, 2], g[i, 3], g[i, 4]], 'score': g[i, 5],
+                     'category_id': int(g[i, 6])} for i in range(g.shape[0])]
         return [{'image_id': int(a['image_id'][i]), 'bbox': [float(v) for v in a['bbox'][i]],
                  'score': float(a['score'][i]), 'category_id': int(a['category_id'][i])}
                 for i in range(len(a['score']))]
@@ -340,12 +498,13 @@ class COCO:
                 ann['id'] = i + 1
                 ann['bbox'] = [x0, y0, x1 - x0, y1 - y0]
         ds['annotations'] = anns
+        if self._res_src[0] != 'arrays':
+            self._view_sig = _sig(anns)
         return ds
 
     def _index(self) -> None:
         if self._indexed:
             return
-        print('creating index...')
         anns, cats, imgs = {}, {}, {}
         imgToAnns, catToImgs = defaultdict(list), defaultdict(list)
         ds = self.dataset
@@ -362,18 +521,21 @@ class COCO:
         if 'annotations' in ds and 'categories' in ds:
             for ann in ds['annotations']:
                 catToImgs[ann['category_id']].append(ann['image_id'])
-        print('index created!')
         self._anns, self._imgToAnns, self._catToImgs, self._imgs, self._cats = anns, imgToAnns, catToImgs, imgs, cats
         self._indexed = True
 
     def createIndex(self) -> None:
         """Rebuild the index; the evaluation then reads self.dataset as it is now."""
+        print('creating index...')
         self._indexed = False
         self._index()
-        if self._res_of is None and self._dataset is not None and (self._src is not None or self._c):
+        print('index created!')
+        if self._res_of is None and self._dataset is not None and (self._src is not None or self._c or
+                                                                   self._lib_err is not None):
             self._src = None
             self._c = {}
             self._ids = None
+            self._lib_err = None
 
     def _ix(name):
         doc = {'anns': 'annotation id -> annotation', 'imgs': 'image id -> image',
@@ -456,21 +618,21 @@ class COCO:
         """The annotations with these ids (a list for a list, [ann] for one int id)."""
         if _isArrayLike(ids):
             return [self.anns[i] for i in ids]
-        if isinstance(ids, (int, np.integer)):
+        if type(ids) == int:  # as pycocotools: one id of another type (numpy, bool) gives None
             return [self.anns[ids]]
 
     def loadCats(self, ids=[]) -> list:
         """The categories with these ids (a list for a list, [cat] for one int id)."""
         if _isArrayLike(ids):
             return [self.cats[i] for i in ids]
-        if isinstance(ids, (int, np.integer)):
+        if type(ids) == int:  # as pycocotools: one id of another type (numpy, bool) gives None
             return [self.cats[ids]]
 
     def loadImgs(self, ids=[]) -> list:
         """The images with these ids (a list for a list, [img] for one int id)."""
         if _isArrayLike(ids):
             return [self.imgs[i] for i in ids]
-        if isinstance(ids, (int, np.integer)):
+        if type(ids) == int:  # as pycocotools: one id of another type (numpy, bool) gives None
             return [self.imgs[ids]]
 
     def showAnns(self, anns: Sequence[dict], draw_bbox: bool = False):
@@ -552,8 +714,10 @@ class COCO:
         res = COCO.__new__(COCO)
         res._dataset, res._indexed, res._src, res._c, res._ids, res._kp = None, False, None, {}, None, None
         res._res_of, res._res_list, res._res_c = self, None, {}
+        res._view_sig, res._lib_err = None, None
         segm = False
-        self._gt_handle(False)  # the ground truth read (and its string ids numbered)
+        if self._lib_err is None:
+            self._gt_handle(False)  # the ground truth read (and its string ids numbered)
         ids = self._ids
         if isinstance(resFile, (str, bytes, os.PathLike)):
             _check_file(resFile)
@@ -561,7 +725,8 @@ class COCO:
             with open(resFile, 'rb') as f:
                 head = f.read(1 << 16)
             segm = b'"segmentation"' in head
-            if ids is not None or (b'"keypoints"' in head and b'"bbox"' not in head and not segm):
+            if ids is not None or self._lib_err is not None or \
+                    (b'"keypoints"' in head and b'"bbox"' not in head and not segm):
                 with open(resFile, 'r') as f:
                     try:
                         lst = json.load(f)
@@ -569,11 +734,18 @@ class COCO:
                         raise CocoValueError('%s: %s' % (os.fsdecode(resFile), e)) from None
                 return self._load_res_list(res, lst, tic)
         elif isinstance(resFile, np.ndarray):
+            print('Converting ndarray to lists...')
+            print(resFile.shape)
+            if resFile.ndim != 2 or resFile.shape[1] != 7:
+                msg = ('loadRes: a numpy array of results must be N x 7 [image_id, x, y, w, h, score, '
+                       'category_id], not %s' % (resFile.shape,))
+                raise (CocoIndexError if resFile.ndim < 2 else CocoAssertionError)(msg)
+            for i in range(0, resFile.shape[0], 1000000):
+                print('{}/{}'.format(i, resFile.shape[0]))
             d = np.asarray(resFile, dtype=np.float64)
-            if d.ndim != 2 or d.shape[1] != 7:
-                raise CocoAssertionError('loadRes: a numpy array of results must be N x 7 '
-                                         '[image_id, x, y, w, h, score, category_id], not %s' % (d.shape,))
-            res._res_src = ('arrays', {
+            if self._lib_err is not None and not set(int(v) for v in d[:, 0]) <= set(self.getImgIds()):
+                raise CocoAssertionError('Results do not correspond to current coco set')
+            res._res_src = ('arrays', {'given': resFile,
                 'image_id': np.ascontiguousarray(d[:, 0].astype(np.int64)),
                 'bbox': np.ascontiguousarray(d[:, 1:5]),
                 'score': np.ascontiguousarray(d[:, 5]),
@@ -582,8 +754,11 @@ class COCO:
             return self._load_res_list(res, resFile, tic)
         else:
             raise CocoAssertionError('results in not an array of objects')
-        res._res_handle(IOU_SEGM if segm else IOU_BBOX)
+        if self._lib_err is None:  # else the ground truth's error is raised by the evaluation
+            res._res_handle(IOU_SEGM if segm else IOU_BBOX)
         print('DONE (t={:0.2f}s)'.format(time.time() - tic))
+        print('creating index...')
+        print('index created!')
         return res
 
     def _load_res_list(self, res: 'COCO', lst, tic) -> 'COCO':
@@ -593,7 +768,7 @@ class COCO:
         first = lst[0] if lst and isinstance(lst[0], dict) else {}
         kp_branch = bool(lst) and 'keypoints' in first and 'caption' not in first and \
             not ('bbox' in first and not first['bbox'] == []) and 'segmentation' not in first
-        if kp_branch or self._ids is not None:
+        if kp_branch or self._ids is not None or self._lib_err is not None:
             gtimgs = set(self.getImgIds())
             if not set(a['image_id'] for a in lst) <= gtimgs:
                 raise CocoAssertionError('Results do not correspond to current coco set')
@@ -606,8 +781,12 @@ class COCO:
         else:
             res._res_src = ('json', _dumps(lst))
         segm = bool(lst) and 'segmentation' in first
-        res._res_handle(IOU_SEGM if segm else IOU_BBOX)
+        if self._lib_err is None and 'caption' not in first:
+            # (else the ground truth's error is raised by the evaluation; captions are not evaluated)
+            res._res_handle(IOU_SEGM if segm else IOU_BBOX)
         print('DONE (t={:0.2f}s)'.format(time.time() - tic))
+        print('creating index...')
+        print('index created!')
         return res
 
     def _kp_arrays(self, lst, kp_branch: bool) -> dict:

@@ -7,8 +7,10 @@ when first read, from the library's evaluation, so ``evaluate()`` stays fast whe
 them. ``computeIoU``, ``computeOks``, ``evaluateImg`` and ``accumulate(p)`` with other
 parameters than the evaluated ones work as in pycocotools (in numpy, over those records).
 """
+import contextlib
 import copy
 import ctypes
+import io
 import datetime
 import time
 from collections import defaultdict
@@ -148,6 +150,25 @@ class COCOeval:
             self.params.imgIds = sorted(cocoGt.getImgIds())
             self.params.catIds = sorted(cocoGt.getCatIds())
 
+    # ---- copy, deepcopy, pickle ----
+    def __getstate__(self) -> dict:
+        """pycocotools' state: the library's evaluation is turned into the records pycocotools
+        keeps (evalImgs, ious, _gts, _dts) and left out; accumulate() on a copy then works from
+        evalImgs as pycocotools' does (same arrays)."""
+        if self._ev is not None:
+            if not self._prepared and self.cocoGt is not None and self.cocoDt is not None:
+                self._prepare()
+            self.evalImgs  # noqa: B018 (built when read)
+            self.ious  # noqa: B018 (built when read)
+        st = dict(self.__dict__)
+        st['_ev'] = None
+        st.pop('_ev_inputs', None)
+        st['_details'] = None
+        return st
+
+    def __setstate__(self, st: dict) -> None:
+        self.__dict__.update(st)
+
     # ---- pycocotools' per-image records, built when read ----
     @property
     def evalImgs(self):
@@ -212,6 +233,12 @@ class COCOeval:
             gt['ignore'] = 'iscrowd' in gt and gt['iscrowd']
             if p.iouType == 'keypoints':
                 gt['ignore'] = (gt['num_keypoints'] == 0) or gt['ignore']
+        pe = self._paramsEval
+        if isinstance(pe, Params) and len(pe.areaRng) and len(pe.maxDets):
+            # the flag pycocotools' evaluate() leaves on each gt: its last evaluateImg call's
+            lo, hi = pe.areaRng[-1]
+            for gt in gts:
+                gt['_ignore'] = 1 if (gt['ignore'] or gt['area'] < lo or gt['area'] > hi) else 0
         g, d = defaultdict(list), defaultdict(list)
         for gt in gts:
             g[gt['image_id'], gt['category_id']].append(gt)
@@ -383,9 +410,12 @@ class COCOeval:
         self._ev = None
         t = _IOU_TYPES[p.iouType]
         gt_coco, dt_coco = self.cocoGt, self.cocoDt
+        gt_coco._sync_view()  # edits of the Python view since the library read it
+        dt_coco._sync_view()
         if dt_coco._res_of is None:
             # a COCO built from a results list by hand: read as loadRes would
-            dt_coco = gt_coco.loadRes([dict(a) for a in dt_coco.dataset.get('annotations', [])])
+            with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints nothing here
+                dt_coco = gt_coco.loadRes([dict(a) for a in dt_coco.dataset.get('annotations', [])])
         hgt = gt_coco._gt_h(t == IOU_SEGM)
         hdt = dt_coco._res_h(t)
         gt, dt = hgt.p, hdt.p
@@ -493,6 +523,8 @@ class COCOeval:
         if len(gt) == 0 and len(dt) == 0:
             return None
         gig = [1 if (g['ignore'] or g['area'] < aRng[0] or g['area'] > aRng[1]) else 0 for g in gt]
+        for g, v in zip(gt, gig):
+            g['_ignore'] = v
         gtind = np.argsort(gig, kind='mergesort')
         gt = [gt[i] for i in gtind]
         gtIg = np.array([gig[i] for i in gtind])
@@ -544,7 +576,12 @@ class COCOeval:
         ranges, maxDets, images or recall thresholds), from evalImgs as pycocotools does."""
         print('Accumulating evaluation results...')
         tic = time.time()
-        if self._ev is None and not self._evalImgs:
+        pe = self._paramsEval
+        if self._ev is None or getattr(self, '_user_evalImgs', False) or not isinstance(pe, Params):
+            no_records = not self._evalImgs
+        else:  # evalImgs has K x A x I entries
+            no_records = not len(pe.imgIds) or not len(pe.areaRng) or (pe.useCats and not len(pe.catIds))
+        if no_records:
             print('Please run evaluate() first')
         if p is None:
             p = self.params
@@ -630,7 +667,7 @@ class COCOeval:
                         scores[t, :, k, a, m] = ss
         return T, R, K, A, M, precision, recall, scores
 
-    def _summary_lines(self):
+    def _summary_lines(self, emit=None):
         if not self.eval:
             raise CocoError('Please run accumulate() first')
         p = self.params
@@ -657,13 +694,14 @@ class COCOeval:
             return mean_s, iStr.format(titleStr, typeStr, iouStr, areaRng, maxDets, mean_s)
 
         if p.iouType in ('segm', 'bbox'):
-            md = p.maxDets
-            specs = [dict(ap=1), dict(ap=1, iouThr=.5, maxDets=md[2]), dict(ap=1, iouThr=.75, maxDets=md[2]),
-                     dict(ap=1, areaRng='small', maxDets=md[2]), dict(ap=1, areaRng='medium', maxDets=md[2]),
-                     dict(ap=1, areaRng='large', maxDets=md[2]), dict(ap=0, maxDets=md[0]),
-                     dict(ap=0, maxDets=md[1]), dict(ap=0, maxDets=md[2]),
-                     dict(ap=0, areaRng='small', maxDets=md[2]), dict(ap=0, areaRng='medium', maxDets=md[2]),
-                     dict(ap=0, areaRng='large', maxDets=md[2])]
+            # mdi: the index into p.maxDets, read when the line is made (pycocotools prints the
+            # lines before the one whose maxDets[2] does not exist, then raises IndexError)
+            specs = [dict(ap=1), dict(ap=1, iouThr=.5, mdi=2), dict(ap=1, iouThr=.75, mdi=2),
+                     dict(ap=1, areaRng='small', mdi=2), dict(ap=1, areaRng='medium', mdi=2),
+                     dict(ap=1, areaRng='large', mdi=2), dict(ap=0, mdi=0),
+                     dict(ap=0, mdi=1), dict(ap=0, mdi=2),
+                     dict(ap=0, areaRng='small', mdi=2), dict(ap=0, areaRng='medium', mdi=2),
+                     dict(ap=0, areaRng='large', mdi=2)]
         elif p.iouType == 'keypoints':
             specs = [dict(ap=1, maxDets=20), dict(ap=1, maxDets=20, iouThr=.5), dict(ap=1, maxDets=20, iouThr=.75),
                      dict(ap=1, maxDets=20, areaRng='medium'), dict(ap=1, maxDets=20, areaRng='large'),
@@ -674,15 +712,18 @@ class COCOeval:
         stats = np.zeros((len(specs),))
         lines = []
         for i, sp in enumerate(specs):
+            sp = dict(sp)
+            if 'mdi' in sp:
+                sp['maxDets'] = p.maxDets[sp.pop('mdi')]
             stats[i], line = one(**sp)
+            if emit is not None:
+                emit(line)
             lines.append(line)
         return stats, lines
 
     def summarize(self) -> None:
         """Prints pycocotools' summary (12 lines; keypoints: 10) and sets self.stats."""
-        stats, lines = self._summary_lines()
-        for line in lines:
-            print(line)
+        stats, lines = self._summary_lines(print)
         self.stats = stats
         self._summary = lines
 

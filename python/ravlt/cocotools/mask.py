@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _lib
 from .._lib import lib, Error, take_string, str_array
-from ._errors import CocoAssertionError, CocoError, CocoIndexError, CocoTypeError, CocoValueError
+from ._errors import CocoArrayArgError, CocoAssertionError, CocoAttributeError, CocoError, CocoIndexError, CocoOverflowError, CocoTypeError, CocoValueError
 
 __all__ = ['encode', 'decode', 'area', 'toBbox', 'iou', 'merge', 'frPyObjects', 'frPoly', 'frBbox',
            'frUncompressedRLE', 'RLEs', '_frString', '_toString']
@@ -71,12 +71,23 @@ def _objs(rleObjs) -> List[RLE]:
     return list(rleObjs)
 
 
+def _siz(h, w):
+    """h, w as the unsigned sizes pycocotools converts them to (OverflowError when negative, or
+    here past the library's 32-bit sizes)."""
+    h, w = int(h), int(w)
+    if h < 0 or w < 0:
+        raise CocoOverflowError("can't convert negative value to siz: a height or width of %d" % min(h, w))
+    if h >= 1 << 32 or w >= 1 << 32:  # (pycocotools takes up to 2^64 - 1, then runs out of memory)
+        raise CocoOverflowError('mask: a height or width of %d does not fit the library (< 2^32)' % max(h, w))
+    return h, w
+
+
 def _size(r: RLE):
     try:
         h, w = r['size']
     except (KeyError, TypeError, ValueError) as e:
         raise CocoTypeError("mask: an RLE needs 'size': [h, w] (%s)" % (e,)) from None
-    return int(h), int(w)
+    return _siz(h, w)
 
 
 def _rle(s: bytes, h, w) -> RLE:
@@ -98,6 +109,9 @@ def encode(bimask: np.ndarray) -> Union[RLE, List[RLE]]:
     The mask must be uint8 (or bool), as pycocotools requires (ValueError otherwise: a float
     or int mask is never cast); a run ends wherever the byte value changes, as in maskApi.
     Fortran order is what pycocotools needs; a C-ordered array is accepted here as well."""
+    if not hasattr(bimask, 'shape'):
+        raise CocoAttributeError("'%s' object has no attribute 'shape': mask.encode takes a numpy array "
+                                 "(HxW or HxWxN uint8)" % type(bimask).__name__)
     a = bimask if isinstance(bimask, np.ndarray) else np.asarray(bimask)
     if a.dtype != np.uint8 and a.dtype != np.bool_:
         raise CocoValueError("Buffer dtype mismatch, expected 'uint8_t' but got %s: mask.encode takes uint8 "
@@ -195,6 +209,9 @@ def _preproc(objs):
     if len(objs) == 0:
         return 'empty', objs
     if isinstance(objs, np.ndarray):
+        if objs.ndim == 1:
+            raise CocoArrayArgError('numpy ndarray input is only for *bounding boxes* and should have Nx4 '
+                                    'dimension (a 1-D array of %d)' % len(objs))
         if objs.ndim != 2 or objs.shape[1] != 4:
             raise CocoValueError('numpy ndarray input is only for *bounding boxes* and should have Nx4 dimension')
         return 'box', np.ascontiguousarray(objs, dtype=np.float64)
@@ -252,6 +269,7 @@ def _bbox_iou(d: np.ndarray, g: np.ndarray, crowd: np.ndarray) -> np.ndarray:
 
 def frPoly(poly: Sequence[Sequence[float]], h: int, w: int) -> List[RLE]:
     """Polygons ([x1, y1, x2, y2, ...] each) -> one RLE each (maskApi rleFrPoly)."""
+    h, w = _siz(h, w)
     out = []
     for p in poly:
         xy = np.ascontiguousarray(np.asarray(p, dtype=np.float64).reshape(-1))
@@ -263,6 +281,7 @@ def frPoly(poly: Sequence[Sequence[float]], h: int, w: int) -> List[RLE]:
 
 def frBbox(bb, h: int, w: int) -> List[RLE]:
     """Boxes (N x 4 [x, y, w, h]) -> one RLE each (maskApi rleFrBbox)."""
+    h, w = _siz(h, w)
     b = np.ascontiguousarray(np.asarray(bb, dtype=np.float64).reshape(-1, 4))
     n = len(b)
     out = (ctypes.c_void_p * max(n, 1))()
@@ -278,6 +297,7 @@ def frUncompressedRLE(ucRles: Sequence[RLE], h: int, w: int) -> List[RLE]:
     """Uncompressed RLEs ({'size': [h, w], 'counts': [int, ...]}) -> compressed ones. As in
     pycocotools each keeps its own 'size' (h and w are not used) and its counts as they are,
     whatever they sum to."""
+    _siz(h, w)
     out = []
     for r in ucRles:
         rh, rw = _size(r)

@@ -261,10 +261,69 @@ static void test_abi2(void **state) {
   rv_py_ctx_free(ctx);
 }
 
+/* load_segm = 2 (no masks yet) then rv_py_coco_add_masks: the same masks as a load with masks,
+ * from a file and from memory; a bad segmentation gives the with-masks load's message and leaves
+ * the ground truth as it was (no masks, usable, the same error again). */
+static void test_lazy_masks(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_py_ctx_new(2);
+  static const char *CASES[] = {"coco_eval/06_mixed/gt.json", "coco_eval/03_crowd/gt.json", "coco_eval/02_basic/gt.json"};
+  for (int k = 0; k < 3; k++) {
+    rv_coco *a = NULL, *b = NULL;
+    assert_int_equal(rv_py_coco_load(&a, fixture_path(CASES[k]), NULL, 0, NULL, 1, ctx), RV_OK);
+    assert_int_equal(rv_py_coco_load(&b, fixture_path(CASES[k]), NULL, 0, NULL, 2, ctx), RV_OK);
+    size_t n[3];
+    int has = 1;
+    rv_py_coco_counts(b, n, &has);
+    assert_int_equal(has, 0);
+    for (size_t i = 0; i < b->n_anns; i++) assert_int_equal(b->anns[i].has_segm, 0);
+    assert_int_equal(rv_py_coco_add_masks(b, ctx), RV_OK);
+    assert_int_equal(rv_py_coco_add_masks(b, ctx), RV_OK); /* already there */
+    rv_py_coco_counts(b, n, &has);
+    assert_int_equal(has, 1);
+    assert_int_equal(a->n_anns, b->n_anns);
+    size_t with = 0;
+    for (size_t i = 0; i < a->n_anns; i++) {
+      const rv_rle *x = &a->anns[i].segm, *y = &b->anns[i].segm;
+      assert_int_equal(a->anns[i].has_segm, b->anns[i].has_segm);
+      assert_true(x->h == y->h && x->w == y->w && x->m == y->m);
+      if (x->m) assert_memory_equal(x->cnts, y->cnts, x->m * sizeof(uint32_t));
+      with += a->anns[i].has_segm;
+    }
+    assert_true(with > 0);
+    rv_py_coco_free(a);
+    rv_py_coco_free(b);
+  }
+  const char *bad = "{\"images\": [{\"id\": 1, \"width\": 8, \"height\": 6}], \"categories\": [{\"id\": 1}],"
+                    " \"annotations\": [{\"id\": 1, \"image_id\": 1, \"category_id\": 1, \"area\": 4, \"bbox\": [0, 0, 2, 2],"
+                    " \"segmentation\": [[0, 0, 2, 0, 2, 2]]}, {\"id\": 2, \"image_id\": 1, \"category_id\": 1, \"area\": 4,"
+                    " \"bbox\": [0, 0, 2, 2], \"segmentation\": {\"size\": [6], \"counts\": \"3\"}}, {\"id\": 3,"
+                    " \"image_id\": 1, \"category_id\": 1, \"area\": 4, \"bbox\": [0, 0, 2, 2]}]}";
+  rv_coco *a = NULL, *b = NULL;
+  assert_int_not_equal(rv_py_coco_load(&a, NULL, bad, strlen(bad), "bad.json", 1, ctx), RV_OK);
+  char ref[512];
+  snprintf(ref, sizeof ref, "%s", rv_py_errmsg(ctx));
+  assert_non_null(strstr(ref, "bad.json: annotations[1]"));
+  assert_int_equal(rv_py_coco_load(&b, NULL, bad, strlen(bad), "bad.json", 2, ctx), RV_OK);
+  for (int r = 0; r < 2; r++) {
+    assert_int_not_equal(rv_py_coco_add_masks(b, ctx), RV_OK);
+    assert_string_equal(rv_py_errmsg(ctx), ref);
+    int has = 1;
+    size_t n[3];
+    rv_py_coco_counts(b, n, &has);
+    assert_int_equal(has, 0);
+    assert_int_equal(n[2], 3);
+    for (size_t i = 0; i < 3; i++) assert_true(!b->anns[i].has_segm && b->anns[i].segm.m == 0 && !b->anns[i].segm.cnts);
+  }
+  rv_py_coco_free(b);
+  rv_py_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_abi2),
       cmocka_unit_test(test_eval_equals_library),
+      cmocka_unit_test(test_lazy_masks),
       cmocka_unit_test(test_results_from_arrays),
       cmocka_unit_test(test_masks),
       cmocka_unit_test(test_mean_iou_and_model_errors),
