@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "eval_test_util.h"
 #include "datasets/coco.h"
+#include "eval/confusion.h"
 #include "eval/tide.h"
 
 static void tide_case(const char *dir, const char *iou, int threads) {
@@ -73,9 +74,132 @@ static void test_tide_goldens(void **state) {
   }
 }
 
+static rv_coco_obj box_obj(int64_t id, int64_t img, int64_t cat, double x, double y, double w, double h, double score,
+                           int crowd) {
+  rv_coco_obj o;
+  memset(&o, 0, sizeof o);
+  o.id = id;
+  o.image_id = img;
+  o.category_id = cat;
+  o.bbox[0] = x;
+  o.bbox[1] = y;
+  o.bbox[2] = w;
+  o.bbox[3] = h;
+  o.area = w * h;
+  o.score = score;
+  o.iscrowd = crowd;
+  o.has_bbox = 1;
+  return o;
+}
+
+/* One rule each (mmdet 2.x analyze_per_img_dets): crowd gt ignored, one detection over two gt
+ * (counted in both rows), scores below the threshold left out and at it counted, background
+ * row and column, IoU exactly 0.5 counted, detections of other images or categories left out.
+ * Categories in the file's order 3, 1, 2 (indices 0, 1, 2; background 3). */
+static void confusion_fixture(rv_coco_obj *gt, size_t *ng, rv_coco_obj *dt, size_t *nd) {
+  size_t g = 0, d = 0;
+  gt[g++] = box_obj(1, 10, 1, 100, 100, 20, 20, 0, 1); /* crowd */
+  gt[g++] = box_obj(2, 10, 1, 0, 0, 10, 10, 0, 0);
+  gt[g++] = box_obj(3, 10, 2, 0, 0, 10, 11, 0, 0);
+  gt[g++] = box_obj(4, 10, 3, 50, 0, 10, 10, 0, 0);
+  gt[g++] = box_obj(5, 10, 3, 80, 80, 10, 10, 0, 0); /* missed */
+  gt[g++] = box_obj(6, 11, 2, 0, 0, 10, 10, 0, 0);
+  dt[d++] = box_obj(1, 10, 1, 100, 100, 20, 20, 0.9, 0); /* only the crowd: background */
+  dt[d++] = box_obj(2, 10, 1, 0, 0, 10, 10.5, 0.8, 0);   /* gt 2 and gt 3 */
+  dt[d++] = box_obj(3, 10, 2, 0, 0, 10, 11, 0.29, 0);    /* below 0.3 */
+  dt[d++] = box_obj(4, 10, 3, 50, 0, 10, 10, 0.3, 0);    /* at 0.3 */
+  dt[d++] = box_obj(5, 10, 2, 200, 200, 5, 5, 0.5, 0);   /* background */
+  dt[d++] = box_obj(6, 11, 2, 0, 0, 10, 5, 1.0, 0);      /* IoU 0.5 exactly */
+  dt[d++] = box_obj(7, 11, 99, 0, 0, 10, 10, 1.0, 0);    /* not a category of the file */
+  dt[d++] = box_obj(8, 999, 1, 0, 0, 10, 10, 1.0, 0);    /* not an image of the file */
+  *ng = g;
+  *nd = d;
+}
+
+static const int64_t CONF_WANT[16] = {1, 0, 0, 1, /* cat 3 */
+                                      0, 1, 0, 0, /* cat 1 */
+                                      0, 1, 1, 1, /* cat 2 */
+                                      0, 1, 1, 0 /* background */};
+
+static void test_det_confusion_rules(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_coco_obj gt[8], dt[8];
+  size_t ng, nd;
+  confusion_fixture(gt, &ng, dt, &nd);
+  const int64_t cats[3] = {3, 1, 2}, imgs[2] = {10, 11};
+  for (int masks = 0; masks <= 1; masks++)
+    for (int th = 1; th <= 2; th++) {
+      if (masks) { /* the same boxes as masks on a 300 x 300 image: mask IoU gives the same counts */
+        for (size_t k = 0; k < ng; k++) assert_int_equal(rv_rle_from_bbox(&gt[k].segm, gt[k].bbox, 300, 300, ctx), RV_OK);
+        for (size_t k = 0; k < nd; k++) assert_int_equal(rv_rle_from_bbox(&dt[k].segm, dt[k].bbox, 300, 300, ctx), RV_OK);
+      }
+      int64_t counts[16] = {0}, fp[2], fn[2];
+      uint8_t dto[8], gto[8];
+      rv_det_confusion_detail det = {dto, gto, fp, fn};
+      rv_det_confusion_params p = rv_det_confusion_default_params();
+      p.threads = th;
+      assert_int_equal(rv_det_confusion(counts, cats, 3, masks ? RV_IOU_SEGM : RV_IOU_BBOX, imgs, 2, gt, ng, dt, nd, &p, &det, ctx),
+                       RV_OK);
+      for (int q = 0; q < 16; q++)
+        if (counts[q] != CONF_WANT[q])
+          fail_msg("%s: counts[%d][%d] = %lld, want %lld", masks ? "segm" : "bbox", q / 4, q % 4, (long long)counts[q],
+                   (long long)CONF_WANT[q]);
+      assert_int_equal(fp[0], 2);
+      assert_int_equal(fn[0], 2);
+      assert_int_equal(fp[1], 0);
+      assert_int_equal(fn[1], 0);
+      const uint8_t want_dt[8] = {2, 1, 0, 1, 2, 1, 0, 0}, want_gt[6] = {0, 1, 2, 1, 2, 1};
+      assert_memory_equal(dto, want_dt, 8);
+      assert_memory_equal(gto, want_gt, 6);
+      /* --conf-score-thr 0.25 brings the 0.29 detection in: gt 3 (category 2) is found */
+      p.score_thr = 0.25;
+      memset(counts, 0, sizeof counts);
+      assert_int_equal(rv_det_confusion(counts, cats, 3, masks ? RV_IOU_SEGM : RV_IOU_BBOX, imgs, 2, gt, ng, dt, nd, &p, NULL, ctx),
+                       RV_OK);
+      assert_int_equal(counts[2 * 4 + 3], 0);
+      assert_int_equal(counts[2 * 4 + 2], 2);
+      assert_int_equal(counts[1 * 4 + 2], 1); /* and it overlaps gt 2 (category 1) too */
+      if (masks) {
+        for (size_t k = 0; k < ng; k++) rv_rle_free(&gt[k].segm);
+        for (size_t k = 0; k < nd; k++) rv_rle_free(&dt[k].segm);
+      }
+    }
+  assert_true(fabs(rv_det_box_iou((double[4]){0, 0, 10, 10}, (double[4]){0, 0, 10, 5}) - 0.5) == 0);
+  assert_true(rv_det_box_iou((double[4]){0, 0, 0, 0}, (double[4]){0, 0, 0, 0}) == 0); /* union floored at 1e-6 */
+  rv_ctx_free(ctx);
+}
+
+/* mmseg 0.x tools/confusion_matrix.py on a hand-made map: C = 3, reduce_zero_label (0 ignored,
+ * k = class k-1, 255 ignored), predictions without a class left out. */
+static void test_seg_confusion(void **state) {
+  (void)state;
+  const uint8_t label[9] = {0, 1, 2, 3, 255, 1, 2, 3, 3};
+  const int32_t pred[9] = {0, 0, 1, 2, 1, 5, -1, 2, 0};
+  uint8_t pred_u8[9];
+  for (int i = 0; i < 9; i++) pred_u8[i] = pred[i] >= 0 && pred[i] < 3 ? (uint8_t)(pred[i] + 1) : 0;
+  const int64_t want[9] = {1, 0, 0, 0, 1, 0, 1, 0, 2};
+  int64_t c1[9] = {0}, c2[9] = {0};
+  double m1 = rv_seg_confusion_add_i32(c1, 3, pred, label, 9, 1, 255);
+  double m2 = rv_seg_confusion_add_u8(c2, 3, pred_u8, 1, label, 9, 1, 255);
+  assert_memory_equal(c1, want, sizeof want);
+  assert_memory_equal(c2, want, sizeof want);
+  /* per-image mIoU: (1/3 + 1/2 + 2/3) / 3 */
+  assert_true(fabs(m1 - 0.5) < 1e-15);
+  assert_true(fabs(m2 - 0.5) < 1e-15);
+  /* added, not overwritten; without reduce_zero_label 0 is class 0 and 3 is out of range */
+  rv_seg_confusion_add_i32(c1, 3, pred, label, 9, 0, 255);
+  assert_int_equal(c1[0], 2); /* label 0 pred 0 */
+  assert_int_equal(c1[1 * 3 + 0], 0 + 1); /* label 1 pred 0 */
+  const uint8_t all_ignored[2] = {0, 255};
+  assert_true(isnan(rv_seg_confusion_add_i32(c1, 3, pred, all_ignored, 2, 1, 255)));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tide_goldens),
+      cmocka_unit_test(test_det_confusion_rules),
+      cmocka_unit_test(test_seg_confusion),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
