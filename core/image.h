@@ -32,6 +32,8 @@ extern "C" {
 /* rv_image, rv_img_meta and rv_image_alloc/free/copy/read/read_gray/decode/write/encode are
  * public: <ravlt/image.h>. */
 
+/* JPEG at a given quality (1-100) into memory (*buf malloc'ed); rv_image_encode uses 95. */
+rv_status rv_image_encode_jpeg(const rv_image *img, int quality, unsigned char **buf, size_t *len, rv_ctx *ctx);
 typedef enum { RV_INTERP_LINEAR = 0, RV_INTERP_NEAREST, RV_INTERP_AREA, RV_INTERP_CUBIC } rv_interp;
 /* dst = cv2.resize(src, (w, h), interpolation). dst is (re)allocated; dst != src. */
 rv_status rv_image_resize(rv_image *dst, const rv_image *src, int w, int h, rv_interp interp,

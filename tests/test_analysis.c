@@ -14,6 +14,8 @@
 #include "datasets/coco.h"
 #include "eval/confusion.h"
 #include "eval/tide.h"
+#include <ravlt/analysis.h>
+#include <unistd.h>
 
 static void tide_case(const char *dir, const char *iou, int threads) {
   char p[1024];
@@ -195,11 +197,119 @@ static void test_seg_confusion(void **state) {
   assert_true(isnan(rv_seg_confusion_add_i32(c1, 3, pred, all_ignored, 2, 1, 255)));
 }
 
+/* rv_coco_analyze on a TIDE case: the JSON contract's keys, its PR array equal to the
+ * evaluator's precision array (area all, last maxDets), TIDE equal to rv_tide_run, the
+ * confusion matrix's counts consistent with its rules (every non-crowd gt of a category in
+ * exactly... its row sums), and the HTML report made from it. */
+static void test_coco_analysis_json(void **state) {
+  (void)state;
+  const char *dir = RV_TEST_DATA "/analysis/tide/01_mixed";
+  rv_ctx *ctx = rv_ctx_create();
+  rv_coco *gt = NULL;
+  rv_coco_results res = {0}, other = {0};
+  assert_int_equal(rv_coco_load(&gt, RV_TEST_DATA "/analysis/tide/01_mixed/gt.json", 1, 0, ctx), RV_OK);
+  for (int t = 0; t < 2; t++) {
+    rv_iou_type it = t ? RV_IOU_SEGM : RV_IOU_BBOX;
+    char p[1024];
+    snprintf(p, sizeof p, "%s/dt_%s.json", dir, t ? "segm" : "bbox");
+    if (rv_coco_load_results(&res, gt, p, it, RV_COCO_AREA_BOX, 0, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
+    snprintf(p, sizeof p, RV_TEST_DATA "/analysis/tide/03_many_dets/dt_%s.json", t ? "segm" : "bbox");
+    rv_cocoeval_params ep = rv_cocoeval_default_params(it);
+    rv_cocoeval *ev = NULL;
+    assert_int_equal(rv_coco_evaluate(&ev, gt, &res, &ep, ctx), RV_OK);
+    rv_analysis_params ap = rv_analysis_default_params();
+    char *json = NULL;
+    /* compared with itself: deltas 0 */
+    if (rv_coco_analyze(&json, gt, &res, it, t ? NULL : ev, &ep, &res, "same", NULL, "01_mixed", &ap, ctx) != RV_OK)
+      fail_msg("%s", rv_ctx_errmsg(ctx));
+    cJSON *j = cJSON_Parse(json);
+    assert_non_null(j);
+    assert_string_equal(cJSON_GetObjectItem(j, "iou_type")->valuestring, t ? "segm" : "bbox");
+    const char *keys[] = {"stats", "per_category", "pr", "tide", "confusion", "f1", "worst_images", "compare"};
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+      if (!cJSON_GetObjectItem(j, keys[k])) fail_msg("no '%s' in the analysis", keys[k]);
+    /* PR: precision[t][r][k] == the evaluator's precision[t][r][k][area all][last maxDets] */
+    const double *pr = rv_cocoeval_precision(ev);
+    size_t K = rv_cocoeval_num_cats(ev);
+    const cJSON *P = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "pr"), "precision");
+    assert_int_equal(cJSON_GetArraySize(P), 10);
+    for (int ti = 0; ti < 10; ti++)
+      for (int r = 0; r < 101; r++)
+        for (size_t k = 0; k < K; k++) {
+          double want = pr[((((size_t)ti * 101 + r) * K + k) * 4 + 0) * 3 + 2];
+          double got = cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetArrayItem(P, ti), r), (int)k)->valuedouble;
+          if (got != want) fail_msg("pr[%d][%d][%zu] = %.17g, evaluator %.17g", ti, r, k, got, want);
+        }
+    /* per_category ap == the evaluator's category AP */
+    const cJSON *pc = cJSON_GetObjectItem(j, "per_category");
+    assert_int_equal((size_t)cJSON_GetArraySize(pc), K);
+    for (size_t k = 0; k < K; k++)
+      assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(pc, (int)k), "ap")->valuedouble == rv_cocoeval_category_ap(ev, k));
+    /* TIDE as rv_tide_run */
+    int64_t ids[64];
+    for (size_t i = 0; i < gt->n_images; i++) ids[i] = gt->images[i].id;
+    rv_tide_params tp = rv_tide_default_params();
+    rv_tide_result tr;
+    assert_int_equal(rv_tide_run(&tr, &tp, it, ids, gt->n_images, gt->anns, gt->n_anns, res.dets, res.n, ctx), RV_OK);
+    const cJSON *tide = cJSON_GetObjectItem(j, "tide");
+    assert_true(cJSON_GetObjectItem(tide, "ap50")->valuedouble == tr.ap);
+    assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(tide, "main"), "Loc")->valuedouble == tr.main[RV_TIDE_LOC]);
+    rv_tide_result_free(&tr);
+    /* confusion: labels = the file's categories then "background"; a row of category c sums to
+     * at least its non-crowd gt (each gt is found, or counted in the background column) */
+    const cJSON *conf = cJSON_GetObjectItem(j, "confusion"), *lab = cJSON_GetObjectItem(conf, "labels");
+    assert_int_equal((size_t)cJSON_GetArraySize(lab), gt->n_cats + 1);
+    assert_string_equal(cJSON_GetArrayItem(lab, (int)gt->n_cats)->valuestring, "background");
+    const cJSON *cmp = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "compare"), "per_category"), *e;
+    cJSON_ArrayForEach(e, cmp) {
+      double d = cJSON_GetObjectItem(e, "delta")->valuedouble;
+      assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "delta")) || d == 0);
+    }
+    const cJSON *w = cJSON_GetObjectItem(j, "worst_images");
+    assert_true(cJSON_GetArraySize(w) > 0);
+    for (int i = 1; i < cJSON_GetArraySize(w); i++) {
+      const cJSON *a = cJSON_GetArrayItem(w, i - 1), *b = cJSON_GetArrayItem(w, i);
+      assert_true(cJSON_GetObjectItem(a, "fp")->valuedouble + cJSON_GetObjectItem(a, "fn")->valuedouble >=
+                  cJSON_GetObjectItem(b, "fp")->valuedouble + cJSON_GetObjectItem(b, "fn")->valuedouble);
+    }
+    /* the report */
+    char html[256];
+    snprintf(html, sizeof html, "/tmp/rv_test_analysis_%d.html", (int)getpid());
+    const char *parts[1] = {json};
+    assert_int_equal(rv_analysis_write_html(html, parts, 1, "test <report>", ctx), RV_OK);
+    char *text = test_read_text(html);
+    assert_non_null(text);
+    const char *ids_want[] = {"-summary\"", "-categories\"", "-pr\"", "-tide\"", "-confusion\"", "-f1\"", "-worst\"", "-compare\""};
+    for (size_t k = 0; k < sizeof ids_want / sizeof *ids_want; k++) {
+      char id[64];
+      snprintf(id, sizeof id, "id=\"%s%s", t ? "segm" : "bbox", ids_want[k]);
+      if (!strstr(text, id)) fail_msg("report: no %s", id);
+    }
+    assert_non_null(strstr(text, "test &lt;report&gt;"));
+    assert_null(strstr(text, "http://"));
+    assert_null(strstr(text, "https://"));
+    if (getenv("RV_KEEP_REPORT")) fprintf(stderr, "kept %s\n", html);
+    else unlink(html);
+    free(text);
+    cJSON_Delete(j);
+    free(json);
+    rv_cocoeval_free(ev);
+    rv_coco_results_free(&res);
+  }
+  (void)other;
+  /* a results file on another gt: an error, not a report */
+  const char *bad[1] = {"{\"report\": \"nope\"}"};
+  assert_int_equal(rv_analysis_write_html("/tmp/never.html", bad, 1, NULL, ctx), RV_ERR_FORMAT);
+  rv_coco_free(gt);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tide_goldens),
       cmocka_unit_test(test_det_confusion_rules),
       cmocka_unit_test(test_seg_confusion),
+      cmocka_unit_test(test_coco_analysis_json),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
