@@ -61,9 +61,11 @@ rv_status rv_thumb_data_uri(char **uri, const rv_image *img, int max_side, rv_ct
 cJSON *rv_jnum_item(double v) {
   char buf[40];
   if (isnan(v) || isinf(v)) return cJSON_CreateNull();
-  for (int prec = 15; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) break;
+  if (v == (double)(long long)v && fabs(v) < 1e15) /* integers (and -1, 0, 1: most cells) */
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+  else {
+    snprintf(buf, sizeof buf, "%.15g", v);
+    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
   }
   return cJSON_CreateRaw(buf);
 }

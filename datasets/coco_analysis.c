@@ -7,6 +7,7 @@
 #include "datasets/analysis_util.h"
 #include "datasets/coco.h"
 #include "eval/confusion.h"
+#include "eval/img_iou.h"
 #include "eval/tide.h"
 
 #include <ravlt/analysis.h>
@@ -153,9 +154,31 @@ typedef struct {
   uint8_t tp;
 } sd;
 
-static int cmp_sd(const void *a, const void *b) {
-  const sd *x = a, *y = b;
-  return x->s > y->s ? -1 : x->s < y->s;
+/* by score, descending (merge sort over tmp; the input comes in runs already in order: an
+ * image's detections, a category's) */
+static void sort_sd(sd *a, size_t n, sd *tmp) {
+  if (n < 2) return;
+  if (n <= 16) {
+    for (size_t i = 1; i < n; i++) {
+      sd x = a[i];
+      size_t j = i;
+      while (j > 0 && a[j - 1].s < x.s) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = x;
+    }
+    return;
+  }
+  size_t h = n / 2;
+  sort_sd(a, h, tmp);
+  sort_sd(a + h, n - h, tmp);
+  if (!(a[h].s > a[h - 1].s)) return;
+  size_t i = 0, j = h, k = 0;
+  while (i < h && j < n) tmp[k++] = a[j].s > a[i].s ? a[j++] : a[i++];
+  while (i < h) tmp[k++] = a[i++];
+  while (j < n) tmp[k++] = a[j++];
+  memcpy(a, tmp, n * sizeof *a);
 }
 
 #define N_THR 101
@@ -244,10 +267,12 @@ static cJSON *f1_json(const rv_cocoeval *ev, const rv_coco *gt, int threads) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth)
   for (long k = 0; k < (long)K; k++) {
     size_t n = rv_cocoeval_cat_dets(ev, (size_t)k, 0, t50, md, sc + off[k], st + off[k], &npig[k]), m = 0;
-    sd *v = all + off[k];
+    sd *v = all + off[k], *tmp = (sd *)malloc(sizeof *tmp * (n + 1));
     for (size_t i = 0; i < n; i++)
       if (st[off[k] + i] != 2) v[m++] = (sd){sc[off[k] + i], st[off[k] + i]};
-    qsort(v, m, sizeof *v, cmp_sd);
+    if (tmp) sort_sd(v, m, tmp);
+    else m = 0; /* out of memory: an empty curve */
+    free(tmp);
     if (kept) kept[k] = m;
     f1_compute(&cc[k], v, m, npig[k]);
   }
@@ -264,7 +289,10 @@ static cJSON *f1_json(const rv_cocoeval *ev, const rv_coco *gt, int threads) {
       m += kept[k];
       tot += npig[k];
     }
-    qsort(all, m, sizeof *all, cmp_sd);
+    sd *tmp = malloc(sizeof *tmp * (m + 1));
+    if (tmp) sort_sd(all, m, tmp);
+    else m = 0;
+    free(tmp);
     f1_curve ov;
     f1_compute(&ov, all, m, tot);
     cJSON *oo = cJSON_AddObjectToObject(o, "overall");
@@ -317,6 +345,17 @@ static rv_status run_tide(rv_tide_result *r, const rv_tide_params *tp, const rv_
   rv_status st = rv_tide_run(r, tp, t, ids, gt->n_images, gt->anns, gt->n_anns, res->dets, res->n, ctx);
   free(ids);
   return st;
+}
+
+/* the worst images' objects: one pass over the gt and the detections */
+static long pos_of(const int64_t *sorted_ids, const size_t *slot, size_t m, int64_t id) {
+  size_t lo = 0, hi = m;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (sorted_ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < m && sorted_ids[lo] == id ? (long)slot[lo] : -1;
 }
 
 typedef struct {
@@ -387,29 +426,51 @@ static cJSON *worst_json(const rv_coco *gt, const rv_coco_results *res, const rv
     rv_jadd_num(o, "width", im->width);
     rv_jadd_num(o, "height", im->height);
     if (thumbs && thumbs[q]) cJSON_AddStringToObject(o, "thumbnail", thumbs[q]);
-    cJSON *obs = cJSON_AddArrayToObject(o, "objects");
-    for (size_t k = 0; k < gt->n_anns; k++) {
-      const rv_coco_obj *g = &gt->anns[k];
-      if (g->image_id != im->id) continue;
-      cJSON *e = cJSON_CreateObject();
-      cJSON_AddStringToObject(e, "kind", "gt");
-      rv_jadd_num(e, "category_id", (double)g->category_id);
-      cJSON_AddItemToObject(e, "bbox", rv_jarr_num(g->bbox, 4));
-      const char *lab = g->iscrowd ? "crowd" : tr->gt_kind[k] == RV_TIDE_MISS ? "Miss" : cd->gt_out[k] == 2 ? "FN" : "TP";
-      cJSON_AddStringToObject(e, "label", lab);
-      cJSON_AddItemToArray(obs, e);
+    cJSON_AddArrayToObject(o, "objects");
+  }
+  { /* the objects of the listed images, in file order: gt first, then detections */
+    int64_t *ids = malloc(sizeof *ids * (m + 1));
+    size_t *slot = malloc(sizeof *slot * (m + 1));
+    if (ids && slot) {
+      for (size_t q = 0; q < m; q++) { /* insertion sort by id (m is small) */
+        int64_t id = gt->images[w[q].img].id;
+        size_t j = q;
+        while (j > 0 && ids[j - 1] > id) {
+          ids[j] = ids[j - 1];
+          slot[j] = slot[j - 1];
+          j--;
+        }
+        ids[j] = id;
+        slot[j] = q;
+      }
+      for (size_t k = 0; k < gt->n_anns; k++) {
+        const rv_coco_obj *g = &gt->anns[k];
+        long q = pos_of(ids, slot, m, g->image_id);
+        if (q < 0) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "kind", "gt");
+        rv_jadd_num(e, "category_id", (double)g->category_id);
+        cJSON_AddItemToObject(e, "bbox", rv_jarr_num(g->bbox, 4));
+        const char *lab = g->iscrowd ? "crowd" : tr->gt_kind[k] == RV_TIDE_MISS ? "Miss" : cd->gt_out[k] == 2 ? "FN" : "TP";
+        cJSON_AddStringToObject(e, "label", lab);
+        cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, (int)q), "objects"), e);
+      }
+      for (size_t k = 0; k < res->n; k++) {
+        const rv_coco_obj *d = &res->dets[k];
+        if (cd->dt_out[k] == 0) continue;
+        long q = pos_of(ids, slot, m, d->image_id);
+        if (q < 0) continue;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "kind", "dt");
+        rv_jadd_num(e, "category_id", (double)d->category_id);
+        rv_jadd_num(e, "score", d->score);
+        cJSON_AddItemToObject(e, "bbox", rv_jarr_num(d->bbox, 4));
+        cJSON_AddStringToObject(e, "label", tr->dt_ignored[k] ? "ignored" : dt_label(tr->dt_kind[k], cd->dt_out[k]));
+        cJSON_AddItemToArray(cJSON_GetObjectItem(cJSON_GetArrayItem(arr, (int)q), "objects"), e);
+      }
     }
-    for (size_t k = 0; k < res->n; k++) {
-      const rv_coco_obj *d = &res->dets[k];
-      if (d->image_id != im->id || cd->dt_out[k] == 0) continue;
-      cJSON *e = cJSON_CreateObject();
-      cJSON_AddStringToObject(e, "kind", "dt");
-      rv_jadd_num(e, "category_id", (double)d->category_id);
-      rv_jadd_num(e, "score", d->score);
-      cJSON_AddItemToObject(e, "bbox", rv_jarr_num(d->bbox, 4));
-      cJSON_AddStringToObject(e, "label", tr->dt_ignored[k] ? "ignored" : dt_label(tr->dt_kind[k], cd->dt_out[k]));
-      cJSON_AddItemToArray(obs, e);
-    }
+    free(ids);
+    free(slot);
   }
   for (size_t q = 0; thumbs && q < m; q++) free(thumbs[q]);
   free(thumbs);
@@ -430,6 +491,7 @@ rv_status rv_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results 
     return rv_error(ctx, RV_ERR_ARG, "analysis: the confusion matrix thresholds must be numbers (IoU in 0..1)");
   rv_cocoeval *own = NULL, *oev = NULL;
   rv_tide_result tr = {0}, otr = {0};
+  rv_img_ious ious = {0};
   rv_status st = RV_OK;
   cJSON *root = NULL;
   int64_t *counts = NULL, *img_ids = NULL, *cat_ids = NULL;
@@ -445,25 +507,33 @@ rv_status rv_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results 
   tp.pos_thr = p.tide_pos_thr;
   tp.bg_thr = p.tide_bg_thr;
   tp.threads = p.threads;
-  if ((st = run_tide(&tr, &tp, gt, res, t, ctx)) != RV_OK) goto done;
+  img_ids = malloc(sizeof *img_ids * (n_img + 1));
+  if (!img_ids) goto nomem;
+  for (size_t i = 0; i < n_img; i++) img_ids[i] = gt->images[i].id;
+  /* one set of per-image IoU matrices for TIDE (its 100 best detections) and the confusion
+   * matrix (every detection at or above its score threshold) */
+  if ((st = rv_img_ious_build(&ious, t, img_ids, n_img, gt->anns, gt->n_anns, res->dets, res->n, tp.max_dets,
+                              p.conf_score_thr, p.threads, ctx)) != RV_OK)
+    goto done;
+  double t0b = now_s();
+  if ((st = rv_tide_run_ious(&tr, &tp, &ious, gt->anns, gt->n_anns, res->dets, res->n, ctx)) != RV_OK) goto done;
   double t1 = now_s();
   counts = calloc((K + 1) * (K + 1), sizeof *counts);
-  img_ids = malloc(sizeof *img_ids * (n_img + 1));
   cat_ids = malloc(sizeof *cat_ids * (K + 1));
   cd.dt_out = malloc(res->n + 1);
   cd.gt_out = malloc(gt->n_anns + 1);
   cd.img_fp = malloc(sizeof(int64_t) * (n_img + 1));
   cd.img_fn = malloc(sizeof(int64_t) * (n_img + 1));
-  if (!counts || !img_ids || !cat_ids || !cd.dt_out || !cd.gt_out || !cd.img_fp || !cd.img_fn) {
+  if (!counts || !cat_ids || !cd.dt_out || !cd.gt_out || !cd.img_fp || !cd.img_fn) {
     st = rv_error(ctx, RV_ERR_NOMEM, "analysis: out of memory");
     goto done;
   }
-  for (size_t i = 0; i < n_img; i++) img_ids[i] = gt->images[i].id;
   for (size_t k = 0; k < K; k++) cat_ids[k] = gt->cats[k].id;
   rv_det_confusion_params cp = {p.conf_score_thr, p.conf_iou_thr, p.threads};
-  if ((st = rv_det_confusion(counts, cat_ids, K, t, img_ids, n_img, gt->anns, gt->n_anns, res->dets, res->n, &cp, &cd,
-                             ctx)) != RV_OK)
+  if ((st = rv_det_confusion_ious(counts, cat_ids, K, &ious, gt->anns, gt->n_anns, res->dets, res->n, &cp, &cd, ctx)) !=
+      RV_OK)
     goto done;
+  rv_img_ious_free(&ious);
   double t2 = now_s();
   if (other) {
     if ((st = rv_coco_evaluate(&oev, gt, other, &ep, ctx)) != RV_OK) goto done;
@@ -480,8 +550,10 @@ rv_status rv_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results 
   rv_jadd_num(root, "images", (double)n_img);
   rv_jadd_num(root, "detections", (double)res->n);
   rv_jadd_num(root, "annotations", (double)gt->n_anns);
+  double t3 = now_s();
   cJSON_AddItemToObject(root, "per_category", per_category_json(ev, gt));
   cJSON_AddItemToObject(root, "pr", pr_json(ev));
+  double t4 = now_s();
   cJSON_AddItemToObject(root, "tide", tide_json(&tr, &tp));
   {
     cJSON *c = cJSON_AddObjectToObject(root, "confusion");
@@ -498,7 +570,9 @@ rv_status rv_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results 
     rv_jadd_num(c, "iou_thr", p.conf_iou_thr);
   }
   cJSON_AddItemToObject(root, "f1", f1_json(ev, gt, p.threads));
+  double t5 = now_s();
   cJSON_AddItemToObject(root, "worst_images", worst_json(gt, res, &tr, &cd, img_ids, &p, images_dir, ctx));
+  double t6 = now_s();
   if (other) {
     cJSON *c = cJSON_AddObjectToObject(root, "compare");
     cJSON_AddStringToObject(c, "name", other_name ? other_name : "other");
@@ -519,15 +593,19 @@ rv_status rv_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results 
     }
     cJSON_AddItemToObject(c, "tide", tide_json(&otr, &tp));
   }
+  double t7 = now_s();
   char *txt = cJSON_PrintUnformatted(root);
   if (!txt) goto nomem;
   *json = txt;
-  rv_log(ctx, RV_LOG_INFO, "analysis (%s): TIDE %.2f s, confusion %.2f s, the rest %.2f s", t == RV_IOU_BBOX ? "bbox" : "segm",
-         t1 - t0, t2 - t1, now_s() - t2);
+  rv_log(ctx, RV_LOG_INFO,
+         "analysis (%s): IoUs %.2f s, TIDE %.2f s, confusion %.2f s, comparison %.2f s, tables + PR %.2f s, F1 %.2f s, worst images %.2f s, "
+         "JSON %.2f s",
+         t == RV_IOU_BBOX ? "bbox" : "segm", t0b - t0, t1 - t0b, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, now_s() - t7 + (t7 - t6));
   goto done;
 nomem:
   st = rv_error(ctx, RV_ERR_NOMEM, "analysis: out of memory");
 done:
+  rv_img_ious_free(&ious);
   cJSON_Delete(root);
   rv_cocoeval_free(own);
   rv_cocoeval_free(oev);

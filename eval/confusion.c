@@ -1,7 +1,7 @@
 /* Detection and segmentation confusion matrices (see confusion.h). */
 #include "eval/confusion.h"
 
-#include "eval/rle.h"
+#include "eval/img_iou.h"
 
 #include <math.h>
 #include <omp.h>
@@ -26,150 +26,126 @@ double rv_det_box_iou(const double a[4], const double b[4]) {
   return overlap / uni;
 }
 
-typedef struct {
-  int64_t id;
-  size_t ord;
-} id_ord;
-
-static int cmp_id_ord(const void *a, const void *b) {
-  const id_ord *x = a, *y = b;
-  if (x->id != y->id) return x->id < y->id ? -1 : 1;
-  return x->ord < y->ord ? -1 : x->ord > y->ord;
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
 }
 
-static long find_ord(const id_ord *v, size_t n, int64_t id) {
-  size_t lo = 0, hi = n;
+/* the category's row / column, or -1 */
+static long cat_index(const int64_t *sorted, const size_t *pos, size_t K, int64_t id) {
+  size_t lo = 0, hi = K;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].id < id) lo = mid + 1;
+    if (sorted[mid] < id) lo = mid + 1;
     else hi = mid;
   }
-  return lo < n && v[lo].id == id ? (long)v[lo].ord : -1;
+  return lo < K && sorted[lo] == id ? (long)pos[lo] : -1;
 }
 
 rv_status rv_det_confusion(int64_t *counts, const int64_t *cat_ids, size_t K, rv_iou_type t, const int64_t *img_ids,
                            size_t n_img, const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt,
                            const rv_det_confusion_params *p, rv_det_confusion_detail *detail, rv_ctx *ctx) {
-  const size_t K1 = K + 1;
-  id_ord *imgs = malloc(sizeof *imgs * (n_img + 1)), *cats = malloc(sizeof *cats * (K + 1));
-  size_t *g_off = calloc(n_img + 2, sizeof *g_off), *d_off = calloc(n_img + 2, sizeof *d_off);
-  size_t *g_idx = malloc(sizeof(size_t) * (n_gt + 1)), *d_idx = malloc(sizeof(size_t) * (n_dt + 1));
-  long *g_lab = malloc(sizeof(long) * (n_gt + 1)), *d_lab = malloc(sizeof(long) * (n_dt + 1));
-  long *g_img = malloc(sizeof(long) * (n_gt + 1)), *d_img = malloc(sizeof(long) * (n_dt + 1));
-  size_t *fill = calloc(n_img + 1, sizeof *fill);
-  rv_status st = RV_OK;
-  if (!imgs || !cats || !g_off || !d_off || !g_idx || !d_idx || !g_lab || !d_lab || !g_img || !d_img || !fill) {
-    st = rv_error(ctx, RV_ERR_NOMEM, "confusion matrix: out of memory");
-    goto done;
+  rv_img_ious m;
+  RV_TRY(rv_img_ious_build(&m, t, img_ids, n_img, gt, n_gt, dt, n_dt, 0, p->score_thr, p->threads, ctx));
+  rv_status st = rv_det_confusion_ious(counts, cat_ids, K, &m, gt, n_gt, dt, n_dt, p, detail, ctx);
+  rv_img_ious_free(&m);
+  return st;
+}
+
+rv_status rv_det_confusion_ious(int64_t *counts, const int64_t *cat_ids, size_t K, const rv_img_ious *m,
+                                const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt,
+                                const rv_det_confusion_params *p, rv_det_confusion_detail *detail, rv_ctx *ctx) {
+  const size_t K1 = K + 1, n_img = m->n_img;
+  const int segm = m->t == RV_IOU_SEGM;
+  int64_t *sorted = malloc(sizeof *sorted * (K + 1));
+  size_t *pos = malloc(sizeof *pos * (K + 1));
+  if (!sorted || !pos) {
+    free(sorted);
+    free(pos);
+    return rv_error(ctx, RV_ERR_NOMEM, "confusion matrix: out of memory");
   }
-  for (size_t i = 0; i < n_img; i++) imgs[i] = (id_ord){img_ids[i], i};
-  for (size_t k = 0; k < K; k++) cats[k] = (id_ord){cat_ids[k], k};
-  qsort(imgs, n_img, sizeof *imgs, cmp_id_ord);
-  qsort(cats, K, sizeof *cats, cmp_id_ord);
+  { /* sort the ids with their positions (insertion: K is small) */
+    for (size_t k = 0; k < K; k++) sorted[k] = cat_ids[k];
+    qsort(sorted, K, sizeof *sorted, cmp_i64);
+    for (size_t k = 0; k < K; k++) {
+      size_t j = 0;
+      while (cat_ids[j] != sorted[k]) j++;
+      pos[k] = j;
+    }
+  }
   if (detail) {
     if (detail->dt_out) memset(detail->dt_out, 0, n_dt);
     if (detail->gt_out) memset(detail->gt_out, 0, n_gt);
+    for (size_t i = 0; i < n_img; i++) {
+      if (detail->img_fp) detail->img_fp[i] = 0;
+      if (detail->img_fn) detail->img_fn[i] = 0;
+    }
   }
-  /* the counted objects grouped by image: non-crowd gt and detections above the threshold,
-   * of the K categories */
-  for (size_t k = 0; k < n_gt; k++) {
-    g_img[k] = gt[k].iscrowd ? -1 : find_ord(imgs, n_img, gt[k].image_id);
-    g_lab[k] = find_ord(cats, K, gt[k].category_id);
-    if (g_lab[k] < 0) g_img[k] = -1;
-    if (g_img[k] >= 0) g_off[g_img[k] + 1]++;
-  }
-  for (size_t k = 0; k < n_dt; k++) {
-    d_img[k] = dt[k].score >= p->score_thr ? find_ord(imgs, n_img, dt[k].image_id) : -1;
-    d_lab[k] = find_ord(cats, K, dt[k].category_id);
-    if (d_lab[k] < 0) d_img[k] = -1;
-    if (d_img[k] >= 0) d_off[d_img[k] + 1]++;
-  }
-  for (size_t i = 0; i < n_img; i++) {
-    g_off[i + 1] += g_off[i];
-    d_off[i + 1] += d_off[i];
-  }
-  for (size_t k = 0; k < n_gt; k++)
-    if (g_img[k] >= 0) g_idx[g_off[g_img[k]] + fill[g_img[k]]++] = k;
-  memset(fill, 0, sizeof *fill * (n_img + 1));
-  for (size_t k = 0; k < n_dt; k++)
-    if (d_img[k] >= 0) d_idx[d_off[d_img[k]] + fill[d_img[k]]++] = k;
   int failed = 0, nth = p->threads > 0 ? p->threads : omp_get_max_threads();
 #pragma omp parallel num_threads(nth) reduction(| : failed)
   {
     int64_t *local = calloc(K1 * K1, sizeof *local);
-    double *iou = NULL;
+    size_t cap = 0;
     int64_t *tp = NULL;
-    rv_rle *rl = NULL;
-    rv_rle_info *inf = NULL;
-    size_t cap = 0, capg = 0;
+    long *glab = NULL;
+    size_t *gcol = NULL;
     if (!local) failed = 1;
 #pragma omp for schedule(dynamic, 16)
     for (long i = 0; i < (long)n_img; i++) {
       if (failed) continue;
-      const size_t *gi = g_idx + g_off[i], *di = d_idx + d_off[i];
-      size_t G = g_off[i + 1] - g_off[i], D = d_off[i + 1] - d_off[i];
-      if (G + D > capg) {
-        capg = (G + D) * 2;
+      const size_t *gi = m->g_idx + m->g_off[i], *di = m->d_idx + m->d_off[i];
+      const size_t Gall = m->g_off[i + 1] - m->g_off[i];
+      const double *Mi = m->iou + m->iou_off[i];
+      if (Gall > cap) {
+        cap = Gall * 2;
         free(tp);
-        free(rl);
-        free(inf);
-        tp = malloc(sizeof *tp * capg);
-        rl = malloc(sizeof *rl * capg);
-        inf = malloc(sizeof *inf * capg);
-        if (!tp || !rl || !inf) {
-          failed = 1;
-          capg = 0;
-          continue;
-        }
-      }
-      if (D * G > cap) {
-        cap = D * G * 2;
-        free(iou);
-        if (!(iou = malloc(sizeof *iou * cap))) {
+        free(glab);
+        free(gcol);
+        tp = malloc(sizeof *tp * cap);
+        glab = malloc(sizeof *glab * cap);
+        gcol = malloc(sizeof *gcol * cap);
+        if (!tp || !glab || !gcol) {
           failed = 1;
           cap = 0;
           continue;
         }
       }
-      if (t == RV_IOU_SEGM && D && G) {
-        for (size_t d = 0; d < D; d++) {
-          rl[d] = dt[di[d]].segm;
-          rv_rle_info_get(&inf[d], &rl[d]);
-        }
-        for (size_t g = 0; g < G; g++) {
-          rl[D + g] = gt[gi[g]].segm;
-          rv_rle_info_get(&inf[D + g], &rl[D + g]);
-        }
-        rv_rle_iou_info(iou, rl, inf, D, rl + D, inf + D, G, NULL);
-      } else {
-        for (size_t d = 0; d < D; d++)
-          for (size_t g = 0; g < G; g++) iou[d * G + g] = rv_det_box_iou(dt[di[d]].bbox, gt[gi[g]].bbox);
+      /* the counted gt: non-crowd, of the K categories */
+      size_t G = 0;
+      for (size_t c = 0; c < Gall; c++) {
+        const rv_coco_obj *g = &gt[gi[c]];
+        long l = g->iscrowd ? -1 : cat_index(sorted, pos, K, g->category_id);
+        if (l < 0) continue;
+        glab[G] = l;
+        gcol[G] = c;
+        tp[G++] = 0;
       }
-      memset(tp, 0, sizeof *tp * G);
       int64_t fp = 0, fn = 0;
-      for (size_t d = 0; d < D; d++) {
-        long dl = d_lab[di[d]];
+      for (size_t r = 0; r < m->rows[i] && dt[di[r]].score >= p->score_thr; r++) {
+        const rv_coco_obj *d = &dt[di[r]];
+        long dl = cat_index(sorted, pos, K, d->category_id);
+        if (dl < 0) continue;
         int match = 0, own = 0;
         for (size_t g = 0; g < G; g++) {
-          if (!(iou[d * G + g] >= p->iou_thr)) continue;
-          long gl = g_lab[gi[g]];
+          double v = segm ? Mi[r * Gall + gcol[g]] : rv_det_box_iou(d->bbox, gt[gi[gcol[g]]].bbox);
+          if (!(v >= p->iou_thr)) continue;
           match++;
-          if (gl == dl) {
+          if (glab[g] == dl) {
             tp[g]++;
             own = 1;
           }
-          local[(size_t)gl * K1 + (size_t)dl]++;
+          local[(size_t)glab[g] * K1 + (size_t)dl]++;
         }
         if (!match) local[K * K1 + (size_t)dl]++;
         if (!own) fp++;
-        if (detail && detail->dt_out) detail->dt_out[di[d]] = own ? 1 : 2;
+        if (detail && detail->dt_out) detail->dt_out[di[r]] = own ? 1 : 2;
       }
       for (size_t g = 0; g < G; g++) {
         if (tp[g] == 0) {
-          local[(size_t)g_lab[gi[g]] * K1 + K]++;
+          local[(size_t)glab[g] * K1 + K]++;
           fn++;
         }
-        if (detail && detail->gt_out) detail->gt_out[gi[g]] = tp[g] ? 1 : 2;
+        if (detail && detail->gt_out) detail->gt_out[gi[gcol[g]]] = tp[g] ? 1 : 2;
       }
       if (detail && detail->img_fp) detail->img_fp[i] = fp;
       if (detail && detail->img_fn) detail->img_fn[i] = fn;
@@ -179,25 +155,13 @@ rv_status rv_det_confusion(int64_t *counts, const int64_t *cat_ids, size_t K, rv
       for (size_t q = 0; q < K1 * K1; q++) counts[q] += local[q];
     }
     free(local);
-    free(iou);
     free(tp);
-    free(rl);
-    free(inf);
+    free(glab);
+    free(gcol);
   }
-  if (failed) st = rv_error(ctx, RV_ERR_NOMEM, "confusion matrix: out of memory");
-done:
-  free(imgs);
-  free(cats);
-  free(g_off);
-  free(d_off);
-  free(g_idx);
-  free(d_idx);
-  free(g_lab);
-  free(d_lab);
-  free(g_img);
-  free(d_img);
-  free(fill);
-  return st;
+  free(sorted);
+  free(pos);
+  return failed ? rv_error(ctx, RV_ERR_NOMEM, "confusion matrix: out of memory") : RV_OK;
 }
 
 /* the label's class after reduce_zero_label and ignore_index, or -1 */

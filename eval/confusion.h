@@ -51,6 +51,14 @@ rv_status rv_det_confusion(int64_t *counts, const int64_t *cat_ids, size_t K, rv
                            size_t n_img, const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt,
                            const rv_det_confusion_params *p, rv_det_confusion_detail *detail, rv_ctx *ctx);
 
+/* The same from IoU matrices (eval/img_iou.h) built for gt / dt with min_score <= score_thr
+ * (their mask IoUs are used for segm; boxes take rv_det_box_iou). The detail's per-image arrays
+ * follow the matrices' image order. */
+struct rv_img_ious_s;
+rv_status rv_det_confusion_ious(int64_t *counts, const int64_t *cat_ids, size_t K, const struct rv_img_ious_s *m,
+                                const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt,
+                                const rv_det_confusion_params *p, rv_det_confusion_detail *detail, rv_ctx *ctx);
+
 /* mmdet's bbox_overlaps for one pair of [x, y, w, h] boxes (as x1 y1 x1+w y1+h), double. */
 double rv_det_box_iou(const double a[4], const double b[4]);
 

@@ -4,7 +4,7 @@
  * and of each fixed run in the reference's insertion order, and their APs. */
 #include "eval/tide.h"
 
-#include "eval/rle.h"
+#include "eval/img_iou.h"
 
 #include <math.h>
 #include <omp.h>
@@ -54,41 +54,6 @@ double rv_tide_class_ap(const uint8_t *is_true, size_t n, int64_t num_gt) {
   return sum / 101.0 * 100.0;
 }
 
-typedef struct {
-  int64_t id;
-  size_t ord;
-} id_ord;
-
-static int cmp_id_ord(const void *a, const void *b) {
-  const id_ord *x = a, *y = b;
-  if (x->id != y->id) return x->id < y->id ? -1 : 1;
-  return x->ord < y->ord ? -1 : x->ord > y->ord;
-}
-
-/* the image's position in img_ids (first occurrence), or -1 */
-static long find_img(const id_ord *v, size_t n, int64_t id) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid].id < id) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < n && v[lo].id == id ? (long)v[lo].ord : -1;
-}
-
-typedef struct {
-  double s;
-  size_t pos;
-} scored;
-
-/* score descending, then position (a stable sort's order) */
-static int cmp_scored(const void *a, const void *b) {
-  const scored *x = a, *y = b;
-  if (x->s > y->s) return -1;
-  if (x->s < y->s) return 1;
-  return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
 /* per detection, filled by the image pass */
 typedef struct {
   uint32_t rank;   /* position in the image's sorted, cut list */
@@ -98,10 +63,9 @@ typedef struct {
 
 typedef struct {
   const rv_tide_params *p;
-  rv_iou_type t;
+  const rv_img_ious *m;
   const rv_coco_obj *gt, *dt;
-  const size_t *g_off, *g_idx, *d_off, *d_idx; /* per image: its gt / dt in file order */
-  size_t *kept;                                 /* per image: detections evaluated */
+  size_t *kept; /* per image: detections evaluated */
   dt_info *di;
   rv_tide_result *r;
 } tide_ctx;
@@ -143,61 +107,47 @@ static size_t argmax_masked(const double *v, const uint8_t *keep, size_t n, doub
 
 static int tide_image(tide_ctx *T, size_t im, scratch *ws) {
   const rv_tide_params *p = T->p;
+  const rv_img_ious *M = T->m;
   const rv_coco_obj *gt = T->gt, *dt = T->dt;
   rv_tide_result *r = T->r;
-  const size_t *gi = T->g_idx + T->g_off[im], *dj = T->d_idx + T->d_off[im];
-  const size_t ng_all = T->g_off[im + 1] - T->g_off[im], nd_all = T->d_off[im + 1] - T->d_off[im];
+  const size_t *gi = M->g_idx + M->g_off[im], *dsel = M->d_idx + M->d_off[im];
+  const size_t ng_all = M->g_off[im + 1] - M->g_off[im], nd_all = M->d_off[im + 1] - M->d_off[im];
   const size_t D = nd_all < (size_t)p->max_dets ? nd_all : (size_t)p->max_dets;
-  const int segm = T->t == RV_IOU_SEGM;
+  const double *Mi = M->iou + M->iou_off[im];
   size_t G = 0, C = 0;
   for (size_t k = 0; k < ng_all; k++) {
     if (gt[gi[k]].iscrowd) C++;
     else G++;
   }
   size_t n_ious = D * (G > C ? G : C);
-  size_t need = al16(sizeof(scored) * (nd_all + 1)) + al16(sizeof(size_t) * (D + 1)) + al16(sizeof(size_t) * (ng_all + 1)) +
-                al16(sizeof(double) * (n_ious + 1)) + al16(sizeof(double) * (n_ious + 1)) + al16(D + 1) * 2 +
-                al16(G + 1) * 2 + al16(ng_all + 1) + al16(sizeof(double) * (G + 1)) + al16(sizeof(size_t) * (G + 1)) +
-                al16(sizeof(double) * 4 * (D + ng_all + 1)) + al16(sizeof(rv_rle) * (D + ng_all + 1)) +
-                al16(sizeof(rv_rle_info) * (D + ng_all + 1));
+  size_t need = al16(sizeof(size_t) * (ng_all + 1)) * 2 + al16(sizeof(double) * (n_ious + 1)) * 2 + al16(D + 1) * 2 +
+                al16(G + 1) * 2 + al16(ng_all + 1) + al16(sizeof(double) * (G + 1)) + al16(sizeof(size_t) * (G + 1));
   unsigned char *base = scratch_get(ws, need);
   if (!base) return 0;
   size_t off = 0;
 #define TAKE(type, n) ((type *)(base + (off += al16(sizeof(type) * ((n) + 1))) - al16(sizeof(type) * ((n) + 1))))
-  scored *ord = TAKE(scored, nd_all);
-  size_t *dsel = TAKE(size_t, D);   /* the kept detections, sorted: global indices */
-  size_t *gsel = TAKE(size_t, ng_all); /* non-crowd gt first (file order), then crowd */
+  size_t *gsel = TAKE(size_t, ng_all); /* non-crowd gt first (file order), then crowd: global indices */
+  size_t *gcol = TAKE(size_t, ng_all); /* their columns in the image's IoU matrix */
   double *iou = TAKE(double, n_ious);  /* D x G */
-  double *ciou = TAKE(double, n_ious);  /* D x C, crowd IoU */
+  double *ciou = TAKE(double, n_ious); /* D x C, crowd IoU */
   uint8_t *used = TAKE(uint8_t, D);    /* 0 FP, 1 TP, 2 ignored */
   uint8_t *err = TAKE(uint8_t, D);
   uint8_t *gused = TAKE(uint8_t, G), *gusable = TAKE(uint8_t, G), *mask = TAKE(uint8_t, ng_all);
   double *best_score = TAKE(double, G);
   size_t *best_id = TAKE(size_t, G);
-  double *boxes = TAKE(double, 4 * (D + ng_all));
-  rv_rle *rles = TAKE(rv_rle, D + ng_all);
-  rv_rle_info *infos = TAKE(rv_rle_info, D + ng_all);
 #undef TAKE
   for (size_t k = 0; k < nd_all; k++) {
-    ord[k].s = dt[dj[k]].score;
-    ord[k].pos = k;
-  }
-  qsort(ord, nd_all, sizeof *ord, cmp_scored);
-  for (size_t k = 0; k < nd_all; k++) {
-    size_t d = dj[ord[k].pos];
-    if (k < D) {
-      dsel[k] = d;
-      T->di[d].rank = (uint32_t)k;
-    } else {
-      r->dt_kind[d] = RV_TIDE_NOT_EVALUATED;
-    }
+    size_t d = dsel[k];
+    if (k < D) T->di[d].rank = (uint32_t)k;
+    else r->dt_kind[d] = RV_TIDE_NOT_EVALUATED;
   }
   T->kept[im] = D;
   {
     size_t a = 0, b = G;
     for (size_t k = 0; k < ng_all; k++) {
-      if (gt[gi[k]].iscrowd) gsel[b++] = gi[k];
-      else gsel[a++] = gi[k];
+      size_t q = gt[gi[k]].iscrowd ? b++ : a++;
+      gsel[q] = gi[k];
+      gcol[q] = k;
     }
   }
   for (size_t k = G; k < ng_all; k++) r->gt_kind[gsel[k]] = RV_TIDE_NOT_EVALUATED;
@@ -206,28 +156,9 @@ static int tide_image(tide_ctx *T, size_t im, scratch *ws) {
     return 1;
   }
   /* IoUs: detections x non-crowd gt, detections x crowd gt (crowd IoU) */
-  if (segm) {
-    for (size_t k = 0; k < D; k++) {
-      rles[k] = dt[dsel[k]].segm;
-      rv_rle_info_get(&infos[k], &rles[k]);
-    }
-    for (size_t k = 0; k < ng_all; k++) {
-      rles[D + k] = gt[gsel[k]].segm;
-      rv_rle_info_get(&infos[D + k], &rles[D + k]);
-    }
-    if (G) rv_rle_iou_info(iou, rles, infos, D, rles + D, infos + D, G, NULL);
-    if (C) {
-      memset(mask, 1, G > C ? G : C); /* every region is crowd */
-      rv_rle_iou_info(ciou, rles, infos, D, rles + D + G, infos + D + G, C, mask);
-    }
-  } else {
-    for (size_t k = 0; k < D; k++) memcpy(boxes + 4 * k, dt[dsel[k]].bbox, sizeof(double) * 4);
-    for (size_t k = 0; k < ng_all; k++) memcpy(boxes + 4 * (D + k), gt[gsel[k]].bbox, sizeof(double) * 4);
-    if (G) rv_bbox_iou(iou, boxes, D, boxes + 4 * D, G, NULL);
-    if (C) {
-      memset(mask, 1, G > C ? G : C);
-      rv_bbox_iou(ciou, boxes, D, boxes + 4 * (D + G), C, mask);
-    }
+  for (size_t k = 0; k < D; k++) {
+    for (size_t g = 0; g < G; g++) iou[k * G + g] = Mi[k * ng_all + gcol[g]];
+    for (size_t c = 0; c < C; c++) ciou[k * C + c] = Mi[k * ng_all + gcol[G + c]];
   }
   memset(used, 0, D);
   memset(gused, 0, G);
@@ -322,11 +253,33 @@ typedef struct {
   int role;
 } cand;
 
-static int cmp_cand(const void *a, const void *b) {
-  const cand *x = a, *y = b;
-  if (x->s > y->s) return -1;
-  if (x->s < y->s) return 1;
-  return x->q < y->q ? -1 : x->q > y->q;
+static inline int cand_before(const cand *x, const cand *y) { return x->s > y->s || (x->s == y->s && x->q < y->q); }
+
+/* sort by (score descending, q): merge sort over tmp (n entries); the input comes as runs
+ * already in order (an image's detections), which cost one comparison per merge */
+static void sort_cands(cand *a, size_t n, cand *tmp) {
+  if (n < 2) return;
+  if (n <= 16) {
+    for (size_t i = 1; i < n; i++) {
+      cand x = a[i];
+      size_t j = i;
+      while (j > 0 && cand_before(&x, &a[j - 1])) {
+        a[j] = a[j - 1];
+        j--;
+      }
+      a[j] = x;
+    }
+    return;
+  }
+  size_t h = n / 2;
+  sort_cands(a, h, tmp);
+  sort_cands(a + h, n - h, tmp);
+  if (!cand_before(&a[h], &a[h - 1])) return;
+  size_t i = 0, j = h, k = 0;
+  while (i < h && j < n) tmp[k++] = cand_before(&a[j], &a[i]) ? a[j++] : a[i++];
+  while (i < h) tmp[k++] = a[i++];
+  while (j < n) tmp[k++] = a[j++];
+  memcpy(a, tmp, n * sizeof *a);
 }
 
 enum { SC_BASE = 0, SC_FIX0 = 1, SC_FN = SC_FIX0 + RV_TIDE_N_MAIN, SC_FP, SC_N };
@@ -356,9 +309,15 @@ typedef struct {
 
 static int class_scenarios(class_aps *out, cand *cs, size_t n, int64_t num_gt, int64_t n_miss, int64_t n_fn,
                            const rv_tide_result *r, const dt_info *di) {
-  qsort(cs, n, sizeof *cs, cmp_cand);
   uint8_t *seq = malloc(n ? n : 1);
-  if (!seq) return 0;
+  cand *tmp = malloc(sizeof *tmp * (n ? n : 1));
+  if (!seq || !tmp) {
+    free(seq);
+    free(tmp);
+    return 0;
+  }
+  sort_cands(cs, n, tmp);
+  free(tmp);
   for (int sc = 0; sc < SC_N; sc++) {
     size_t m = 0;
     int64_t ng = num_gt - (sc == SC_FIX0 + RV_TIDE_MISS ? n_miss : 0) - (sc == SC_FN ? n_fn : 0);
@@ -392,11 +351,6 @@ static int class_scenarios(class_aps *out, cand *cs, size_t n, int64_t num_gt, i
   return 1;
 }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 static long find_i64(const int64_t *v, size_t n, int64_t x) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
@@ -412,11 +366,24 @@ rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t,
                       rv_ctx *ctx) {
   memset(r, 0, sizeof *r);
   if (p->max_dets < 1) return rv_error(ctx, RV_ERR_ARG, "tide: max_dets must be >= 1");
+  rv_img_ious m;
+  RV_TRY(rv_img_ious_build(&m, t, img_ids, n_img, gt, n_gt, dt, n_dt, p->max_dets, INFINITY, p->threads, ctx));
+  rv_status st = rv_tide_run_ious(r, p, &m, gt, n_gt, dt, n_dt, ctx);
+  rv_img_ious_free(&m);
+  return st;
+}
+
+rv_status rv_tide_run_ious(rv_tide_result *r, const rv_tide_params *p, const rv_img_ious *m, const rv_coco_obj *gt,
+                           size_t n_gt, const rv_coco_obj *dt, size_t n_dt, rv_ctx *ctx) {
+  memset(r, 0, sizeof *r);
+  if (p->max_dets < 1) return rv_error(ctx, RV_ERR_ARG, "tide: max_dets must be >= 1");
+  for (size_t i = 0; i < m->n_img; i++) {
+    size_t n = m->d_off[i + 1] - m->d_off[i];
+    if (m->rows[i] < (n < (size_t)p->max_dets ? n : (size_t)p->max_dets))
+      return rv_error(ctx, RV_ERR_ARG, "tide: the IoU matrices have fewer than max_dets rows");
+  }
   rv_status st = RV_OK;
-  id_ord *imgs = malloc(sizeof *imgs * (n_img + 1));
-  size_t *g_off = calloc(n_img + 2, sizeof *g_off), *d_off = calloc(n_img + 2, sizeof *d_off);
-  size_t *g_idx = malloc(sizeof(size_t) * (n_gt + 1)), *d_idx = malloc(sizeof(size_t) * (n_dt + 1));
-  long *g_img = malloc(sizeof(long) * (n_gt + 1)), *d_img = malloc(sizeof(long) * (n_dt + 1));
+  const size_t n_img = m->n_img;
   size_t *kept = calloc(n_img + 1, sizeof *kept), *q0 = calloc(n_img + 1, sizeof *q0);
   dt_info *di = calloc(n_dt + 1, sizeof *di);
   int64_t *cls = malloc(sizeof(int64_t) * (n_gt + n_dt + 1));
@@ -429,44 +396,10 @@ rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t,
   cand *cands = NULL;
   class_aps *ca = NULL;
   int64_t *num_gt = NULL, *n_miss = NULL, *n_fn = NULL;
-  if (!imgs || !g_off || !d_off || !g_idx || !d_idx || !g_img || !d_img || !kept || !q0 || !di || !cls || !r->dt_kind ||
-      !r->dt_ignored || !r->gt_kind)
-    goto nomem;
+  if (!kept || !q0 || !di || !cls || !r->dt_kind || !r->dt_ignored || !r->gt_kind) goto nomem;
   memset(r->dt_kind, RV_TIDE_NOT_EVALUATED, n_dt + 1);
   memset(r->gt_kind, RV_TIDE_NOT_EVALUATED, n_gt + 1);
-  for (size_t i = 0; i < n_img; i++) {
-    imgs[i].id = img_ids[i];
-    imgs[i].ord = i;
-  }
-  qsort(imgs, n_img, sizeof *imgs, cmp_id_ord);
-  /* objects grouped by image (file order kept) */
-  for (size_t k = 0; k < n_gt; k++) {
-    g_img[k] = find_img(imgs, n_img, gt[k].image_id);
-    if (g_img[k] >= 0) g_off[g_img[k] + 1]++;
-  }
-  for (size_t k = 0; k < n_dt; k++) {
-    d_img[k] = find_img(imgs, n_img, dt[k].image_id);
-    if (d_img[k] >= 0) d_off[d_img[k] + 1]++;
-  }
-  for (size_t i = 0; i < n_img; i++) {
-    g_off[i + 1] += g_off[i];
-    d_off[i + 1] += d_off[i];
-  }
-  {
-    size_t *gf = calloc(n_img + 1, sizeof *gf), *df = calloc(n_img + 1, sizeof *df);
-    if (!gf || !df) {
-      free(gf);
-      free(df);
-      goto nomem;
-    }
-    for (size_t k = 0; k < n_gt; k++)
-      if (g_img[k] >= 0) g_idx[g_off[g_img[k]] + gf[g_img[k]]++] = k;
-    for (size_t k = 0; k < n_dt; k++)
-      if (d_img[k] >= 0) d_idx[d_off[d_img[k]] + df[d_img[k]]++] = k;
-    free(gf);
-    free(df);
-  }
-  tide_ctx T = {p, t, gt, dt, g_off, g_idx, d_off, d_idx, kept, di, r};
+  tide_ctx T = {p, m, gt, dt, kept, di, r};
   int failed = 0;
   int nth = p->threads > 0 ? p->threads : omp_get_max_threads();
 #pragma omp parallel num_threads(nth) reduction(| : failed)
@@ -480,17 +413,22 @@ rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t,
   if (failed) goto nomem;
   for (size_t i = 0; i < n_img; i++) q0[i + 1] = q0[i] + kept[i];
   /* the classes: of the evaluated non-crowd gt and detections */
-  size_t K = 0;
-  for (size_t k = 0; k < n_gt; k++)
-    if (r->gt_kind[k] != RV_TIDE_NOT_EVALUATED) cls[K++] = gt[k].category_id;
-  for (size_t k = 0; k < n_dt; k++)
-    if (r->dt_kind[k] != RV_TIDE_NOT_EVALUATED) cls[K++] = dt[k].category_id;
-  qsort(cls, K, sizeof *cls, cmp_i64);
-  {
-    size_t m = 0;
-    for (size_t k = 0; k < K; k++)
-      if (m == 0 || cls[k] != cls[m - 1]) cls[m++] = cls[k];
-    K = m;
+  size_t K = 0; /* a sorted set, grown by insertion: there are few categories */
+  for (size_t k = 0; k < n_gt + n_dt; k++) {
+    int evaluated = k < n_gt ? r->gt_kind[k] != RV_TIDE_NOT_EVALUATED : r->dt_kind[k - n_gt] != RV_TIDE_NOT_EVALUATED;
+    if (!evaluated) continue;
+    int64_t c = k < n_gt ? gt[k].category_id : dt[k - n_gt].category_id;
+    if (K && c == cls[K - 1]) continue;
+    size_t lo = 0, hi = K;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (cls[mid] < c) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < K && cls[lo] == c) continue;
+    memmove(cls + lo + 1, cls + lo, sizeof *cls * (K - lo));
+    cls[lo] = c;
+    K++;
   }
   c_off = calloc(K + 2, sizeof *c_off);
   c_fill = calloc(K + 1, sizeof *c_fill);
@@ -520,10 +458,11 @@ rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t,
   for (size_t c = 0; c < K; c++) c_off[c + 1] += c_off[c];
   cands = malloc(sizeof *cands * (c_off[K] + 1));
   if (!cands) goto nomem;
-  for (size_t k = 0; k < n_dt; k++) {
+  for (size_t i = 0; i < n_img; i++) /* in q order: each image's detections come sorted */
+    for (size_t rk = 0; rk < kept[i]; rk++) {
+    size_t k = m->d_idx[m->d_off[i] + rk];
     int kind = r->dt_kind[k];
-    if (kind == RV_TIDE_NOT_EVALUATED) continue;
-    size_t q = q0[d_img[k]] + di[k].rank;
+    size_t q = q0[i] + rk;
     long c = find_i64(cls, K, dt[k].category_id);
     cands[c_off[c] + c_fill[c]++] = (cand){dt[k].score, q, k, 0};
     if (kind == RV_TIDE_CLS && di[k].fix_ok) {
@@ -539,13 +478,13 @@ rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t,
   double map[SC_N];
   for (int sc = 0; sc < SC_N; sc++) {
     double s = 0;
-    size_t m = 0;
+    size_t nc = 0;
     for (size_t c = 0; c < K; c++)
       if (ca[c].n[sc] > 0 || ca[c].num_gt[sc] != 0) {
         s += ca[c].ap[sc];
-        m++;
+        nc++;
       }
-    map[sc] = m ? s / (double)m : NAN;
+    map[sc] = nc ? s / (double)nc : NAN;
   }
   r->ap = map[SC_BASE];
   for (int e = 0; e < RV_TIDE_N_MAIN; e++) {
@@ -559,13 +498,6 @@ nomem:
   st = rv_error(ctx, RV_ERR_NOMEM, "tide: out of memory");
   rv_tide_result_free(r);
 done:
-  free(imgs);
-  free(g_off);
-  free(d_off);
-  free(g_idx);
-  free(d_idx);
-  free(g_img);
-  free(d_img);
   free(kept);
   free(q0);
   free(di);

@@ -80,6 +80,10 @@ typedef struct {
 rv_status rv_tide_run(rv_tide_result *r, const rv_tide_params *p, rv_iou_type t, const int64_t *img_ids,
                       size_t n_img, const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt,
                       rv_ctx *ctx);
+/* The same from IoU matrices built for gt / dt with max_dets = p->max_dets (eval/img_iou.h). */
+struct rv_img_ious_s;
+rv_status rv_tide_run_ious(rv_tide_result *r, const rv_tide_params *p, const struct rv_img_ious_s *m,
+                           const rv_coco_obj *gt, size_t n_gt, const rv_coco_obj *dt, size_t n_dt, rv_ctx *ctx);
 void rv_tide_result_free(rv_tide_result *r);
 
 /* ap.py's APDataObject.get_ap: points (1 = true positive) in score order, num_gt gt;
