@@ -275,3 +275,4 @@ def mean_iou(results, gt_seg_maps, num_classes, ignore_index, nan_to_num=None, l
 
 
 from . import cocotools  # noqa: E402  (after the library is loaded)
+from . import analysis  # noqa: E402  (the error analysis and the HTML report)
