@@ -15,7 +15,9 @@
 #include "eval/confusion.h"
 #include "eval/tide.h"
 #include <ravlt/analysis.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include "eval/segmetrics.h"
 
 static void tide_case(const char *dir, const char *iou, int threads) {
   char p[1024];
@@ -304,12 +306,135 @@ static void test_coco_analysis_json(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* The segmentation analysis from folders of hand-made PNGs: confusion counts exact, the metrics
+ * equal rv_ade20k_eval_dirs' on the same folders, the worst image first, an image thumbnail
+ * when the image is at hand, errors named. */
+static void write_gray(const char *path, const uint8_t *v, int h, int w) {
+  rv_image im = {0};
+  assert_int_equal(rv_image_alloc(&im, h, w, 1, NULL), RV_OK);
+  memcpy(im.data, v, (size_t)h * w);
+  assert_int_equal(rv_image_write(path, &im, NULL), RV_OK);
+  rv_image_free(&im);
+}
+
+static void test_seg_analysis_dirs(void **state) {
+  (void)state;
+  char root[] = "/tmp/rv_seg_analysis_XXXXXX", p[1024];
+  assert_non_null(mkdtemp(root));
+  const char *sub[3] = {"gt", "pred", "img"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, sub[i]);
+    assert_int_equal(mkdir(p, 0755), 0);
+  }
+  /* C = 3; image a: perfect; image b: the labels of test_seg_confusion (annotation convention
+   * for the prediction: 0 = no class) */
+  const uint8_t ga[4] = {1, 2, 3, 0}, pa[4] = {1, 2, 3, 3};
+  const uint8_t gb[9] = {0, 1, 2, 3, 255, 1, 2, 3, 3}, pb[9] = {1, 1, 2, 3, 2, 0, 0, 3, 1};
+  snprintf(p, sizeof p, "%s/gt/a.png", root);
+  write_gray(p, ga, 2, 2);
+  snprintf(p, sizeof p, "%s/pred/a.png", root);
+  write_gray(p, pa, 2, 2);
+  snprintf(p, sizeof p, "%s/gt/b.png", root);
+  write_gray(p, gb, 3, 3);
+  snprintf(p, sizeof p, "%s/pred/b.png", root);
+  write_gray(p, pb, 3, 3);
+  rv_image img = {0};
+  assert_int_equal(rv_image_alloc(&img, 3, 3, 3, NULL), RV_OK);
+  snprintf(p, sizeof p, "%s/img/b.jpg", root);
+  assert_int_equal(rv_image_write(p, &img, NULL), RV_OK);
+  rv_image_free(&img);
+  rv_ctx *ctx = rv_ctx_create();
+  rv_seg_analysis *a = NULL;
+  rv_analysis_params prm = rv_analysis_default_params();
+  prm.threads = 2;
+  const char *names[3] = {"x", "y", "z"};
+  assert_int_equal(rv_seg_analysis_create(&a, 3, names, &prm, ctx), RV_OK);
+  char pd[1024], gd[1024], id[1024];
+  snprintf(pd, sizeof pd, "%s/pred", root);
+  snprintf(gd, sizeof gd, "%s/gt", root);
+  snprintf(id, sizeof id, "%s/img", root);
+  size_t n = 0;
+  if (rv_seg_analysis_add_dirs(a, pd, gd, id, RV_ADE_PRED_ANNOTATION, &n, ctx) != RV_OK) fail_msg("%s", rv_ctx_errmsg(ctx));
+  assert_int_equal(n, 2);
+  char *json = NULL;
+  assert_int_equal(rv_seg_analysis_json(a, &json, ctx), RV_OK);
+  cJSON *j = cJSON_Parse(json);
+  assert_non_null(j);
+  const int64_t want[9] = {1 + 1, 0, 0, 0, 1 + 1, 0, 1, 0, 2 + 1};
+  const cJSON *rows = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "confusion"), "counts");
+  for (int r = 0; r < 3; r++)
+    for (int c = 0; c < 3; c++)
+      if (cJSON_GetArrayItem(cJSON_GetArrayItem(rows, r), c)->valuedouble != (double)want[r * 3 + c])
+        fail_msg("confusion[%d][%d] = %g, want %lld", r, c, cJSON_GetArrayItem(cJSON_GetArrayItem(rows, r), c)->valuedouble,
+                 (long long)want[r * 3 + c]);
+  rv_seg_areas acc;
+  assert_int_equal(rv_seg_areas_init(&acc, 3, ctx), RV_OK);
+  assert_int_equal(rv_ade20k_eval_dirs(&acc, pd, gd, RV_ADE_PRED_ANNOTATION, 1, NULL, ctx), RV_OK);
+  rv_seg_metrics m;
+  assert_int_equal(rv_seg_metrics_compute(&m, &acc, ctx), RV_OK);
+  assert_true(cJSON_GetObjectItem(j, "mIoU")->valuedouble == m.mIoU);
+  assert_true(cJSON_GetObjectItem(j, "aAcc")->valuedouble == m.aAcc);
+  for (int k = 0; k < 3; k++) assert_true(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "IoU"), k)->valuedouble == m.iou[k]);
+  rv_seg_metrics_free(&m);
+  rv_seg_areas_free(&acc);
+  const cJSON *w = cJSON_GetObjectItem(j, "worst_images");
+  assert_int_equal(cJSON_GetArraySize(w), 2);
+  assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "name")->valuestring, "b");
+  assert_true(fabs(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "mIoU")->valuedouble - 0.5) < 1e-15);
+  assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 1), "mIoU")->valuedouble == 1);
+  assert_non_null(cJSON_GetObjectItem(cJSON_GetArrayItem(w, 0), "thumbnail"));
+  assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "names"), 2)->valuestring, "z");
+  /* the HTML report of it */
+  snprintf(p, sizeof p, "%s/r.html", root);
+  const char *parts[1] = {json};
+  assert_int_equal(rv_analysis_write_html(p, parts, 1, NULL, ctx), RV_OK);
+  char *text = test_read_text(p);
+  assert_non_null(strstr(text, "id=\"ade20k-confusion\""));
+  assert_non_null(strstr(text, "id=\"ade20k-worst\""));
+  free(text);
+  unlink(p);
+  cJSON_Delete(j);
+  free(json);
+  rv_seg_analysis_free(a);
+  /* a missing prediction is named */
+  snprintf(p, sizeof p, "%s/pred/b.png", root);
+  unlink(p);
+  assert_int_equal(rv_seg_analysis_create(&a, 3, NULL, &prm, ctx), RV_OK);
+  assert_int_equal(rv_seg_analysis_add_dirs(a, pd, gd, NULL, RV_ADE_PRED_ANNOTATION, &n, ctx), RV_ERR_NOTFOUND);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "b.png"));
+  rv_seg_analysis_free(a);
+  /* a label out of range is named */
+  const uint8_t bad[4] = {1, 9, 1, 1};
+  snprintf(p, sizeof p, "%s/gt/b.png", root);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/gt/a.png", root);
+  write_gray(p, bad, 2, 2);
+  assert_int_equal(rv_seg_analysis_create(&a, 3, NULL, &prm, ctx), RV_OK);
+  assert_int_equal(rv_seg_analysis_add_dirs(a, pd, gd, NULL, RV_ADE_PRED_ANNOTATION, &n, ctx), RV_ERR_FORMAT);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "label 9"));
+  rv_seg_analysis_free(a);
+  assert_int_equal(rv_seg_analysis_create(&a, 0, NULL, &prm, ctx), RV_ERR_ARG);
+  /* cleanup */
+  const char *files[] = {"gt/a.png", "pred/a.png", "img/b.jpg"};
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, files[i]);
+    unlink(p);
+  }
+  for (int i = 0; i < 3; i++) {
+    snprintf(p, sizeof p, "%s/%s", root, sub[i]);
+    rmdir(p);
+  }
+  rmdir(root);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tide_goldens),
       cmocka_unit_test(test_det_confusion_rules),
       cmocka_unit_test(test_seg_confusion),
       cmocka_unit_test(test_coco_analysis_json),
+      cmocka_unit_test(test_seg_analysis_dirs),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
