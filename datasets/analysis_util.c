@@ -109,5 +109,5 @@ cJSON *rv_jarr_i64(const int64_t *v, size_t n) {
 
 double rv_jnum(const cJSON *obj, const char *name) {
   const cJSON *x = name ? cJSON_GetObjectItemCaseSensitive(obj, name) : obj;
-  return cJSON_IsNumber(x) ? x->valuedouble : NAN;
+  return cJSON_IsNumber(x) && isfinite(x->valuedouble) ? x->valuedouble : NAN;
 }

@@ -28,7 +28,7 @@ cJSON *rv_jadd_num(cJSON *obj, const char *name, double v);
 /* A JSON array of n doubles / int64s (NULL when out of memory). */
 cJSON *rv_jarr_num(const double *v, size_t n);
 cJSON *rv_jarr_i64(const int64_t *v, size_t n);
-/* The item's number, NaN when it is null or missing. */
+/* The item's number, NaN when it is null, missing, not a number or not finite. */
 double rv_jnum(const cJSON *obj, const char *name);
 
 #ifdef __cplusplus

@@ -95,6 +95,22 @@ static const char *jstr(const cJSON *o, const char *name, const char *dflt) {
   return cJSON_IsString(x) ? x->valuestring : dflt;
 }
 
+/* a thumbnail as the analyses write it: a base64 JPEG or PNG data URI (anything else, which
+ * could break out of the attribute, is left out) */
+static const char *thumb_uri(const cJSON *o) {
+  const char *t = jstr(o, "thumbnail", NULL);
+  if (!t) return NULL;
+  const char *body = NULL;
+  if (!strncmp(t, "data:image/jpeg;base64,", 23)) body = t + 23;
+  else if (!strncmp(t, "data:image/png;base64,", 22)) body = t + 22;
+  if (!body) return NULL;
+  for (const char *c = body; *c; c++)
+    if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '+' || *c == '/' ||
+          *c == '='))
+      return NULL;
+  return t;
+}
+
 static const char *const PALETTE[8] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
 
 /* ---- charts ---- */
@@ -539,7 +555,10 @@ static void confusion_body(sbuf *b, const cJSON *rows, const char *const *names,
   for (int r = 0; r < n; r++) {
     const cJSON *row = cJSON_GetArrayItem(rows, r);
     double s = 0;
-    for (int c = 0; c < n; c++) s += m[(size_t)r * n + c] = rv_jnum(cJSON_GetArrayItem(row, c), NULL);
+    for (int c = 0; c < n; c++) {
+      double v = rv_jnum(cJSON_GetArrayItem(row, c), NULL);
+      s += m[(size_t)r * n + c] = v >= 0 ? v : 0; /* counts: anything else draws nothing */
+    }
     for (int c = 0; c < n; c++)
       if (c != r && m[(size_t)r * n + c] > 0) cs[nc++] = (cell){m[(size_t)r * n + c], r, c};
     (void)s;
@@ -655,7 +674,7 @@ static void coco_worst(sbuf *b, const char *part, const cJSON *worst, const cJSO
     sb_puts(b, "<figure class=\"thumb\">");
     if (W > 0 && H > 0) {
       sb_printf(b, "<svg viewBox=\"0 0 %.0f %.0f\" class=\"timg\" role=\"img\">", W, H);
-      const char *th = jstr(w, "thumbnail", NULL);
+      const char *th = thumb_uri(w);
       if (th) {
         sb_printf(b, "<image x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" href=\"", W, H);
         sb_puts(b, th);
@@ -782,7 +801,7 @@ static void coco_compare(sbuf *b, const char *part, const cJSON *cmp, const cJSO
 }
 
 static void coco_part(sbuf *b, const cJSON *j, int idx) {
-  const char *iou = jstr(j, "iou_type", "bbox");
+  const char *iou = strcmp(jstr(j, "iou_type", "bbox"), "segm") ? "bbox" : "segm"; /* ids: never the JSON's text */
   char part[32];
   if (idx > 1) snprintf(part, sizeof part, "%s%d", iou, idx);
   else snprintf(part, sizeof part, "%s", iou);
@@ -883,7 +902,7 @@ static void seg_part(sbuf *b, const cJSON *j, int idx) {
   const cJSON *w;
   cJSON_ArrayForEach(w, cJSON_GetObjectItem(j, "worst_images")) {
     sb_puts(b, "<figure class=\"thumb\">");
-    const char *th = jstr(w, "thumbnail", NULL);
+    const char *th = thumb_uri(w);
     if (th) {
       sb_puts(b, "<img alt=\"image, ground truth, prediction\" src=\"");
       sb_puts(b, th);
@@ -960,8 +979,8 @@ rv_status rv_analysis_write_html(const char *path, const char *const *json, size
     int seen[3] = {0, 0, 0};
     for (size_t i = 0; i < n; i++) {
       int coco = !strcmp(jstr(parts[i], "report", ""), "coco");
-      const char *base = coco ? jstr(parts[i], "iou_type", "bbox") : "ade20k";
-      int slot = coco ? strcmp(base, "segm") == 0 : 2;
+      int slot = coco ? strcmp(jstr(parts[i], "iou_type", "bbox"), "segm") == 0 : 2;
+      const char *base = !coco ? "ade20k" : slot ? "segm" : "bbox";
       int idx = ++seen[slot];
       char part[32];
       if (idx > 1) snprintf(part, sizeof part, "%s%d", base, idx);

@@ -428,6 +428,46 @@ static void test_seg_analysis_dirs(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* The HTML writer takes JSON from users (ravlt.analysis.write_report): malformed analyses
+ * (missing keys, wrong types, ragged matrices, non-finite and huge numbers) render or fail with
+ * a message, never crash (run under ASan + UBSan in CI). */
+static void test_report_malformed(void **state) {
+  (void)state;
+  static const char *const cases[] = {
+      "{\"report\": \"coco\"}",
+      "{\"report\": \"coco\", \"iou_type\": \"\\\"><x>\"}",
+      "{\"report\": \"coco\", \"iou_type\": 5, \"stats\": \"x\", \"per_category\": [1, 2, {}],"
+      " \"pr\": {\"precision\": [[[1]]], \"rec_thrs\": [0, 1e999], \"iou_thrs\": [0.5, 0.75]},"
+      " \"confusion\": {\"counts\": [[1, 2], [3], \"q\", [-4, 1e999, null]], \"names\": [], \"labels\": [{}]},"
+      " \"worst_images\": [{\"width\": 1e300, \"height\": 5, \"thumbnail\": 7, \"objects\": [{\"bbox\": [1]},"
+      " {\"bbox\": [1, 2, 3, 4], \"kind\": \"dt\", \"label\": \"<x>\"}]}, 5, {\"width\": -1}],"
+      " \"tide\": {\"main\": {\"Cls\": 1e999, \"Loc\": -3}}, \"f1\": {\"overall\": {}, \"thresholds\": [0.1, \"a\"]},"
+      " \"compare\": {\"per_category\": [{\"delta\": 0.5}, {\"delta\": -0.25, \"name\": \"&\"}]}}",
+      "{\"report\": \"ade20k\", \"IoU\": [1, 2, \"x\"], \"Acc\": [], \"confusion\": {\"counts\": [[1]]},"
+      " \"worst_images\": [{}, {\"thumbnail\": \"\\\" onload=x\"}]}",
+      "{\"report\": \"ade20k\"}",
+  };
+  rv_ctx *ctx = rv_ctx_create();
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/rv_test_malformed_%d.html", (int)getpid());
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const char *parts[1] = {cases[i]};
+    if (rv_analysis_write_html(path, parts, 1, NULL, ctx) != RV_OK) fail_msg("case %zu: %s", i, rv_ctx_errmsg(ctx));
+    char *text = test_read_text(path);
+    assert_non_null(text);
+    assert_null(strstr(text, "nan\""));  /* no NaN in an SVG attribute */
+    assert_null(strstr(text, "<x>"));  /* text is escaped, ids are never the JSON's text */
+    assert_null(strstr(text, "\" onload")); /* and attribute values too */
+    free(text);
+  }
+  unlink(path);
+  const char *bad[2] = {"[1, 2]", "{\"report\": \"coco\""};
+  for (int i = 0; i < 2; i++) assert_int_equal(rv_analysis_write_html(path, bad + i, 1, NULL, ctx), RV_ERR_FORMAT);
+  assert_int_equal(access(path, F_OK), -1);
+  assert_int_equal(rv_analysis_write_html("/nonexistent-dir/r.html", cases, 1, NULL, ctx), RV_ERR_IO);
+  rv_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tide_goldens),
@@ -435,6 +475,7 @@ int main(void) {
       cmocka_unit_test(test_seg_confusion),
       cmocka_unit_test(test_coco_analysis_json),
       cmocka_unit_test(test_seg_analysis_dirs),
+      cmocka_unit_test(test_report_malformed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
