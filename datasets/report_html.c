@@ -342,16 +342,17 @@ static void coco_categories(sbuf *b, const char *part, const cJSON *pc) {
       lab[i] = jstr(cJSON_GetArrayItem(pc, ord[i].i), "name", "");
       val[i] = ord[i].v;
     }
-    sb_puts(b, "<div class=\"fig\">");
-    svg_hbars(b, "AP @[.50:.95] per category, best first", lab, val, n, 1.0, "%.3f", PALETTE[0], 560);
+    sb_puts(b, "<div class=\"figs\"><div class=\"fig\">");
+    svg_hbars(b, "AP @[.50:.95] per category, best first", lab, val, n, 1.0, "%.3f", PALETTE[0], 460);
     sb_puts(b, "</div>");
-  }
+  } else
+    sb_puts(b, "<div class=\"figs\">");
   free(ord);
   free(lab);
   free(val);
   static const char *const keys[8] = {"ap", "ap50", "ap75", "ap_small", "ap_medium", "ap_large", "ar100", NULL};
-  sb_puts(b, "<p class=\"note\">Click a column title to sort. &ndash; : no ground truth in that range (-1 in the JSON).</p>"
-             "<table class=\"sortable\"><thead><tr><th>id</th><th>name</th><th>AP</th><th>AP50</th><th>AP75</th>"
+  sb_puts(b, "<div><p class=\"note\">Click a column title to sort. &ndash; : no ground truth in that range (-1 in the "
+             "JSON).</p><table class=\"sortable\"><thead><tr><th>id</th><th>name</th><th>AP</th><th>AP50</th><th>AP75</th>"
              "<th>AP S</th><th>AP M</th><th>AP L</th><th>AR@max</th></tr></thead><tbody>");
   for (int i = 0; i < n; i++) {
     const cJSON *e = cJSON_GetArrayItem(pc, i);
@@ -366,7 +367,7 @@ static void coco_categories(sbuf *b, const char *part, const cJSON *pc) {
     }
     sb_puts(b, "</tr>");
   }
-  sb_puts(b, "</tbody></table></section>");
+  sb_puts(b, "</tbody></table></div></div></section>");
 }
 
 /* mean over the categories of the defined (> -1) precision at each recall threshold */
@@ -629,12 +630,13 @@ static void coco_f1(sbuf *b, const char *part, const cJSON *f1) {
       f[i] = rv_jnum(cJSON_GetArrayItem(cJSON_GetObjectItem(ov, "f1_curve"), i), NULL);
     }
     series s[3] = {{"precision", PALETTE[0], x, p, n, 0}, {"recall", PALETTE[1], x, r, n, 0}, {"F1", PALETTE[3], x, f, n, 0}};
-    sb_puts(b, "<div class=\"fig\">");
+    sb_puts(b, "<div class=\"figs\"><div class=\"fig\">");
     svg_lines(b, "All categories", "score threshold", "value", s, 3, 480, 300, 0);
     sb_puts(b, "</div>");
     free(x);
-  }
-  sb_puts(b, "<table class=\"sortable\"><thead><tr><th>id</th><th>name</th><th>best threshold</th><th>precision</th>"
+  } else
+    sb_puts(b, "<div class=\"figs\">");
+  sb_puts(b, "<div><table class=\"sortable\"><thead><tr><th>id</th><th>name</th><th>best threshold</th><th>precision</th>"
              "<th>recall</th><th>F1</th></tr></thead><tbody>");
   const cJSON *e;
   cJSON_ArrayForEach(e, pc) {
@@ -649,7 +651,7 @@ static void coco_f1(sbuf *b, const char *part, const cJSON *f1) {
     }
     sb_puts(b, "</tr>");
   }
-  sb_puts(b, "</tbody></table></section>");
+  sb_puts(b, "</tbody></table></div></div></section>");
 }
 
 static const char *label_color(const char *lab) {
