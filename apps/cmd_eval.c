@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700
 #include "apps/cli.h"
+#include "apps/eval_analysis.h"
 #include "apps/eval_report.h"
 #include "apps/model_run.h"
 #include "core/fs.h"
@@ -27,6 +28,7 @@
 #include "datasets/classes.h"
 #include "datasets/coco.h"
 #include "datasets/det_json.h"
+#include "datasets/seg_analysis.h"
 #include "eval/cocoeval.h"
 #include "eval/segmetrics.h"
 #include "apps/commands.h"
@@ -53,6 +55,7 @@ typedef struct {
   rv_coco_area_mode area_mode;
   int mmdet_maxdets, resume, strict;
   rv_shard shard;
+  rv_cli_report_opts rep; /* --report, --report-json, --compare, --conf-* */
 } coco_opts;
 
 static const rv_opt COCO_OPTS[] = {
@@ -64,6 +67,20 @@ static const rv_opt COCO_OPTS[] = {
      "write {\"iou_type\", \"stats\": [12], \"per_category\": {id: AP}} to FILE\n"
      "('-': stdout, the tables then go to stderr; model mode: bbox in FILE,\n"
      "segm in FILE with .segm.json, so '-' only for a model without masks)", 0},
+    {"--report", NULL, RV_OPT_STR, offsetof(coco_opts, rep.html), 0, 0, NULL, "FILE.html",
+     "also write the error analysis as one self-contained HTML report: per-\n"
+     "category AP, PR curves, TIDE's error breakdown, the confusion matrix,\n"
+     "P/R/F1 against the score threshold, the worst images (docs/evaluation.md)", 0},
+    {"--report-json", NULL, RV_OPT_STR, offsetof(coco_opts, rep.json), 0, 0, NULL, "FILE",
+     "the analysis as JSON ('-': stdout, the tables then go to stderr;\n"
+     "model mode: segm in FILE with .segm.json)", 0},
+    {"--compare", NULL, RV_OPT_STR, offsetof(coco_opts, rep.compare), 0, 0, NULL, "OTHER.json",
+     "report: a second results file on the same gt: per-category AP deltas\n"
+     "and both TIDE breakdowns", 0},
+    {"--conf-score-thr", NULL, RV_OPT_DOUBLE, offsetof(coco_opts, rep.conf_score_thr), 0, 1, NULL, "X",
+     "report: the confusion matrix counts detections with score >= X\n(default 0.3, mmdet's)", 0},
+    {"--conf-iou-thr", NULL, RV_OPT_DOUBLE, offsetof(coco_opts, rep.conf_iou_thr), 0, 1, NULL, "X",
+     "report: ... that overlap a gt with IoU >= X (default 0.5)", RV_OPT_OPEN_LO},
     {"--area-mode", NULL, RV_OPT_CHOICE, offsetof(coco_opts, area_mode_s), 0, 0, "box|mask", "M",
      "box (default): pycocotools' loadRes rule - when the first result has a\n"
      "bbox, detection areas are w*h even for segm (what mmdet 2.x and the\n"
@@ -72,7 +89,8 @@ static const rv_opt COCO_OPTS[] = {
      "maxDets 100/300/1000 as mmdet's CocoDataset.evaluate (default 1/10/100)", 0},
     {"--images", NULL, RV_OPT_STR, offsetof(coco_opts, images), 0, 0, NULL, "DIR",
      "model mode: the folder holding every image's file_name (image ids: those\n"
-     "of --ann, by file_name)", 0},
+     "of --ann, by file_name); results mode with a report: the images for the\n"
+     "worst images' thumbnails", 0},
     {"--weights", NULL, RV_OPT_STR, offsetof(coco_opts, weights), 0, 0, NULL, "W",
      "model mode: detector checkpoint (.pth / .safetensors); --model NAME if it\n"
      "has no config; 'demo-det': the built-in demo detector (on `ravlt synth\n"
@@ -111,7 +129,8 @@ const rv_cmd_spec rv_spec_eval_coco = {
     "same with the images done so far, exit 128+N.\n",
     "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
     "  ravlt eval coco --ann instances_val2017.json --results dets.segm.json --iou-type segm --json -\n"
-    "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n",
+    "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n"
+    "  ravlt eval coco --ann instances_val2017.json --results dets.json --images val2017 --report report.html\n",
     sizeof(coco_opts)};
 
 static rv_status push_obj(rv_coco_results *r, size_t *cap, const rv_coco_obj *o, rv_ctx *ctx) {
@@ -276,19 +295,23 @@ static int cmd_coco_model(const coco_opts *o) {
   size_t n_imgs = 0, n_failed = 0, n_skip = 0;
   int64_t *skip = NULL;
   rv_coco_results prev_box = {0}, prev_seg = {0};
+  rv_cocoeval *ev = NULL;
+  rv_cli_report rep = {0};
   int rc = 0, threads = rv_cli.threads, masks = 0, sig = 0, prepared = 0;
   /* under mpirun (apps/mpi_run.h) every rank reaches the gather, failed or not */
   const int mpi = rv_mpi_size() > 1;
   rv_status st = RV_OK;
   if (!mpi) rv_cli_signals_install(1); /* a signal while loading: stops before the first image */
   { /* every output checked before the model loads: writable, not an input */
-    char sp[4096] = "", side[4096] = "", js[4096] = "";
+    char sp[4096] = "", side[4096] = "", js[4096] = "", rjs[4096] = "";
     if (o->out) rv_cli_sibling_path(sp, sizeof sp, o->out, ".segm.json");
     if (o->out) rv_cli_sibling_path(side, sizeof side, o->out, ".shard.json");
     if (o->json) rv_cli_sibling_path(js, sizeof js, o->json, ".segm.json");
-    const char *outs[5] = {o->out, o->out ? sp : NULL, o->out ? side : NULL, o->json, o->json ? js : NULL};
+    if (o->rep.json) rv_cli_sibling_path(rjs, sizeof rjs, o->rep.json, ".segm.json");
+    const char *outs[8] = {o->out, o->out ? sp : NULL, o->out ? side : NULL, o->json, o->json ? js : NULL,
+                           o->rep.html, o->rep.json, o->rep.json ? rjs : NULL};
     const char *ins[2] = {o->ann, rv_cli_is_demo(o->weights) ? NULL : o->weights};
-    st = rv_cli_outputs_check(outs, NULL, 5, ins, 2, ctx);
+    st = rv_cli_outputs_check(outs, NULL, 8, ins, 2, ctx);
   }
   rv_part_run run = {"", -1, -1};
   rv_part_run_id(&run, o->weights, o->model ? o->model : "", o->ann, NULL);
@@ -299,6 +322,10 @@ static int cmd_coco_model(const coco_opts *o) {
   masks = rv_detector_has_masks(rv_model_detector(m));
   if (masks && rv_cli_json_stdout(o->json)) {
     st = rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose summary is a second file: give --json FILE");
+    goto ran;
+  }
+  if (masks && rv_cli_json_stdout(o->rep.json)) {
+    st = rv_error(ctx, RV_ERR_ARG, "--report-json -: this model has masks, whose analysis is a second file: give --report-json FILE");
     goto ran;
   }
   double t0 = rv_now();
@@ -461,9 +488,16 @@ ran:
             o->shard.index, o->shard.count, n_imgs, gt->n_images, box.n, side);
     goto done;
   }
-  rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, threads, masks};
+  rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, threads, masks, rv_cli_report_wanted(&o->rep) ? &ev : NULL,
+                            rv_cli_json_stdout(o->rep.json)};
+  rv_cli_report_init(&rep, &o->rep, threads);
+  rep.o.images = o->images;
   if (!prepared && (st = rv_coco_results_prepare(&box, gt, RV_IOU_BBOX, o->area_mode, o->weights, ctx)) != RV_OK) goto fail;
   if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, o->json, NULL, ctx)) != RV_OK) goto fail;
+  if (ev && (st = rv_cli_report_coco(&rep, gt, &box, RV_IOU_BBOX, ev, rv_cocoeval_get_params(ev), o->area_mode, 0, ctx)) != RV_OK)
+    goto fail;
+  rv_cocoeval_free(ev);
+  ev = NULL;
   if (masks) {
     char segm_json[4096];
     if (o->json) rv_cli_sibling_path(segm_json, sizeof segm_json, o->json, ".segm.json");
@@ -471,11 +505,16 @@ ran:
     printf("\n");
     if ((st = rv_cli_coco_report(gt, &seg, RV_IOU_SEGM, &ro, o->json ? segm_json : NULL, NULL, ctx)) != RV_OK)
       goto fail;
+    if (ev && (st = rv_cli_report_coco(&rep, gt, &seg, RV_IOU_SEGM, ev, rv_cocoeval_get_params(ev), o->area_mode, 1, ctx)) != RV_OK)
+      goto fail;
   }
+  if ((st = rv_cli_report_finish(&rep, o->weights, ctx)) != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail_once(ctx, cmd, st);
 done:
+  rv_cocoeval_free(ev);
+  rv_cli_report_free(&rep);
   rv_cli_signals_restore();
   free(skip);
   rv_coco_results_free(&prev_box);
@@ -494,9 +533,16 @@ static int cmd_coco(int argc, char **argv) {
   const char *cmd = "eval coco";
   coco_opts o;
   memset(&o, 0, sizeof o);
+  o.rep.conf_score_thr = o.rep.conf_iou_thr = NAN; /* not given */
   int npos;
   int prc = rv_cli_parse(&rv_spec_eval_coco, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
+  const char *rmsg = rv_cli_report_usage(&o.rep, 1);
+  if (rmsg) return rv_cli_usage_error(cmd, "%s", rmsg);
+  if (rv_cli_json_stdout(o.json) && rv_cli_json_stdout(o.rep.json))
+    return rv_cli_usage_error(cmd, "--json - and --report-json -: only one of them can go to stdout");
+  if (rv_cli_report_wanted(&o.rep) && (o.shard_spec || rv_mpi_size() > 1 || o.resume))
+    return rv_cli_usage_error(cmd, "--report / --report-json need one run over every image (not with --shard, --resume or mpirun)");
   int iou_given = o.iou_type != NULL;
   o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
   o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
@@ -520,8 +566,8 @@ static int cmd_coco(int argc, char **argv) {
     }
     return cmd_coco_model(&o);
   }
-  if (o.shard_spec || o.out || o.images || o.model)
-    return rv_cli_usage_error(cmd, "--images, --model, --output and --shard are for the model mode (--weights)");
+  if (o.shard_spec || o.out || o.model || (o.images && !rv_cli_report_wanted(&o.rep)))
+    return rv_cli_usage_error(cmd, "--images (without a report), --model, --output and --shard are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
@@ -537,8 +583,18 @@ static int cmd_coco(int argc, char **argv) {
   t0 = rv_now();
   if ((st = rv_coco_load_results(&res, gt, o.results, o.iou, o.area_mode, threads, ctx)) != RV_OK) goto fail;
   rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results, res.n, rv_now() - t0);
-  rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0};
-  if ((st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx)) != RV_OK) goto fail;
+  rv_cocoeval *ev = NULL;
+  rv_cli_report rep;
+  rv_cli_report_init(&rep, &o.rep, threads);
+  rep.o.images = o.images;
+  rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0, rv_cli_report_wanted(&o.rep) ? &ev : NULL,
+                            rv_cli_json_stdout(o.rep.json)};
+  if ((st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx)) == RV_OK && ev)
+    st = rv_cli_report_coco(&rep, gt, &res, o.iou, ev, rv_cocoeval_get_params(ev), o.area_mode, 0, ctx);
+  if (st == RV_OK) st = rv_cli_report_finish(&rep, o.results, ctx);
+  rv_cocoeval_free(ev);
+  rv_cli_report_free(&rep);
+  if (st != RV_OK) goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);
@@ -561,6 +617,7 @@ typedef struct {
   const char *precision;
   int zero_based, aug_test, crop, stride, resume, strict;
   rv_shard shard;
+  rv_cli_report_opts rep; /* --report, --report-json, --images */
 } ade_opts;
 
 static const rv_opt ADE_OPTS[] = {
@@ -574,6 +631,14 @@ static const rv_opt ADE_OPTS[] = {
     {"--json", NULL, RV_OPT_STR, offsetof(ade_opts, json), 0, 0, NULL, "FILE",
      "write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
      "to FILE ('-': stdout, the table then goes to stderr)", 0},
+    {"--report", NULL, RV_OPT_STR, offsetof(ade_opts, rep.html), 0, 0, NULL, "FILE.html",
+     "also write the analysis as one self-contained HTML report: per-class\n"
+     "IoU / Acc, mmseg's confusion matrix, the worst images (docs/evaluation.md)", 0},
+    {"--report-json", NULL, RV_OPT_STR, offsetof(ade_opts, rep.json), 0, 0, NULL, "FILE",
+     "the analysis as JSON ('-': stdout, the table then goes to stderr)", 0},
+    {"--images", NULL, RV_OPT_STR, offsetof(ade_opts, rep.images), 0, 0, NULL, "DIR",
+     "report with --pred-dir: the images (<name>.jpg) for the worst images'\n"
+     "thumbnails (default with --root: ROOT/images/validation)", 0},
     {"--weights", NULL, RV_OPT_STR, offsetof(ade_opts, weights), 0, 0, NULL, "W",
      "model mode: segmentor checkpoint; --model NAME if it has no config; 'demo':\n"
      "the built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
@@ -615,7 +680,8 @@ const rv_cmd_spec rv_spec_eval_ade20k = {
     "SIGTERM, SIGHUP: the same with the images done so far, exit 128+N.\n",
     "  ravlt eval ade20k --pred-dir out --gt-dir ADEChallengeData2016/annotations/validation\n"
     "  ravlt eval ade20k --root ADEChallengeData2016 --weights upernet_ravlt_s.pth --json miou.json\n"
-    "  ravlt eval ade20k --root synth_seg --weights demo --json -\n",
+    "  ravlt eval ade20k --root synth_seg --weights demo --json -\n"
+    "  ravlt eval ade20k --root ADEChallengeData2016 --pred-dir out --report seg.html\n",
     sizeof(ade_opts)};
 
 /* Model mode: segment every ROOT/images/validation/<name>.jpg of the shard and add it to
@@ -624,7 +690,8 @@ static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *
 
 static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const char *img_dir, const char *ann_dir,
                                          rv_seg_areas *acc, rv_name_list *list, char **done, size_t *n_done,
-                                         const char *const *skip, size_t n_skip, size_t *failed, rv_ctx *ctx) {
+                                         const char *const *skip, size_t n_skip, size_t *failed, rv_seg_analysis *an,
+                                         rv_ctx *ctx) {
   const int C = acc->num_classes;
   /* under mpirun every rank must agree, and a --shard part is all or nothing: stop at the first */
   const int keep_going = rv_mpi_size() <= 1 && !o->shard_spec;
@@ -666,6 +733,11 @@ static rv_status ade20k_preds_from_model(const ade_opts *o, rv_model *m, const c
     if (st == RV_OK) st = rv_model_segment(m, labels, &img, &ro, arena, ctx);
     t_model += rv_now() - t1;
     if (st == RV_OK) rv_seg_areas_add_i32(acc, labels, g.data, n, 1, 255);
+    if (st == RV_OK && an) {
+      char stem_name[1024];
+      snprintf(stem_name, sizeof stem_name, "%.*s", (int)stem, name);
+      st = rv_seg_analysis_add(an, stem_name, &img, g.data, labels, NULL, img.h, img.w, ctx);
+    }
     if (st == RV_OK && o->pred_out) {
       char out[4096];
       if (snprintf(out, sizeof out, "%s/%.*s.png", o->pred_out, (int)stem, name) >= (int)sizeof out)
@@ -702,6 +774,8 @@ static int cmd_ade20k_model(const ade_opts *o) {
   rv_model *m = NULL;
   rv_name_list list = {0};
   rv_seg_areas acc = {0};
+  rv_seg_analysis *an = NULL;
+  rv_cli_report rep = {0};
   char **done = NULL;
   const char **names = NULL; /* the model's class names for the table (NULL: indices) */
   size_t n_done = 0;
@@ -725,6 +799,14 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (st == RV_OK && o->pred_out) st = rv_mkdirs(o->pred_out, ctx);
   if (st == RV_OK) st = rv_seg_areas_init(&acc, rv_model_num_classes(m), ctx);
   if (st == RV_OK && !(done = calloc(list.n, sizeof *done))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  rv_cli_report_init(&rep, &o->rep, rv_cli.threads);
+  if (st == RV_OK && rv_cli_report_wanted(&o->rep)) {
+    const int C = rv_model_num_classes(m);
+    const char **nm = rv_model_has_class_names(m) ? malloc(sizeof *nm * (size_t)C) : NULL;
+    for (int k = 0; nm && k < C; k++) nm[k] = rv_model_class_name(m, k);
+    st = rv_seg_analysis_create(&an, C, nm, &rep.p, ctx);
+    free(nm);
+  }
   if (st == RV_OK && o->mode) {
     rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);
     t->mode = !strcmp(o->mode, "slide") ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
@@ -774,7 +856,7 @@ static int cmd_ade20k_model(const ade_opts *o) {
   if (!(rv_mpi_size() > 1)) rv_cli_signals_install(1);
   if (st == RV_OK)
     st = ade20k_preds_from_model(o, m, img_dir, ann_dir, &acc, &list, done, &n_done, (const char *const *)done, n_skip,
-                                 &n_failed, ctx); /* appends to done[n_skip...] */
+                                 &n_failed, an, ctx); /* appends to done[n_skip...] */
   sig = rv_cli_stop_signal();
   rv_cli_signals_restore();
   if (st == RV_OK && rv_mpi_size() <= 1 && (n_failed || sig)) { /* keep what succeeded, no metrics */
@@ -822,11 +904,15 @@ static int cmd_ade20k_model(const ade_opts *o) {
     }
     for (int k = 0; k < C; k++) names[k] = rv_model_class_name(m, k);
   }
-  if ((st = rv_cli_ade_report(&acc, n_done, names, o->json, ctx)) != RV_OK) goto fail;
+  if ((st = rv_cli_ade_report_to(&acc, n_done, names, o->json, rv_cli_json_stdout(o->rep.json), ctx)) != RV_OK) goto fail;
+  if (an && ((st = rv_cli_report_seg(&rep, an, ctx)) != RV_OK || (st = rv_cli_report_finish(&rep, o->weights, ctx)) != RV_OK))
+    goto fail;
   goto done;
 fail:
   rc = rv_cli_fail_once(ctx, cmd, st);
 done:
+  rv_seg_analysis_free(an);
+  rv_cli_report_free(&rep);
   free(names);
   free(done);
   rv_seg_areas_free(&acc);
@@ -840,9 +926,17 @@ static int cmd_ade20k(int argc, char **argv) {
   const char *cmd = "eval ade20k";
   ade_opts o;
   memset(&o, 0, sizeof o);
+  o.rep.conf_score_thr = o.rep.conf_iou_thr = NAN; /* not options of eval ade20k */
   int npos;
   int prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
+  const char *rmsg = rv_cli_report_usage(&o.rep, 0);
+  if (rmsg) return rv_cli_usage_error(cmd, "%s", rmsg);
+  if (o.rep.images && !rv_cli_report_wanted(&o.rep)) return rv_cli_usage_error(cmd, "--images is for the report (--report / --report-json)");
+  if (rv_cli_json_stdout(o.json) && rv_cli_json_stdout(o.rep.json))
+    return rv_cli_usage_error(cmd, "--json - and --report-json -: only one of them can go to stdout");
+  if (rv_cli_report_wanted(&o.rep) && (o.shard_spec || rv_mpi_size() > 1 || o.resume))
+    return rv_cli_usage_error(cmd, "--report / --report-json need one run over every image (not with --shard, --resume or mpirun)");
   if (o.resume && (!o.weights || !o.out || o.shard_spec || rv_mpi_size() > 1))
     return rv_cli_usage_error(cmd, "--resume needs --weights and --output PART.json (one process, no --shard)");
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
@@ -876,6 +970,8 @@ static int cmd_ade20k(int argc, char **argv) {
   int rc = 0;
   char img_dir[4096], ann_dir[4096];
   rv_seg_areas acc = {0};
+  rv_seg_analysis *an = NULL;
+  rv_cli_report rep = {0};
   const char *gt_dir = o.gt_dir;
   if (o.root && !gt_dir) {
     if ((st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) != RV_OK) goto fail;
@@ -884,15 +980,28 @@ static int cmd_ade20k(int argc, char **argv) {
   if ((st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx)) != RV_OK) goto fail;
   size_t n = 0;
   double t0 = rv_now();
-  st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
-                           rv_cli.threads, &n, ctx);
-  if (st != RV_OK) goto fail;
+  rv_ade_pred_format fmt = o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION;
+  if (rv_cli_report_wanted(&o.rep)) { /* the analysis reads the label maps once and has mmseg's areas too */
+    rv_cli_report_init(&rep, &o.rep, rv_cli.threads);
+    char root_imgs[4096], root_anns[4096];
+    if (!rep.o.images && o.root && rv_ade20k_layout(o.root, root_imgs, root_anns, sizeof root_anns, NULL) == RV_OK)
+      rep.o.images = root_imgs;
+    if ((st = rv_seg_analysis_create(&an, RV_ADE20K_CLASSES, NULL, &rep.p, ctx)) != RV_OK ||
+        (st = rv_seg_analysis_add_dirs(an, o.pred_dir, gt_dir, rep.o.images, fmt, &n, ctx)) != RV_OK)
+      goto fail;
+    rv_seg_areas_merge(&acc, rv_seg_analysis_areas(an));
+  } else if ((st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, fmt, rv_cli.threads, &n, ctx)) != RV_OK)
+    goto fail;
   rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-  if ((st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx)) != RV_OK) goto fail;
+  if ((st = rv_cli_ade_report_to(&acc, n, NULL, o.json, rv_cli_json_stdout(o.rep.json), ctx)) != RV_OK) goto fail;
+  if (an && ((st = rv_cli_report_seg(&rep, an, ctx)) != RV_OK || (st = rv_cli_report_finish(&rep, o.pred_dir, ctx)) != RV_OK))
+    goto fail;
   goto done;
 fail:
   rc = rv_cli_fail(ctx, cmd, st);
 done:
+  rv_seg_analysis_free(an);
+  rv_cli_report_free(&rep);
   rv_seg_areas_free(&acc);
   rv_ctx_free(ctx);
   return rc;

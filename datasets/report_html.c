@@ -90,8 +90,9 @@ static void sb_num(sbuf *b, const char *fmt, double v) {
   else sb_printf(b, fmt, v);
 }
 
+/* o's string member name (or o itself when name is NULL), dflt when it is not a string */
 static const char *jstr(const cJSON *o, const char *name, const char *dflt) {
-  const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, name);
+  const cJSON *x = name ? cJSON_GetObjectItemCaseSensitive(o, name) : o;
   return cJSON_IsString(x) ? x->valuestring : dflt;
 }
 
@@ -594,10 +595,6 @@ static void coco_confusion(sbuf *b, const char *part, const cJSON *conf) {
   const char **nm = malloc(sizeof *nm * (size_t)(n + 1));
   if (nm) {
     for (int i = 0; i < n; i++) nm[i] = jstr(cJSON_GetArrayItem(names, i), NULL, "?");
-    for (int i = 0; i < n; i++) {
-      const cJSON *x = cJSON_GetArrayItem(names, i);
-      nm[i] = cJSON_IsString(x) ? x->valuestring : "?";
-    }
     confusion_body(b, rows, nm, n, "ground truth", "predicted as");
   }
   free(nm);
@@ -664,8 +661,8 @@ static const char *label_color(const char *lab) {
 static void coco_worst(sbuf *b, const char *part, const cJSON *worst, const cJSON *conf) {
   sec_open(b, part, "worst", "Worst images");
   sb_printf(b, "<p class=\"note\">The images with the most false positives + false negatives at the confusion matrix's "
-               "rule (score &ge; %.2f, IoU &ge; %.2f). Ground truth: solid boxes; detections: dashed, with their score. "
-               "Labels: TP, TIDE's error type of a detection (Cls, Loc, Both, Dupe, Bkg; FP past its 100 detections), "
+               "rule (score &ge; %.2f, IoU &ge; %.2f). Ground truth: solid boxes; detections: dashed. Green: found (TP, "
+               "unlabelled); the errors are labelled: TIDE's error type of a detection (Cls, Loc, Both, Dupe, Bkg; FP past its 100 detections), "
                "Miss / FN for a ground truth not found (FN: a Cls or Loc error points at it), crowd / ignored in grey.</p>",
             rv_jnum(conf, "score_thr"), rv_jnum(conf, "iou_thr"));
   const cJSON *names = cJSON_GetObjectItem(conf, "names"), *labels = cJSON_GetObjectItem(conf, "labels");
@@ -706,6 +703,7 @@ static void coco_worst(sbuf *b, const char *part, const cJSON *worst, const cJSO
         sb_puts(b, ": ");
         sb_esc(b, lab);
         sb_puts(b, "</title></rect>");
+        if (!strcmp(lab, "TP")) continue; /* found objects: the box alone (its title says it), errors get a label */
         char txt[160];
         if (is_gt) snprintf(txt, sizeof txt, "%s %s", lab, cname);
         else snprintf(txt, sizeof txt, "%s %s %.2f", lab, cname, rv_jnum(o, "score"));

@@ -5,6 +5,7 @@
  * areas and merges them under a lock; a thumbnail is made only for an image that is among the
  * worst so far. */
 #define _POSIX_C_SOURCE 200809L
+#include "datasets/seg_analysis.h"
 #include "datasets/ade20k.h"
 #include "datasets/analysis_util.h"
 #include "datasets/classes.h"
@@ -325,3 +326,6 @@ rv_status rv_seg_analysis_json(const rv_seg_analysis *a, char **json, rv_ctx *ct
   rv_seg_metrics_free(&m);
   return st;
 }
+
+const rv_seg_areas *rv_seg_analysis_areas(const rv_seg_analysis *a) { return &a->areas; }
+size_t rv_seg_analysis_count(const rv_seg_analysis *a) { return a->n_images; }
