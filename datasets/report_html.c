@@ -125,13 +125,13 @@ typedef struct {
 /* x and y in [0, 1]; w x h pixels */
 static void svg_lines(sbuf *b, const char *title, const char *xl, const char *yl, const series *s, int ns, int w, int h,
                       int small) {
-  int ml = small ? 6 : 44, mr = small ? 4 : 12, mt = small ? 16 : 24, mb = small ? 6 : 36;
+  int ml = small ? 6 : 44, mr = small ? 4 : 12, mt = small ? 16 : 40, mb = small ? 6 : 36;
   double pw = w - ml - mr, ph = h - mt - mb;
   sb_printf(b, "<svg class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">", w, h, w, h);
   sb_puts(b, "<title>");
   sb_esc(b, title);
   sb_puts(b, "</title>");
-  sb_printf(b, "<text x=\"%d\" y=\"%d\" class=\"%s\">", ml, mt - (small ? 4 : 8), small ? "st" : "ct");
+  sb_printf(b, "<text x=\"%d\" y=\"%d\" class=\"%s\">", small ? ml : 0, small ? mt - 4 : 14, small ? "st" : "ct");
   sb_esc(b, title);
   sb_puts(b, "</text>");
   sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%.0f\" height=\"%.0f\" class=\"frame\"/>", ml, mt, pw, ph);
@@ -169,14 +169,19 @@ static void svg_lines(sbuf *b, const char *title, const char *xl, const char *yl
       sb_printf(b, "%.1f,%.1f", x, y);
     }
     if (open) sb_puts(b, "\"/>");
-    if (!small && s[i].name) {
-      double ly = mt + 14 + 16 * i;
-      sb_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>", ml + pw - 150,
-                ml + pw - 130, ly - 4, ly - 4, s[i].color, s[i].dashed ? " stroke-dasharray=\"5 3\"" : "");
-      sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"tk\">", ml + pw - 126, ly);
-      sb_esc(b, s[i].name);
-      sb_puts(b, "</text>");
-    }
+  }
+  /* the legend: one row under the title, right-aligned (it never covers a curve) */
+  double lx = ml + pw;
+  for (int i = ns - 1; i >= 0 && !small; i--) {
+    if (!s[i].name) continue;
+    double wtxt = 6.0 * (double)strlen(s[i].name);
+    lx -= wtxt + 30;
+    double ly = mt - 8;
+    sb_printf(b, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"%s/>", lx, lx + 20,
+              ly - 4, ly - 4, s[i].color, s[i].dashed ? " stroke-dasharray=\"5 3\"" : "");
+    sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"tk\">", lx + 24, ly);
+    sb_esc(b, s[i].name);
+    sb_puts(b, "</text>");
   }
   sb_puts(b, "</svg>");
 }
@@ -707,8 +712,16 @@ static void coco_worst(sbuf *b, const char *part, const cJSON *worst, const cJSO
         char txt[160];
         if (is_gt) snprintf(txt, sizeof txt, "%s %s", lab, cname);
         else snprintf(txt, sizeof txt, "%s %s %.2f", lab, cname, rv_jnum(o, "score"));
-        double ty = is_gt ? y + fs : y + bh - 2 * sw;
-        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" class=\"bl\">", x + 2 * sw, ty, fs, col);
+        double ty = is_gt ? y + fs : y + bh - 2 * sw, tx = x + 2 * sw;
+        const char *anchor = "start";
+        if (tx + 0.62 * fs * (double)strlen(txt) > W) { /* would leave the image: end it at the box's right */
+          tx = (x + bw < W ? x + bw : W) - 2 * sw;
+          anchor = "end";
+        }
+        if (ty > H - 2 * sw) ty = H - 2 * sw;
+        if (ty < fs) ty = fs;
+        sb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.1f\" fill=\"%s\" text-anchor=\"%s\" class=\"bl\">", tx, ty,
+                  fs, col, anchor);
         sb_esc(b, txt);
         sb_puts(b, "</text>");
       }
