@@ -58,15 +58,20 @@ rv_status rv_thumb_data_uri(char **uri, const rv_image *img, int max_side, rv_ct
 /* cJSON prints a double with 15 digits when they read back within an epsilon, which is not
  * always the same double: numbers go in as raw text, the shortest of %.15g / %.16g / %.17g
  * that reads back exactly (strtod), null for NaN and inf. */
+/* v written exactly into buf (>= 32 bytes): integers as such, else the shortest of %.15g and
+ * %.17g that reads back as v; null for NaN / inf. Returns the length. */
+static int num_text(char *buf, double v) {
+  if (isnan(v) || isinf(v)) return (int)(memcpy(buf, "null", 5), 4);
+  if (v == (double)(long long)v && fabs(v) < 1e15) /* integers (and -1, 0, 1: most cells) */
+    return snprintf(buf, 32, "%lld", (long long)v);
+  int n = snprintf(buf, 32, "%.15g", v);
+  if (strtod(buf, NULL) != v) n = snprintf(buf, 32, "%.17g", v);
+  return n;
+}
+
 cJSON *rv_jnum_item(double v) {
   char buf[40];
-  if (isnan(v) || isinf(v)) return cJSON_CreateNull();
-  if (v == (double)(long long)v && fabs(v) < 1e15) /* integers (and -1, 0, 1: most cells) */
-    snprintf(buf, sizeof buf, "%lld", (long long)v);
-  else {
-    snprintf(buf, sizeof buf, "%.15g", v);
-    if (strtod(buf, NULL) != v) snprintf(buf, sizeof buf, "%.17g", v);
-  }
+  num_text(buf, v);
   return cJSON_CreateRaw(buf);
 }
 
@@ -79,32 +84,70 @@ cJSON *rv_jadd_num(cJSON *obj, const char *name, double v) {
   return x;
 }
 
-cJSON *rv_jarr_num(const double *v, size_t n) {
-  cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; a && i < n; i++) {
-    cJSON *x = rv_jnum_item(v[i]);
-    if (!x) {
-      cJSON_Delete(a);
-      return NULL;
+/* the text of an array with no number (a dimension is 0): the nested empty arrays */
+static char *empty_text(char *o, const size_t *dims, int nd) {
+  *o++ = '[';
+  if (nd > 1)
+    for (size_t i = 0; i < dims[0]; i++) {
+      if (i) *o++ = ',';
+      o = empty_text(o, dims + 1, nd - 1);
     }
-    cJSON_AddItemToArray(a, x);
+  *o++ = ']';
+  return o;
+}
+
+/* Arrays are one raw item holding their whole text (no item per number: a [10][101][80]
+ * precision array is 80,800 numbers). */
+char *rv_jtext_num(const double *v, const size_t *dims, int nd) {
+  if (nd < 1 || nd > 8) return NULL;
+  size_t n = 1, groups = 0; /* numbers, and bracket pairs: 1 + d0 + d0*d1 + ... */
+  for (int d = 0; d < nd; d++) {
+    groups += n;
+    n *= dims[d];
   }
-  return a;
+  size_t cap = n * 25 + groups * 3 + 16;
+  char *t = malloc(cap), *o = t;
+  if (!t) return NULL;
+  size_t idx[8] = {0};
+  if (n == 0) {
+    *empty_text(o, dims, nd) = 0;
+    return t;
+  }
+  for (int d = 0; d < nd; d++) *o++ = '[';
+  for (size_t i = 0; i < n; i++) {
+    o += num_text(o, v[i]);
+    int d = nd - 1; /* close the finished dimensions, open the next ones */
+    while (d >= 0 && ++idx[d] == dims[d]) {
+      idx[d] = 0;
+      *o++ = ']';
+      d--;
+    }
+    if (d < 0) break;
+    *o++ = ',';
+    for (int e = d + 1; e < nd; e++) *o++ = '[';
+  }
+  *o = 0;
+  return t;
+}
+
+cJSON *rv_jarr_num(const double *v, size_t n) {
+  char *t = rv_jtext_num(v, &n, 1);
+  if (!t) return NULL;
+  cJSON *x = cJSON_CreateRaw(t);
+  free(t);
+  return x;
 }
 
 cJSON *rv_jarr_i64(const int64_t *v, size_t n) {
-  cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; a && i < n; i++) {
-    char buf[24];
-    snprintf(buf, sizeof buf, "%lld", (long long)v[i]);
-    cJSON *x = cJSON_CreateRaw(buf);
-    if (!x) {
-      cJSON_Delete(a);
-      return NULL;
-    }
-    cJSON_AddItemToArray(a, x);
-  }
-  return a;
+  char *t = malloc(n * 22 + 3), *o = t;
+  if (!t) return NULL;
+  *o++ = '[';
+  for (size_t i = 0; i < n; i++) o += sprintf(o, i ? ",%lld" : "%lld", (long long)v[i]);
+  *o++ = ']';
+  *o = 0;
+  cJSON *x = cJSON_CreateRaw(t);
+  free(t);
+  return x;
 }
 
 double rv_jnum(const cJSON *obj, const char *name) {

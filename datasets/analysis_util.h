@@ -25,7 +25,10 @@ cJSON *rv_jnum_item(double v);
 /* Adds name: number (NaN / inf become null, as cJSON prints them) and returns the item; NULL
  * when out of memory. */
 cJSON *rv_jadd_num(cJSON *obj, const char *name, double v);
-/* A JSON array of n doubles / int64s (NULL when out of memory). */
+/* The JSON text of an nd-dimensional array (row-major, dims[nd], nd <= 8) of doubles: numbers
+ * as rv_jnum_item writes them. malloc'd; NULL when out of memory. */
+char *rv_jtext_num(const double *v, const size_t *dims, int nd);
+/* A JSON array of n doubles / int64s (NULL when out of memory): one raw item. */
 cJSON *rv_jarr_num(const double *v, size_t n);
 cJSON *rv_jarr_i64(const int64_t *v, size_t n);
 /* The item's number, NaN when it is null, missing, not a number or not finite. */

@@ -104,19 +104,20 @@ static cJSON *pr_json(const rv_cocoeval *ev) {
   cJSON_AddItemToObject(o, "iou_thrs", rv_jarr_num(p->iou_thrs, (size_t)p->n_iou));
   cJSON_AddItemToObject(o, "rec_thrs", rv_jarr_num(p->rec_thrs, R));
   int64_t *ids = malloc(sizeof *ids * (K + 1));
-  double *row = malloc(sizeof *row * (K + 1));
-  if (ids && row) {
+  if (ids) {
     for (size_t k = 0; k < K; k++) ids[k] = rv_cocoeval_cat_id(ev, k);
     cJSON_AddItemToObject(o, "cat_ids", rv_jarr_i64(ids, K));
     rv_jadd_num(o, "max_dets", p->max_dets[M - 1]);
-    cJSON *P = cJSON_AddArrayToObject(o, "precision");
-    for (int t = 0; P && t < p->n_iou; t++) {
-      cJSON *tr = cJSON_CreateArray();
-      cJSON_AddItemToArray(P, tr);
-      for (size_t r = 0; r < R; r++) {
-        for (size_t k = 0; k < K; k++) row[k] = pr[((((size_t)t * R + r) * K + k) * A + 0) * M + (M - 1)];
-        cJSON_AddItemToArray(tr, rv_jarr_num(row, K));
-      }
+    double *dense = malloc(sizeof *dense * ((size_t)p->n_iou * R * K + 1));
+    if (dense) {
+      for (size_t t = 0; t < (size_t)p->n_iou; t++)
+        for (size_t r = 0; r < R; r++)
+          for (size_t k = 0; k < K; k++) dense[(t * R + r) * K + k] = pr[(((t * R + r) * K + k) * A + 0) * M + (M - 1)];
+      const size_t dims[3] = {(size_t)p->n_iou, R, K};
+      char *txt = rv_jtext_num(dense, dims, 3);
+      if (txt) cJSON_AddRawToObject(o, "precision", txt);
+      free(txt);
+      free(dense);
     }
     /* the per-area curves of the report: mean over IoU and categories of the defined cells */
     cJSON *pa = cJSON_AddArrayToObject(o, "area_mean");
@@ -144,7 +145,6 @@ static cJSON *pr_json(const rv_cocoeval *ev) {
     }
   }
   free(ids);
-  free(row);
   return o;
 }
 

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "eval/segmetrics.h"
+#include "datasets/analysis_util.h"
 
 static void tide_case(const char *dir, const char *iou, int threads) {
   char p[1024];
@@ -468,6 +469,31 @@ static void test_report_malformed(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* The exact JSON numbers and nested arrays of the analyses (datasets/analysis_util.c). */
+static void test_json_text(void **state) {
+  (void)state;
+  const double v[6] = {0.99999999999999978, -1, 0.1, NAN, 1e-300, 3};
+  const size_t d2[2] = {2, 3}, d0[3] = {2, 0, 4}, d1[1] = {0};
+  char *t = rv_jtext_num(v, d2, 2);
+  assert_string_equal(t, "[[0.99999999999999978,-1,0.1],[null,1e-300,3]]");
+  cJSON *j = cJSON_Parse(t);
+  assert_true(cJSON_GetArrayItem(cJSON_GetArrayItem(j, 0), 0)->valuedouble == v[0]);
+  assert_true(cJSON_GetArrayItem(cJSON_GetArrayItem(j, 1), 1)->valuedouble == v[4]);
+  cJSON_Delete(j);
+  free(t);
+  t = rv_jtext_num(v, d0, 3);
+  assert_string_equal(t, "[[],[]]");
+  free(t);
+  t = rv_jtext_num(v, d1, 1);
+  assert_string_equal(t, "[]");
+  free(t);
+  char b64[64];
+  char *e = rv_base64("x:", (const unsigned char *)"hello", 5);
+  snprintf(b64, sizeof b64, "%s", e);
+  free(e);
+  assert_string_equal(b64, "x:aGVsbG8=");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tide_goldens),
@@ -476,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_coco_analysis_json),
       cmocka_unit_test(test_seg_analysis_dirs),
       cmocka_unit_test(test_report_malformed),
+      cmocka_unit_test(test_json_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
