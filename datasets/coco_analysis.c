@@ -281,20 +281,47 @@ static cJSON *f1_json(const rv_cocoeval *ev, const rv_coco *gt, int threads) {
   double thr[N_THR];
   for (int k = 0; k < N_THR; k++) thr[k] = k / 100.0;
   cJSON_AddItemToObject(o, "thresholds", rv_jarr_num(thr, N_THR));
-  if (kept) { /* pooled over the categories: gather, merge by sorting */
-    size_t m = 0;
+  if (kept) { /* pooled over the categories: a K-way merge of their sorted lists (a heap of heads) */
+    size_t m = 0, nh = 0;
     int64_t tot = 0;
     for (size_t k = 0; k < K; k++) {
-      memmove(all + m, all + off[k], sizeof *all * kept[k]);
       m += kept[k];
       tot += npig[k];
     }
-    sd *tmp = malloc(sizeof *tmp * (m + 1));
-    if (tmp) sort_sd(all, m, tmp);
-    else m = 0;
-    free(tmp);
+    sd *merged = malloc(sizeof *merged * (m + 1));
+    size_t *heap = malloc(sizeof *heap * (K + 1)), *pos = calloc(K + 1, sizeof *pos);
+    if (!merged || !heap || !pos) m = 0;
+#define HEAD(k) all[off[k] + pos[k]].s
+    for (size_t k = 0; m && k < K; k++) {
+      if (!kept[k]) continue;
+      size_t i = nh++; /* sift up: the highest head score on top */
+      while (i > 0 && HEAD(heap[(i - 1) / 2]) < HEAD(k)) {
+        heap[i] = heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+      }
+      heap[i] = k;
+    }
+    for (size_t j = 0; m && nh; j++) {
+      size_t k = heap[0];
+      merged[j] = all[off[k] + pos[k]];
+      if (++pos[k] == kept[k]) k = heap[--nh]; /* exhausted: the last leaf replaces it */
+      size_t i = 0; /* sift down k from the root */
+      for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= nh) break;
+        if (c + 1 < nh && HEAD(heap[c + 1]) > HEAD(heap[c])) c++;
+        if (!(HEAD(heap[c]) > HEAD(k))) break;
+        heap[i] = heap[c];
+        i = c;
+      }
+      if (nh) heap[i] = k;
+    }
+#undef HEAD
     f1_curve ov;
-    f1_compute(&ov, all, m, tot);
+    f1_compute(&ov, merged ? merged : all, m, tot);
+    free(merged);
+    free(heap);
+    free(pos);
     cJSON *oo = cJSON_AddObjectToObject(o, "overall");
     f1_json_into(oo, &ov, 1);
   }

@@ -268,6 +268,40 @@ static void test_coco_analysis_json(void **state) {
       double d = cJSON_GetObjectItem(e, "delta")->valuedouble;
       assert_true(cJSON_IsNull(cJSON_GetObjectItem(e, "delta")) || d == 0);
     }
+    { /* F1: the best threshold pooled over the categories, by brute force over every score */
+      size_t cap = 0;
+      for (size_t k = 0; k < K; k++) cap += rv_cocoeval_cat_dets(ev, k, 0, 0, 100, NULL, NULL, NULL);
+      double *sc = malloc(sizeof *sc * (cap + 1));
+      uint8_t *stt = malloc(cap + 1);
+      size_t n = 0;
+      int64_t npig = 0;
+      for (size_t k = 0; k < K; k++) {
+        int64_t np1 = 0;
+        n += rv_cocoeval_cat_dets(ev, k, 0, 0, 100, sc + n, stt + n, &np1);
+        npig += np1;
+      }
+      double best = -1, best_thr = -1;
+      for (size_t i = 0; i < n; i++) { /* threshold sc[i]: every detection at or above it */
+        if (stt[i] == 2) continue;
+        double ntp = 0, nfp = 0;
+        for (size_t q = 0; q < n; q++)
+          if (stt[q] != 2 && sc[q] >= sc[i]) {
+            if (stt[q] == 1) ntp++;
+            else nfp++;
+          }
+        double p_ = ntp / (ntp + nfp), rc = ntp / (double)npig, f = p_ + rc > 0 ? 2 * p_ * rc / (p_ + rc) : 0;
+        if (f > best || (f == best && sc[i] > best_thr)) {
+          best = f;
+          best_thr = sc[i];
+        }
+      }
+      const cJSON *ov = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "f1"), "overall");
+      if (fabs(cJSON_GetObjectItem(ov, "f1")->valuedouble - best) > 1e-12 || cJSON_GetObjectItem(ov, "threshold")->valuedouble != best_thr)
+        fail_msg("best F1 %.17g at %.17g, brute force %.17g at %.17g", cJSON_GetObjectItem(ov, "f1")->valuedouble,
+                 cJSON_GetObjectItem(ov, "threshold")->valuedouble, best, best_thr);
+      free(sc);
+      free(stt);
+    }
     const cJSON *w = cJSON_GetObjectItem(j, "worst_images");
     assert_true(cJSON_GetArraySize(w) > 0);
     for (int i = 1; i < cJSON_GetArraySize(w); i++) {
