@@ -376,20 +376,20 @@ static void coco_categories(sbuf *b, const char *part, const cJSON *pc) {
   sb_puts(b, "</tbody></table></div></div></section>");
 }
 
-/* mean over the categories of the defined (> -1) precision at each recall threshold */
-static void pr_mean(const cJSON *prec, int t0, int t1, int R, double *out) {
+/* mean over the categories of the defined (> -1) precision at each recall threshold, over the
+ * IoU thresholds t0..t1-1 of the dense [T][R][K] array */
+static void pr_mean(const double *P, int t0, int t1, int R, int K, double *out) {
   for (int r = 0; r < R; r++) {
     double s = 0;
     int m = 0;
-    for (int t = t0; t < t1; t++) {
-      const cJSON *row = cJSON_GetArrayItem(cJSON_GetArrayItem(prec, t), r), *x;
-      cJSON_ArrayForEach(x, row) {
-        if (cJSON_IsNumber(x) && x->valuedouble > -1) {
-          s += x->valuedouble;
+    for (int t = t0; t < t1; t++)
+      for (int k = 0; k < K; k++) {
+        double v = P[((size_t)t * R + r) * K + k];
+        if (v > -1) {
+          s += v;
           m++;
         }
       }
-    }
     out[r] = m ? s / m : -1;
   }
 }
@@ -401,73 +401,93 @@ static void coco_pr(sbuf *b, const char *part, const cJSON *pr, const cJSON *pc)
   sec_open(b, part, "pr", "Precision-recall curves");
   sb_puts(b, "<p class=\"note\">From accumulate()'s precision array (area all, the last maxDets): the interpolated precision "
              "at each of the 101 recall thresholds, averaged over the categories with ground truth.</p>");
-  if (T < 1 || R < 1) {
-    sb_puts(b, "</section>");
-    return;
-  }
-  double *x = malloc(sizeof(double) * (size_t)R), *y = malloc(sizeof(double) * (size_t)R * 8);
-  if (!x || !y) {
+  double *x = T > 0 && R > 0 ? malloc(sizeof(double) * (size_t)R * 10) : NULL; /* x, then 9 rows of y */
+  double *P = x ? malloc(sizeof(double) * ((size_t)T * R * (K > 0 ? K : 1))) : NULL;
+  if (!x || !P) {
     free(x);
-    free(y);
+    free(P);
     sb_puts(b, "</section>");
     return;
   }
-  for (int r = 0; r < R; r++) x[r] = rv_jnum(cJSON_GetArrayItem(rec, r), NULL);
-  int t50 = -1, t75 = -1;
-  for (int t = 0; t < T; t++) {
-    double v = rv_jnum(cJSON_GetArrayItem(iou, t), NULL);
-    if (fabs(v - 0.5) < 1e-9) t50 = t;
-    if (fabs(v - 0.75) < 1e-9) t75 = t;
+  double *y = x + R;
+  { /* the nested lists into a dense array in one walk (missing cells: -1) */
+    for (size_t i = 0; i < (size_t)T * R * K; i++) P[i] = -1;
+    int t = 0;
+    const cJSON *tr, *rr, *v;
+    cJSON_ArrayForEach(tr, prec) {
+      int r = 0;
+      cJSON_ArrayForEach(rr, tr) {
+        int k = 0;
+        if (r >= R) break;
+        cJSON_ArrayForEach(v, rr) {
+          if (k >= K) break;
+          double d = rv_jnum(v, NULL);
+          if (!isnan(d)) P[((size_t)t * R + r) * K + k] = d;
+          k++;
+        }
+        r++;
+      }
+      t++;
+    }
+  }
+  int r0 = 0;
+  const cJSON *xv;
+  cJSON_ArrayForEach(xv, rec) x[r0++] = rv_jnum(xv, NULL);
+  int t50 = -1, t75 = -1, t0 = 0;
+  cJSON_ArrayForEach(xv, iou) {
+    double v = rv_jnum(xv, NULL);
+    if (t0 < T && fabs(v - 0.5) < 1e-9) t50 = t0;
+    if (t0 < T && fabs(v - 0.75) < 1e-9) t75 = t0;
+    t0++;
   }
   series s[4];
   int ns = 0;
-  pr_mean(prec, 0, T, R, y);
+  pr_mean(P, 0, T, R, K, y);
   s[ns++] = (series){"IoU .50:.95 (mean)", PALETTE[0], x, y, R, 0};
   if (t50 >= 0) {
-    pr_mean(prec, t50, t50 + 1, R, y + R);
+    pr_mean(P, t50, t50 + 1, R, K, y + R);
     s[ns++] = (series){"IoU .50", PALETTE[1], x, y + R, R, 0};
   }
   if (t75 >= 0) {
-    pr_mean(prec, t75, t75 + 1, R, y + 2 * R);
+    pr_mean(P, t75, t75 + 1, R, K, y + 2 * R);
     s[ns++] = (series){"IoU .75", PALETTE[2], x, y + 2 * R, R, 1};
   }
   sb_puts(b, "<div class=\"figs\">");
   svg_lines(b, "All categories", "recall", "precision", s, ns, 420, 300, 0);
   const cJSON *areas = cJSON_GetObjectItem(pr, "area_mean"), *a;
   int na = 0;
-  series sa[8];
+  series sa[4];
   cJSON_ArrayForEach(a, areas) {
     if (na >= 4) break;
-    const cJSON *pa = cJSON_GetObjectItem(a, "precision");
+    const cJSON *pa = cJSON_GetObjectItem(a, "precision"), *v;
     double *ya = y + (size_t)(3 + na) * R;
-    for (int r = 0; r < R; r++) ya[r] = rv_jnum(cJSON_GetArrayItem(pa, r), NULL);
+    int r = 0;
+    for (int q = 0; q < R; q++) ya[q] = -1;
+    cJSON_ArrayForEach(v, pa) {
+      if (r >= R) break;
+      ya[r++] = rv_jnum(v, NULL);
+    }
     sa[na] = (series){jstr(a, "area", "?"), PALETTE[na % 8], x, ya, R, 0};
     na++;
   }
   if (na) svg_lines(b, "Per area range (IoU .50:.95)", "recall", "precision", sa, na, 420, 300, 0);
   sb_puts(b, "</div><h4>Per category (IoU .50 solid, .75 dashed)</h4><div class=\"grid\">");
-  for (int k = 0; k < K; k++) {
-    series sk[2];
-    int nk = 0;
-    double *y50 = NULL, *y75 = NULL;
-    y50 = malloc(sizeof(double) * (size_t)R * 2);
-    if (!y50) break;
-    y75 = y50 + R;
+  double *y50 = y + 7 * (size_t)R; /* the last two of the 8 rows after x */
+  const cJSON *e = pc ? pc->child : NULL;
+  for (int k = 0; k < K; k++, e = e ? e->next : NULL) {
+    double *y75 = y50 + R;
     for (int r = 0; r < R; r++) {
-      y50[r] = t50 >= 0 ? rv_jnum(cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetArrayItem(prec, t50), r), k), NULL) : -1;
-      y75[r] = t75 >= 0 ? rv_jnum(cJSON_GetArrayItem(cJSON_GetArrayItem(cJSON_GetArrayItem(prec, t75), r), k), NULL) : -1;
+      y50[r] = t50 >= 0 ? P[((size_t)t50 * R + r) * K + k] : -1;
+      y75[r] = t75 >= 0 ? P[((size_t)t75 * R + r) * K + k] : -1;
     }
-    sk[nk++] = (series){NULL, PALETTE[1], x, y50, R, 0};
-    sk[nk++] = (series){NULL, PALETTE[2], x, y75, R, 1};
-    const cJSON *e = cJSON_GetArrayItem(pc, k);
+    series sk[2] = {{NULL, PALETTE[1], x, y50, R, 0}, {NULL, PALETTE[2], x, y75, R, 1}};
     char title[160];
     snprintf(title, sizeof title, "%s (AP %.3f)", jstr(e, "name", "?"), rv_jnum(e, "ap"));
-    svg_lines(b, title, "", "", sk, nk, 150, 110, 1);
-    free(y50);
+    svg_lines(b, title, "", "", sk, 2, 150, 110, 1);
   }
   sb_puts(b, "</div></section>");
   free(x);
-  free(y);
+  free(P);
 }
 
 static void tide_section(sbuf *b, const char *part, const cJSON *tide, const cJSON *other_tide, const char *name,
