@@ -981,9 +981,9 @@ static int cmd_ade20k(int argc, char **argv) {
   size_t n = 0;
   double t0 = rv_now();
   rv_ade_pred_format fmt = o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION;
+  char root_imgs[4096], root_anns[4096];
   if (rv_cli_report_wanted(&o.rep)) { /* the analysis reads the label maps once and has mmseg's areas too */
     rv_cli_report_init(&rep, &o.rep, rv_cli.threads);
-    char root_imgs[4096], root_anns[4096];
     if (!rep.o.images && o.root && rv_ade20k_layout(o.root, root_imgs, root_anns, sizeof root_anns, NULL) == RV_OK)
       rep.o.images = root_imgs;
     if ((st = rv_seg_analysis_create(&an, RV_ADE20K_CLASSES, NULL, &rep.p, ctx)) != RV_OK ||
