@@ -240,6 +240,65 @@ static void f1_json_into(cJSON *o, const f1_curve *c, int curves) {
   }
 }
 
+/* faster-coco-eval's extended_metrics (the interpolated-curve variant, macro over the categories):
+ * at IoU .50, area all, the last maxDets, F1[r][k] = 2 p r / (p + r) from accumulate()'s precision
+ * p (NaN where -1) at each recall threshold r; the recall threshold of the largest nanmean over
+ * the categories (numpy's argmax: the first maximum, or the first NaN), and there the nanmean of
+ * the precisions and each category's precision and score (eval['scores']). */
+static cJSON *f1_macro_json(const rv_cocoeval *ev, int t50) {
+  const rv_cocoeval_params *p = rv_cocoeval_get_params(ev);
+  const double *P = rv_cocoeval_precision(ev), *S = rv_cocoeval_scores(ev);
+  size_t K = rv_cocoeval_num_cats(ev), R = (size_t)p->n_rec, A = (size_t)p->n_areas, M = (size_t)p->n_max_dets;
+  double *f1m = malloc(sizeof(double) * (R + 1)), *pk = malloc(sizeof(double) * (K + 1)), *sk = malloc(sizeof(double) * (K + 1));
+  cJSON *o = NULL;
+  if (!f1m || !pk || !sk || !S) goto done;
+#define CELL(arr, r, k) arr[(((size_t)t50 * R + (r)) * K + (k)) * A * M + (M - 1)]
+  for (size_t r = 0; r < R; r++) {
+    double s = 0, rc = p->rec_thrs[r];
+    size_t n = 0;
+    for (size_t k = 0; k < K; k++) {
+      double pr = CELL(P, r, k);
+      if (pr < 0) continue;
+      double f = 2 * pr * rc / (pr + rc);
+      if (f != f) continue; /* 0 / 0 */
+      s += f;
+      n++;
+    }
+    f1m[r] = n ? s / (double)n : NAN;
+  }
+  size_t best = 0;
+  for (size_t r = 0; r < R; r++) {
+    if (f1m[r] != f1m[r]) { /* np.argmax stops at the first NaN */
+      best = r;
+      break;
+    }
+    if (f1m[r] > f1m[best]) best = r;
+  }
+  double ps = 0;
+  size_t pn = 0;
+  for (size_t k = 0; k < K; k++) {
+    double pr = CELL(P, best, k);
+    pk[k] = pr < 0 ? NAN : pr;
+    sk[k] = pr < 0 ? NAN : CELL(S, best, k);
+    if (pr >= 0) {
+      ps += pr;
+      pn++;
+    }
+  }
+#undef CELL
+  o = cJSON_CreateObject();
+  rv_jadd_num(o, "recall", R ? p->rec_thrs[best] : NAN);
+  rv_jadd_num(o, "precision", pn ? ps / (double)pn : NAN);
+  rv_jadd_num(o, "f1", R ? f1m[best] : NAN);
+  cJSON_AddItemToObject(o, "per_category_precision", rv_jarr_num(pk, K));
+  cJSON_AddItemToObject(o, "per_category_score", rv_jarr_num(sk, K));
+done:
+  free(f1m);
+  free(pk);
+  free(sk);
+  return o;
+}
+
 /* The evaluator's matching at IoU 0.5, area all, the last maxDets: per category and pooled. */
 static cJSON *f1_json(const rv_cocoeval *ev, const rv_coco *gt, int threads) {
   const rv_cocoeval_params *p = rv_cocoeval_get_params(ev);
@@ -281,6 +340,7 @@ static cJSON *f1_json(const rv_cocoeval *ev, const rv_coco *gt, int threads) {
   double thr[N_THR];
   for (int k = 0; k < N_THR; k++) thr[k] = k / 100.0;
   cJSON_AddItemToObject(o, "thresholds", rv_jarr_num(thr, N_THR));
+  cJSON_AddItemToObject(o, "macro", f1_macro_json(ev, t50));
   if (kept) { /* pooled over the categories: a K-way merge of their sorted lists (a heap of heads) */
     size_t m = 0, nh = 0;
     int64_t tot = 0;

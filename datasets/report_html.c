@@ -640,7 +640,19 @@ static void coco_f1(sbuf *b, const char *part, const cJSON *f1) {
   sb_num(b, "%.3f", rv_jnum(ov, "recall"));
   sb_puts(b, ", F1 <b>");
   sb_num(b, "%.3f", rv_jnum(ov, "f1"));
-  sb_puts(b, "</b>.</p>");
+  sb_puts(b, "</b>.");
+  const cJSON *mac = cJSON_GetObjectItem(f1, "macro");
+  if (mac) {
+    sb_puts(b, " On the interpolated PR curves instead (faster-coco-eval's extended metrics: the recall threshold of the best "
+               "F1 averaged over the categories): recall ");
+    sb_num(b, "%.2f", rv_jnum(mac, "recall"));
+    sb_puts(b, ", precision ");
+    sb_num(b, "%.3f", rv_jnum(mac, "precision"));
+    sb_puts(b, ", F1 ");
+    sb_num(b, "%.3f", rv_jnum(mac, "f1"));
+    sb_puts(b, ".");
+  }
+  sb_puts(b, "</p>");
   int n = cJSON_GetArraySize(thr);
   double *x = malloc(sizeof(double) * (size_t)(4 * n + 1));
   if (x) {

@@ -53,7 +53,22 @@ def test_coco_contract_and_pr():
     conf = a['confusion']
     assert conf['labels'][-1] == 'background' and len(conf['counts']) == len(conf['labels'])
     assert all(len(r) == len(conf['labels']) for r in conf['counts'])
-    assert set(a['f1']) >= {'overall', 'per_category'}
+    assert set(a['f1']) >= {'overall', 'per_category', 'macro'}
+    # the macro variant: faster-coco-eval's extended metrics from the evaluator's arrays
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        p = ev.eval['precision'][0, :, :, 0, -1].astype(float)
+        p[p < 0] = np.nan
+        r = ev.params.recThrs[:, None]
+        f1 = np.nanmean(2 * p * r / (p + r), axis=1)
+        j = int(f1.argmax())
+        m = a['f1']['macro']
+        assert m['recall'] == ev.params.recThrs[j]
+        assert abs(m['f1'] - f1[j]) < 1e-12 and abs(m['precision'] - np.nanmean(p[j])) < 1e-12
+        sc = ev.eval['scores'][0, j, :, 0, -1]
+        assert all((x is None) == np.isnan(y) for x, y in zip(m['per_category_precision'], p[j]))
+        assert all(x is None or x == y for x, y in zip(m['per_category_score'], sc))
     assert all(set(w) >= {'image_id', 'fp', 'fn'} for w in a['worst_images'])
     assert all(x['delta'] in (0, None) for x in a['compare']['per_category'])
     with pytest.raises(ValueError):
