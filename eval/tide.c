@@ -458,16 +458,17 @@ rv_status rv_tide_run_ious(rv_tide_result *r, const rv_tide_params *p, const rv_
   for (size_t c = 0; c < K; c++) c_off[c + 1] += c_off[c];
   cands = malloc(sizeof *cands * (c_off[K] + 1));
   if (!cands) goto nomem;
-  for (size_t i = 0; i < n_img; i++) /* in q order: each image's detections come sorted */
+  for (size_t i = 0; i < n_img; i++) { /* in q order: each image's detections come sorted */
     for (size_t rk = 0; rk < kept[i]; rk++) {
-    size_t k = m->d_idx[m->d_off[i] + rk];
-    int kind = r->dt_kind[k];
-    size_t q = q0[i] + rk;
-    long c = find_i64(cls, K, dt[k].category_id);
-    cands[c_off[c] + c_fill[c]++] = (cand){dt[k].score, q, k, 0};
-    if (kind == RV_TIDE_CLS && di[k].fix_ok) {
-      c = find_i64(cls, K, gt[di[k].target].category_id);
-      cands[c_off[c] + c_fill[c]++] = (cand){dt[k].score, q, k, 1};
+      size_t k = m->d_idx[m->d_off[i] + rk];
+      int kind = r->dt_kind[k];
+      size_t q = q0[i] + rk;
+      long c = find_i64(cls, K, dt[k].category_id);
+      cands[c_off[c] + c_fill[c]++] = (cand){dt[k].score, q, k, 0};
+      if (kind == RV_TIDE_CLS && di[k].fix_ok) {
+        c = find_i64(cls, K, gt[di[k].target].category_id);
+        cands[c_off[c] + c_fill[c]++] = (cand){dt[k].score, q, k, 1};
+      }
     }
   }
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nth) reduction(| : failed)
