@@ -576,6 +576,12 @@ static int cmd_coco(int argc, char **argv) {
   rv_coco_results res = {0};
   rv_status st;
   int rc = 0;
+  { /* the outputs writable and none of them an input, before any work */
+    const char *outs[3] = {rv_cli_json_stdout(o.json) ? NULL : o.json, o.rep.html,
+                           rv_cli_json_stdout(o.rep.json) ? NULL : o.rep.json};
+    const char *ins[3] = {o.ann, o.results, o.rep.compare};
+    if ((st = rv_cli_outputs_check(outs, NULL, 3, ins, 3, ctx)) != RV_OK) goto fail;
+  }
   double t0 = rv_now();
   if ((st = rv_coco_load(&gt, o.ann, o.iou == RV_IOU_SEGM, threads, ctx)) != RV_OK) goto fail;
   rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o.ann, gt->n_images,
@@ -973,6 +979,11 @@ static int cmd_ade20k(int argc, char **argv) {
   rv_seg_analysis *an = NULL;
   rv_cli_report rep = {0};
   const char *gt_dir = o.gt_dir;
+  { /* the outputs writable, before any work */
+    const char *outs[3] = {rv_cli_json_stdout(o.json) ? NULL : o.json, o.rep.html,
+                           rv_cli_json_stdout(o.rep.json) ? NULL : o.rep.json};
+    if ((st = rv_cli_outputs_check(outs, NULL, 3, NULL, 0, ctx)) != RV_OK) goto fail;
+  }
   if (o.root && !gt_dir) {
     if ((st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) != RV_OK) goto fail;
     gt_dir = ann_dir;

@@ -111,6 +111,10 @@ expect_err 2 "stdout" "$BIN" eval coco --ann "$g/gt.json" --results "$g/dt_bbox.
 expect_err 1 "no-such-dir" "$BIN" eval coco --ann "$g/gt.json" --results "$g/dt_bbox.json" --report "$T/no-such-dir/r.html"
 expect_err 1 "missing.json" "$BIN" eval coco --ann "$g/gt.json" --results "$g/dt_bbox.json" --report-json "$T/x.json" --compare "$T/missing.json"
 [ -e "$T/x.json" ] && fail "a failed run left its --report-json"
+cp "$g/dt_bbox.json" "$T/dt.json"
+expect_err 2 "refusing to write over an input" "$BIN" eval coco --ann "$g/gt.json" --results "$T/dt.json" --report-json "$T/dt.json"
+cmp -s "$g/dt_bbox.json" "$T/dt.json" || fail "--report-json wrote over --results"
+expect_err 1 "no-such-dir" "$BIN" eval ade20k --pred-dir "$m/pred" --gt-dir "$m/gt" --pred-zero-based --report "$T/no-such-dir/r.html"
 expect_err 2 "unknown option" "$BIN" eval ade20k --pred-dir "$m/pred" --gt-dir "$m/gt" --report-json - --compare x.json
 "$BIN" eval coco --help | grep -q -- "--report FILE" || fail "eval coco --help lacks --report"
 "$BIN" eval ade20k --help | grep -q -- "--report-json" || fail "eval ade20k --help lacks --report-json"
