@@ -904,15 +904,20 @@ static void seg_part(sbuf *b, const cJSON *j, int idx) {
   if (ord && lab && val && val2) {
     for (int i = 0; i < C; i++) ord[i] = (vi){rv_jnum(cJSON_GetArrayItem(iou, i), NULL), i};
     qsort(ord, (size_t)C, sizeof *ord, cmp_vi_desc);
+    int nb = 0; /* the classes with an IoU (present in the ground truth or the predictions) */
     for (int i = 0; i < C; i++) {
-      lab[i] = jstr(cJSON_GetArrayItem(names, ord[i].i), NULL, "?");
-      val[i] = 100 * ord[i].v;
-      val2[i] = 100 * rv_jnum(cJSON_GetArrayItem(acc, ord[i].i), NULL);
+      if (isnan(ord[i].v)) continue;
+      lab[nb] = jstr(cJSON_GetArrayItem(names, ord[i].i), NULL, "?");
+      val[nb] = 100 * ord[i].v;
+      val2[nb++] = 100 * rv_jnum(cJSON_GetArrayItem(acc, ord[i].i), NULL);
     }
+    if (nb < C)
+      sb_printf(b, "<p class=\"note\">%d of the %d classes appear in neither the ground truth nor the predictions "
+                   "(IoU undefined, null in the JSON): they are in the table only.</p>", C - nb, C);
     sb_puts(b, "<div class=\"figs\"><div class=\"fig\">");
-    svg_hbars(b, "IoU (%) per class, best first", lab, val, C, 100, "%.1f", PALETTE[0], 420);
+    svg_hbars(b, "IoU (%) per class, best first", lab, val, nb, 100, "%.1f", PALETTE[0], 420);
     sb_puts(b, "</div><div class=\"fig\">");
-    svg_hbars(b, "Accuracy (%), same order", lab, val2, C, 100, "%.1f", PALETTE[2], 420);
+    svg_hbars(b, "Accuracy (%), same order", lab, val2, nb, 100, "%.1f", PALETTE[2], 420);
     sb_puts(b, "</div></div>");
   }
   free(ord);
