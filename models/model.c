@@ -24,6 +24,7 @@ struct rv_model {
   char **class_names;           /* from meta CLASSES, or NULL */
   unsigned char (*palette)[3];  /* from meta PALETTE (RGB), or NULL */
   const rv_class_set *builtin;  /* COCO / ADE20K when the class count matches */
+  char *config_text;            /* meta config text (a copy), or NULL */
 };
 
 static const char *const MODEL_NAMES[] = {
@@ -210,6 +211,14 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
   /* 1. meta config text */
   const char *text = rv_weights_meta(w, "config");
   if (text) {
+    size_t n = strlen(text) + 1;
+    if (!(m->config_text = malloc(n))) {
+      st = rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", path);
+      goto done;
+    }
+    memcpy(m->config_text, text, n);
+  }
+  if (text) {
     char label[1100];
     snprintf(label, sizeof label, "%s:config", path);
     st = rv_pyconfig_parse(&cfg, text, label, ctx);
@@ -373,6 +382,7 @@ void rv_model_free(rv_model *m) {
     for (int i = 0; i < m->num_classes; i++) free(m->class_names[i]);
   free(m->class_names);
   free(m->palette);
+  free(m->config_text);
   free(m);
 }
 
@@ -411,6 +421,7 @@ rv_status rv_precision_parse(const char *name, rv_precision *p, rv_ctx *ctx) {
 rv_task rv_model_task(const rv_model *m) { return m->task; }
 const char *rv_model_arch(const rv_model *m) { return m->arch; }
 const char *rv_model_source(const rv_model *m) { return m->source ? m->source : "weights"; }
+const char *rv_model_config_text(const rv_model *m) { return m->config_text; }
 int rv_model_num_classes(const rv_model *m) { return m->num_classes; }
 const rv_ravlt *rv_model_backbone(const rv_model *m) { return m->backbone; }
 const rv_detector *rv_model_detector(const rv_model *m) { return m->detector; }

@@ -3,6 +3,7 @@
 
 #include "core/image.h"
 #include "core/ops.h"
+#include "core/pyconfig.h"
 #include "core/tensor.h"
 #include "eval/segmetrics.h"
 #include "models/zoo.h"
@@ -552,4 +553,78 @@ void rv_py_dets_free(rv_py_dets *d) {
   rv_arena_free(d->arena);
   free(d->order);
   free(d);
+}
+
+/* ---- ABI 2 ---- */
+
+rv_status rv_py_config_json(const char *text, const char *name, char **out, rv_ctx *ctx) {
+  *out = NULL;
+  cJSON *cfg = NULL;
+  RV_TRY(rv_pyconfig_parse(&cfg, text, name ? name : "config", ctx));
+  *out = cJSON_PrintUnformatted(cfg);
+  cJSON_Delete(cfg);
+  return *out ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", name ? name : "config");
+}
+
+void rv_py_model_set_seg_cfg(rv_model *m, int mode, int crop_h, int crop_w, int stride_h, int stride_w) {
+  rv_seg_test_cfg *t = rv_model_seg_test_cfg(m);
+  if (!t) return;
+  t->mode = mode == 1 ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
+  if (crop_h > 0) t->crop_h = crop_h;
+  if (crop_w > 0) t->crop_w = crop_w;
+  if (stride_h > 0) t->stride_h = stride_h;
+  if (stride_w > 0) t->stride_w = stride_w;
+}
+
+void rv_py_model_seg_cfg(const rv_model *m, int cfg[5]) {
+  const rv_seg_test_cfg *t = rv_model_seg_test_cfg((rv_model *)m);
+  if (!t) {
+    memset(cfg, 0, 5 * sizeof *cfg);
+    return;
+  }
+  cfg[0] = t->mode == RV_SEG_MODE_SLIDE;
+  cfg[1] = t->crop_h;
+  cfg[2] = t->crop_w;
+  cfg[3] = t->stride_h;
+  cfg[4] = t->stride_w;
+}
+
+static rv_status py_canvas(rv_image *im, uint8_t *img, int h, int w, int c, rv_ctx *ctx) {
+  if (!img || h <= 0 || w <= 0 || (c != 1 && c != 3))
+    return rv_error(ctx, RV_ERR_ARG, "draw: an h x w x 1 or 3 uint8 image is needed (got %d x %d x %d)", h, w, c);
+  im->data = img;
+  im->h = h;
+  im->w = w;
+  im->c = c;
+  return RV_OK;
+}
+
+rv_status rv_py_draw_rect(uint8_t *img, int h, int w, int c, int x1, int y1, int x2, int y2, const uint8_t bgr[3],
+                          int thickness, float fill_alpha, rv_ctx *ctx) {
+  rv_image im;
+  RV_TRY(py_canvas(&im, img, h, w, c, ctx));
+  rv_color col = {bgr[0], bgr[1], bgr[2]};
+  if (fill_alpha > 0) return rv_draw_rect_filled(&im, x1, y1, x2, y2, col, fill_alpha > 1 ? 1.0f : fill_alpha, ctx);
+  return rv_draw_rect(&im, x1, y1, x2, y2, col, thickness > 0 ? thickness : 1, ctx);
+}
+
+rv_status rv_py_draw_text(uint8_t *img, int h, int w, int c, const char *text, int x, int y, double scale,
+                          const uint8_t bgr[3], int thickness, rv_ctx *ctx) {
+  rv_image im;
+  RV_TRY(py_canvas(&im, img, h, w, c, ctx));
+  if (!(scale > 0 && scale < 1000))
+    return rv_error(ctx, RV_ERR_ARG, "draw: text scale must be in (0, 1000), not %g", scale);
+  rv_color col = {bgr[0], bgr[1], bgr[2]};
+  return rv_draw_text(&im, text, x, y, scale, col, thickness > 0 ? thickness : 1, ctx);
+}
+
+void rv_py_text_size(const char *text, double scale, int thickness, int size[3]) {
+  rv_text_size(text, scale, thickness > 0 ? thickness : 1, &size[0], &size[1], &size[2]);
+}
+
+rv_status rv_py_imwrite(const char *path, const uint8_t *img, int h, int w, int c, rv_ctx *ctx) {
+  if (!img || h <= 0 || w <= 0 || (c != 1 && c != 3 && c != 4))
+    return rv_error(ctx, RV_ERR_ARG, "%s: an h x w (x 3 or 4) uint8 image is needed (got %d x %d x %d)", path, h, w, c);
+  rv_image im = {(unsigned char *)img, h, w, c};
+  return rv_image_write(path, &im, ctx);
 }

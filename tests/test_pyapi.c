@@ -5,6 +5,8 @@
 
 #include "models/pyapi.h"
 
+#include <unistd.h>
+
 static const double IOU[10] = {.5, .55, .6, .65, .7, .75, .8, .85, .9, .95};
 
 static void default_params(double rec[101], double rng[8], int md[3]) {
@@ -204,8 +206,60 @@ static void test_mean_iou_and_model_errors(void **state) {
   rv_py_ctx_free(ctx);
 }
 
+/* ABI 2: a model's config text and its JSON, rectangular slide windows, drawing, imwrite. */
+static void test_abi2(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_py_ctx_new(2);
+  rv_model *m = NULL, *w = NULL;
+  assert_int_equal(rv_py_model_load(&m, fixture_path("e2e/semantic_fpn/checkpoint.pth"), NULL, ctx), RV_OK);
+  assert_int_equal(rv_py_model_load(&w, fixture_path("e2e/semantic_fpn/weights.safetensors"), NULL, ctx), RV_OK);
+  const char *text = rv_model_config_text(m);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "decode_head"));
+  assert_null(rv_model_config_text(w)); /* no meta config in the conversion */
+  char *json = NULL;
+  assert_int_equal(rv_py_config_json(text, "ck:config", &json, ctx), RV_OK);
+  assert_non_null(strstr(json, "\"type\":\"EncoderDecoder\""));
+  rv_py_free(json);
+  assert_int_equal(rv_py_config_json("model = dict(type=)", "bad.py", &json, ctx), RV_ERR_FORMAT);
+  assert_null(json);
+  assert_non_null(strstr(rv_py_errmsg(ctx), "bad.py:1:"));
+  int cfg[5];
+  rv_py_model_seg_cfg(m, cfg);
+  assert_int_equal(cfg[0], 0);
+  rv_py_model_set_seg_cfg(m, 1, 256, 384, 171, 0); /* stride w <= 0 keeps the current one */
+  rv_py_model_seg_cfg(m, cfg);
+  assert_true(cfg[0] == 1 && cfg[1] == 256 && cfg[2] == 384 && cfg[3] == 171 && cfg[4] == 341);
+  rv_py_model_free(m);
+  rv_py_model_free(w);
+
+  uint8_t img[20 * 30 * 3] = {0};
+  const uint8_t red[3] = {0, 0, 255};
+  assert_int_equal(rv_py_draw_rect(img, 20, 30, 3, 2, 3, 10, 12, red, 1, 1.0f, ctx), RV_OK); /* filled */
+  assert_true(img[(5 * 30 + 5) * 3 + 2] == 255 && img[(5 * 30 + 5) * 3] == 0); /* inside: red (BGR) */
+  assert_true(img[(15 * 30 + 5) * 3 + 2] == 0);                                 /* below it: untouched */
+  assert_int_equal(rv_py_draw_rect(img, 0, 30, 3, 0, 0, 1, 1, red, 1, 0, ctx), RV_ERR_ARG);
+  int size[3] = {0};
+  rv_py_text_size("ab", 0.5, 1, size);
+  assert_true(size[0] > 0 && size[1] > 0);
+  assert_int_equal(rv_py_draw_text(img, 20, 30, 3, "ab", 1, 18, 0.5, red, 1, ctx), RV_OK);
+  assert_int_equal(rv_py_draw_text(img, 20, 30, 3, "ab", 1, 18, -1, red, 1, ctx), RV_ERR_ARG);
+  char path[512];
+  snprintf(path, sizeof path, "%s/rv_test_pyapi_%d.png", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
+  assert_int_equal(rv_py_imwrite(path, img, 20, 30, 3, ctx), RV_OK);
+  uint8_t *back = NULL;
+  int hwc[3];
+  assert_int_equal(rv_py_imread(path, 0, &back, hwc, ctx), RV_OK);
+  assert_true(hwc[0] == 20 && hwc[1] == 30 && hwc[2] == 3 && memcmp(back, img, sizeof img) == 0);
+  rv_py_free(back);
+  remove(path);
+  assert_int_equal(rv_py_imwrite(path, img, 20, 30, 2, ctx), RV_ERR_ARG);
+  rv_py_ctx_free(ctx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_abi2),
       cmocka_unit_test(test_eval_equals_library),
       cmocka_unit_test(test_results_from_arrays),
       cmocka_unit_test(test_masks),

@@ -80,6 +80,10 @@ RV_API rv_task rv_model_task(const rv_model *m);
 RV_API const char *rv_model_arch(const rv_model *m);
 /* Where the architecture came from: "meta config", "weights", "name". */
 RV_API const char *rv_model_source(const rv_model *m);
+/* The checkpoint's meta config text (the mmcv Config text mmdet / mmseg save in
+ * meta['config'], or the safetensors metadata `ravlt convert` carries it in), or NULL when
+ * the checkpoint has none. Owned by m. */
+RV_API const char *rv_model_config_text(const rv_model *m);
 RV_API int rv_model_num_classes(const rv_model *m);
 /* Class i's name: from the checkpoint's meta CLASSES, else COCO's / ADE20K's when the class
  * count is theirs, else "object". */

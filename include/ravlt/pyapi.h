@@ -29,8 +29,10 @@
 extern "C" {
 #endif
 
-/* ABI version of this header (the package checks it). */
-#define RV_PY_ABI 1
+/* ABI version of this header: it grows when functions are added (never changed), and the
+ * package refuses a library older than the version it was written for. 2: config text,
+ * rectangular slide windows, drawing, imwrite; 3: the error analysis and the HTML report. */
+#define RV_PY_ABI 3
 RV_API int rv_py_abi(void);
 /* Process start-up for a host program that is not the CLI (rv_blas_init); returns the
  * OpenBLAS core name. Call once, before other threads use the library. */
@@ -161,7 +163,32 @@ RV_API void rv_py_dets_dims(const rv_py_dets *d, int dims[3]);
 RV_API void rv_py_dets_copy(const rv_py_dets *d, float *bboxes5, int32_t *labels, uint8_t *masks);
 RV_API void rv_py_dets_free(rv_py_dets *d);
 
-/* ---- Analysis (<ravlt/analysis.h>; python/ravlt/analysis.py) ---- */
+/* ---- ABI 2 ---- */
+/* An mmcv config text (a checkpoint's meta['config'], a config.py; core/pyconfig.h's subset)
+ * as JSON text (dicts as objects, tuples and lists as arrays): *out malloc'd (rv_py_free).
+ * name is used in messages ("name:LINE:COL: ..."). */
+RV_API rv_status rv_py_config_json(const char *text, const char *name, char **out, rv_ctx *ctx);
+/* Segmentation test_cfg with (h, w) windows: mode 0 whole, 1 slide; a crop or stride value
+ * <= 0 keeps the current one. Not thread-safe against a running rv_py_segment on m. */
+RV_API void rv_py_model_set_seg_cfg(rv_model *m, int mode, int crop_h, int crop_w, int stride_h, int stride_w);
+/* cfg[0..4] = mode (0 whole, 1 slide), crop h, crop w, stride h, stride w; zeros for a
+ * detector. */
+RV_API void rv_py_model_seg_cfg(const rv_model *m, int cfg[5]);
+/* Drawing in place on an h x w x c uint8 image (rows contiguous, c = 1 or 3), clipped to it,
+ * colour bgr[3] (1 channel: bgr[0]): a rectangle's outline of `thickness` pixels, or, with
+ * fill_alpha > 0, the rectangle filled and blended (px*(1-a) + colour*a, corners inclusive). */
+RV_API rv_status rv_py_draw_rect(uint8_t *img, int h, int w, int c, int x1, int y1, int x2, int y2,
+                                 const uint8_t bgr[3], int thickness, float fill_alpha, rv_ctx *ctx);
+/* Anti-aliased Hershey simplex text (ASCII), (x, y) the left end of its baseline. */
+RV_API rv_status rv_py_draw_text(uint8_t *img, int h, int w, int c, const char *text, int x, int y, double scale,
+                                 const uint8_t bgr[3], int thickness, rv_ctx *ctx);
+/* size[0..2] = width, height above the baseline, descent below it, as rv_py_draw_text draws. */
+RV_API void rv_py_text_size(const char *text, double scale, int thickness, int size[3]);
+/* Write an h x w x c uint8 image (c = 1, 3 BGR or 4 BGRA) to path, format by its extension,
+ * through a temporary file renamed into place (nothing left behind on failure). */
+RV_API rv_status rv_py_imwrite(const char *path, const uint8_t *img, int h, int w, int c, rv_ctx *ctx);
+
+/* ---- ABI 3: the analysis (<ravlt/analysis.h>; python/ravlt/analysis.py) ---- */
 /* rv_coco_analyze with pycocotools' evaluation parameters; other (may be NULL) a second
  * results set; n_worst < 0: the default. *json malloc'd (rv_py_free). */
 RV_API rv_status rv_py_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results *dt, int iou_type,

@@ -4,14 +4,85 @@ import ctypes.util
 import os
 import sys
 import sysconfig
+import threading
+import warnings
 
 import numpy as np
 
-ABI = 1  # RV_PY_ABI of include/ravlt/pyapi.h
+ABI = 3  # the RV_PY_ABI of include/ravlt/pyapi.h this package needs (a newer library only adds)
 
 
 class Error(RuntimeError):
-    """An error reported by libravlt; the message is the library's (rv_ctx_errmsg)."""
+    """An error reported by libravlt; the message is the library's (rv_ctx_errmsg).
+
+    Where mmdet / mmseg / pycocotools users would catch a builtin class, the error raised is
+    a subclass deriving from both Error and that builtin (ValueError, TypeError, OSError and
+    its FileNotFoundError / PermissionError / IsADirectoryError, MemoryError), so both
+    `except ravlt.Error` and `except ValueError` catch it."""
+
+
+class ArgumentError(Error, ValueError):
+    """An invalid argument or option value (RV_ERR_ARG), or a size that does not fit (RV_ERR_SHAPE)."""
+
+
+class FormatError(Error, ValueError):
+    """Malformed or corrupt file contents (RV_ERR_FORMAT), or valid contents this build does not
+    handle (RV_ERR_UNSUPPORTED)."""
+
+
+class ArgumentTypeError(Error, TypeError):
+    """An argument of the wrong type (raised by the Python layer, e.g. crop_size=(h, w, 3))."""
+
+
+class FileError(Error, OSError):
+    """A file that cannot be read or written (RV_ERR_IO)."""
+
+
+class MissingFileError(FileError, FileNotFoundError):
+    """A file (or model name) that does not exist."""
+
+
+class FilePermissionError(FileError, PermissionError):
+    """A file the process may not read or write."""
+
+
+class IsAFolderError(FileError, IsADirectoryError):
+    """A folder where a file is needed."""
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """An allocation failed (RV_ERR_NOMEM)."""
+
+
+class ClosedError(Error, ValueError):
+    """An operation on a closed model (Model.close(), `with`, or del), as on a closed file."""
+
+
+class RavltWarning(UserWarning):
+    """A warning of libravlt (its log hook's warnings: checkpoint keys the model does not use, a
+    truncated JPEG decoded partially, ...), issued through Python's `warnings` module."""
+
+
+def error_class(status, msg):
+    """The exception class for an rv_status and the library's message."""
+    if status == 1:  # RV_ERR_IO
+        low = msg.lower()
+        if 'no such file' in low:
+            return MissingFileError
+        if 'permission denied' in low:
+            return FilePermissionError
+        if 'is a folder' in low or 'is a directory' in low:
+            return IsAFolderError
+        return FileError
+    if status == 7 and 'no such file' in msg.lower():  # RV_ERR_NOTFOUND: not a file nor a model name
+        return MissingFileError
+    return _STATUS_CLASS.get(status, Error)
+
+
+# RV_ERR_FORMAT, RV_ERR_UNSUPPORTED, RV_ERR_ARG, RV_ERR_SHAPE, RV_ERR_NOMEM; RV_ERR_NOTFOUND (a
+# missing key), RV_ERR_MODEL (a checkpoint that does not fit), RV_ERR_INTERNAL stay Error:
+# torch's load_state_dict raises RuntimeError for those.
+_STATUS_CLASS = {2: FormatError, 3: FormatError, 4: ArgumentError, 5: ArgumentError, 6: OutOfMemoryError}
 
 
 def _candidates():
@@ -21,7 +92,12 @@ def _candidates():
         return
     here = os.path.dirname(os.path.abspath(__file__))
     names = ('libravlt.so.0', 'libravlt.so')
-    # installed: <prefix>/lib/python3/dist-packages/ravlt -> <prefix>/lib[/<multiarch>]
+    # a wheel / `pip install .`: the library inside the package
+    p = os.path.join(here, 'libravlt.so.0')
+    if os.path.exists(p):
+        yield p
+    # cmake --install: <prefix>/lib/python3.X/dist-packages/ravlt (or lib/python3/dist-packages,
+    # lib/python3.X/site-packages) -> <prefix>/lib[/<multiarch>]
     libdir = os.path.normpath(os.path.join(here, '..', '..', '..'))
     multiarch = sysconfig.get_config_var('MULTIARCH') or ''
     dirs = [libdir]
@@ -75,8 +151,9 @@ def _sig(name, res, *args):
 
 
 _sig('rv_py_abi', c_int)
-if lib.rv_py_abi() != ABI:
-    raise ImportError('ravlt: %s has Python ABI %d, this package needs %d' % (path, lib.rv_py_abi(), ABI))
+if lib.rv_py_abi() < ABI:
+    raise ImportError('ravlt: %s has Python ABI %d, this package needs %d or newer (an older libravlt: '
+                      'install the library and the package from one build)' % (path, lib.rv_py_abi(), ABI))
 _sig('rv_py_init', c_char_p)
 _sig('rv_py_ctx_new', c_void_p, c_int)
 _sig('rv_py_ctx_free', None, c_void_p)
@@ -129,15 +206,79 @@ _sig('rv_py_detect', c_int, c_void_p, P(c_void_p), c_void_p, c_int, c_int, c_voi
 _sig('rv_py_dets_dims', None, c_void_p, P(c_int))
 _sig('rv_py_dets_copy', None, c_void_p, c_void_p, c_void_p, c_void_p)
 _sig('rv_py_dets_free', None, c_void_p)
+_sig('rv_version', c_char_p)
+_sig('rv_model_config_text', c_char_p, c_void_p)
+_sig('rv_model_class_color', None, c_void_p, c_int, c_void_p)
+_sig('rv_model_has_class_names', c_int, c_void_p)
+_sig('rv_py_config_json', c_int, c_char_p, c_char_p, P(c_void_p), c_void_p)
+_sig('rv_py_model_set_seg_cfg', None, c_void_p, c_int, c_int, c_int, c_int, c_int)
+_sig('rv_py_model_seg_cfg', None, c_void_p, P(c_int))
+_sig('rv_py_draw_rect', c_int, c_void_p, c_int, c_int, c_int, c_int, c_int, c_int, c_int, c_char_p, c_int,
+     ctypes.c_float, c_void_p)
+_sig('rv_py_draw_text', c_int, c_void_p, c_int, c_int, c_int, c_char_p, c_int, c_int, c_dbl, c_char_p, c_int,
+     c_void_p)
+_sig('rv_py_text_size', None, c_char_p, c_dbl, c_int, P(c_int))
+_sig('rv_py_imwrite', c_int, c_char_p, c_void_p, c_int, c_int, c_int, c_void_p)
+# ABI 3: the error analysis and the HTML report (ravlt.analysis)
+_sig('rv_py_coco_analyze', c_int, P(c_void_p), c_void_p, c_void_p, c_int, c_void_p, c_char_p, c_char_p, c_char_p,
+     c_dbl, c_dbl, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_new', c_int, P(c_void_p), c_int, pp_char, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_add', c_int, c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_add_dirs', c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_int, P(c_size), c_void_p)
+_sig('rv_py_seg_analysis_json', c_int, c_void_p, P(c_void_p), c_void_p)
+_sig('rv_py_seg_analysis_free', None, c_void_p)
+_sig('rv_py_write_report', c_int, c_char_p, pp_char, c_size, c_char_p, c_void_p)
+_sig('rv_ctx_set_log', None, c_void_p, c_void_p, c_void_p)
+_sig('rv_ctx_set_log_level', None, c_void_p, c_int)
 
 blas_core = lib.rv_py_init()  # the CLI's start-up (OpenBLAS kernel selection), once per process
 
 
 def enc(s):
-    """str / bytes / os.PathLike -> bytes for a const char * argument."""
-    if isinstance(s, bytes):
-        return s
-    return os.fsencode(s)
+    """str / bytes / os.PathLike -> bytes for a const char * argument (a NUL inside is a
+    ValueError, as open() raises, not a silently shortened name)."""
+    b = s if isinstance(s, bytes) else os.fsencode(s)
+    if b'\0' in b:
+        raise ArgumentError('%r: embedded null byte' % (s,))
+    return b
+
+
+# The library's log hook -> Python's warnings: the C callback only collects (level, message)
+# per context; Ctx.__exit__ issues them in the calling thread, after the foreign call, so
+# `warnings.simplefilter('error')` turns them into exceptions there and stacklevel points at
+# the caller's code. Levels below RV_LOG_WARN are not delivered (rv_ctx_set_log_level).
+_LOG_FN = ctypes.CFUNCTYPE(None, c_void_p, c_int, c_char_p)
+_pending = {}  # rv_ctx address -> [message, ...]
+_pending_lock = threading.Lock()
+
+
+def _on_log(user, level, msg):
+    with _pending_lock:
+        _pending.setdefault(user, []).append(msg.decode('utf-8', 'replace') if msg else '')
+
+
+_log_cb = _LOG_FN(_on_log)  # kept alive as long as the module
+
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _take_warnings(ctx):
+    with _pending_lock:
+        return _pending.pop(ctx, None)
+
+
+def _warn(msgs, failing):
+    """Issue the library's warnings at the first frame outside the package."""
+    level, f = 2, sys._getframe(1)  # stacklevel 2: the caller of _warn
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        level, f = level + 1, f.f_back
+    for m in msgs:
+        try:
+            warnings.warn(m, RavltWarning, stacklevel=level)
+        except Exception:
+            if not failing:  # an error filter: raise, unless the call's own error is on its way
+                raise
 
 
 def ptr(a):
@@ -153,18 +294,24 @@ class Ctx:
         self.ctx = lib.rv_py_ctx_new(threads)
         if not self.ctx:
             raise MemoryError('ravlt: out of memory')
+        lib.rv_ctx_set_log(self.ctx, _log_cb, self.ctx)
+        lib.rv_ctx_set_log_level(self.ctx, 2)  # RV_LOG_WARN
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        lib.rv_py_ctx_free(self.ctx)
-        self.ctx = None
+        ctx, self.ctx = self.ctx, None
+        msgs = _take_warnings(ctx)  # before the free: a new context may reuse the address
+        lib.rv_py_ctx_free(ctx)
+        if msgs:
+            _warn(msgs, exc[0] is not None)
 
     def check(self, status):
         if status != 0:
             msg = lib.rv_py_errmsg(self.ctx)
-            raise Error(msg.decode('utf-8', 'replace') if msg else 'ravlt: error %d' % status)
+            msg = msg.decode('utf-8', 'replace') if msg else 'ravlt: error %d' % status
+            raise error_class(status, msg)(msg)
 
 
 def call(fn, *args, threads=0):

@@ -20,20 +20,6 @@ from ._lib import Ctx, lib, enc, ptr, take_string
 
 __all__ = ['coco', 'ade20k', 'write_report']
 
-_P = _lib.P
-_sig = _lib._sig
-_sig('rv_py_coco_analyze', _lib.c_int, _P(_lib.c_void_p), _lib.c_void_p, _lib.c_void_p, _lib.c_int, _lib.c_void_p,
-     _lib.c_char_p, _lib.c_char_p, _lib.c_char_p, _lib.c_dbl, _lib.c_dbl, _lib.c_int, _lib.c_int, _lib.c_void_p)
-_sig('rv_py_seg_analysis_new', _lib.c_int, _P(_lib.c_void_p), _lib.c_int, _lib.pp_char, _lib.c_int, _lib.c_int,
-     _lib.c_void_p)
-_sig('rv_py_seg_analysis_add', _lib.c_int, _lib.c_void_p, _lib.c_char_p, _lib.c_void_p, _lib.c_void_p, _lib.c_void_p,
-     _lib.c_int, _lib.c_int, _lib.c_void_p)
-_sig('rv_py_seg_analysis_add_dirs', _lib.c_int, _lib.c_void_p, _lib.c_char_p, _lib.c_char_p, _lib.c_char_p,
-     _lib.c_int, _P(_lib.c_size), _lib.c_void_p)
-_sig('rv_py_seg_analysis_json', _lib.c_int, _lib.c_void_p, _P(_lib.c_void_p), _lib.c_void_p)
-_sig('rv_py_seg_analysis_free', None, _lib.c_void_p)
-_sig('rv_py_write_report', _lib.c_int, _lib.c_char_p, _lib.pp_char, _lib.c_size, _lib.c_char_p, _lib.c_void_p)
-
 _IOU = {'bbox': 0, 'segm': 1}
 
 

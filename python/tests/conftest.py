@@ -16,3 +16,13 @@ def fixtures():
 
 def fx(*parts):
     return os.path.join(FIXTURES, *parts)
+
+
+# tests/test_python_pip.sh runs these tests against an installed wheel: the package and its
+# library must then come from there, not from the source tree
+_EXPECT = os.environ.get('RAVLT_EXPECT_PACKAGE_DIR')
+if _EXPECT:
+    import ravlt
+    _here = os.path.realpath(os.path.dirname(ravlt.__file__))
+    assert _here == os.path.realpath(_EXPECT), 'ravlt imported from %s, not %s' % (_here, _EXPECT)
+    assert os.path.dirname(os.path.realpath(ravlt._lib.path)) == _here, 'libravlt from ' + ravlt._lib.path
