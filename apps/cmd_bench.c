@@ -3,6 +3,7 @@
 #include "apps/bench_models.h"
 #include "apps/cli.h"
 #include "apps/model_args.h"
+#include "apps/image_run.h"
 #include "apps/model_run.h"
 #include "backbone/ravlt.h"
 #include "core/ops.h"
@@ -24,22 +25,21 @@
 #endif
 
 typedef struct {
-  const char *weights, *name, *json;
+  rv_model_opts mo; /* --weights, --name (bench's spelling of --model), --precision, --strict */
+  const char *json;
   int size[2];
-  int runs, warmup, random, backbone, strict;
-  const char *precision;
+  int runs, warmup, random, backbone;
 } bench_opts;
 
 static const rv_opt OPTS[] = {
-    {"--weights", NULL, RV_OPT_STR, offsetof(bench_opts, weights), 0, 0, NULL, "CKPT",
-     "a whole dense model (segmentor or detector) instead of MODEL", 0},
-    {"--name", NULL, RV_OPT_STR, offsetof(bench_opts, name), 0, 0, NULL, "NAME",
+    RV_MODEL_OPT_WEIGHTS(bench_opts, mo, "a whole dense model (segmentor or detector) instead of MODEL"),
+    {"--name", NULL, RV_OPT_STR, offsetof(bench_opts, mo.model), 0, 0, NULL, "NAME",
      "with --weights: architecture when the checkpoint has no config", 0},
     {"--size", NULL, RV_OPT_SIZE, offsetof(bench_opts, size), 1, 65536, NULL, "HxW",
      "input size, height first (default 224x224; --weights: the official\n"
      "test scale, 512x2048 for segmentors, 800x1333 for detectors)", 0},
-    {"--runs", NULL, RV_OPT_INT, offsetof(bench_opts, runs), 1, 100000, NULL, "N", "timed runs (default 5)", 0},
-    {"--warmup", NULL, RV_OPT_INT, offsetof(bench_opts, warmup), 0, 100000, NULL, "N", "untimed runs first (default 1)", 0},
+    {"--runs", NULL, RV_OPT_INT, offsetof(bench_opts, runs), 1, 100000, NULL, "N", "timed runs", 0, "5"},
+    {"--warmup", NULL, RV_OPT_INT, offsetof(bench_opts, warmup), 0, 100000, NULL, "N", "untimed runs first", 0, "1"},
     {"--random-weights", NULL, RV_OPT_FLAG, offsetof(bench_opts, random), 0, 0, NULL, NULL, "build a preset without a checkpoint", 0},
     {"--backbone", NULL, RV_OPT_FLAG, offsetof(bench_opts, backbone), 0, 0, NULL, NULL,
      "run the backbone (4 outputs) of a classifier preset/checkpoint", 0},
@@ -48,14 +48,14 @@ static const rv_opt OPTS[] = {
      "\"start_rss_mb\" (before the model: the shared libraries), \"cpu_ms\"\n"
      "(median process CPU time per run), ...} to FILE ('-': stdout,\n"
      "instead of the text line)", 0},
-    RV_CLI_PRECISION_OPT(bench_opts, precision),
-    RV_OPT_STRICT(bench_opts, strict),
+    RV_MODEL_OPT_PRECISION(bench_opts, mo),
+    RV_OPT_STRICT(bench_opts, mo.strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_bench = {
     "bench", "MODEL [--size HxW] [--runs N] [--warmup N] [--random-weights] [--backbone] [--json FILE|-]\n"
     "NAME --random-weights [--size HxW] [--runs N] [--warmup N] [--json FILE|-]\n"
-    "--weights CKPT [--name NAME] [--size HxW] [--runs N] [--warmup N] [--json FILE|-]",
+    "--weights W [--name NAME] [--size HxW] [--runs N] [--warmup N] [--json FILE|-]",
     "Times the RAVLT forward pass on a random input: warm-up runs, then N timed runs;\n"
     "prints median/min/max, GMAC/s (MACs with attention matmuls, see 'ravlt info') and the\n"
     "peak resident memory. MODEL is a checkpoint, or a preset with --random-weights\n"
@@ -130,10 +130,16 @@ static int bench_sgemm(int n, int threads, int runs, const char *json) {
   double g = (double)n * n * n / best / 1e9;
   int rc = 0;
   if (json) {
-    char t[256];
-    snprintf(t, sizeof t, "{\"sgemm_n\":%d,\"threads\":%d,\"gmacs_per_s\":%.2f,\"blas_core\":\"%s\"}", n, nt, g, openblas_get_corename());
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "sgemm_n", n);
+    cJSON_AddNumberToObject(o, "threads", nt);
+    cJSON_AddNumberToObject(o, "gmacs_per_s", round(g * 100) / 100); /* 2 decimals, as printed */
+    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
     rv_ctx *ctx = rv_cli_ctx();
-    rv_status st = ctx ? rv_cli_json_write(json, t, ctx) : RV_ERR_NOMEM;
+    rv_status st = ctx && t ? rv_cli_json_write(json, t, ctx) : RV_ERR_NOMEM;
+    free(t);
     if (st != RV_OK) rc = ctx ? rv_cli_fail(ctx, "bench", st) : 1;
     rv_ctx_free(ctx);
   }
@@ -144,7 +150,7 @@ static int bench_sgemm(int n, int threads, int runs, const char *json) {
   return rc;
 }
 
-/* ---- whole dense models (--weights CKPT) ------------------------------------------------ */
+/* ---- whole dense models (--weights W) ------------------------------------------------ */
 
 enum { ST_PRE, ST_BACKBONE, ST_NECK, ST_RPN, ST_ROI, ST_MASK, ST_HEAD, ST_POST, ST_N };
 static const char *const STAGE_NAMES[ST_N] = {"preprocess", "backbone", "neck", "rpn",
@@ -263,18 +269,47 @@ static double max_rss_mb(void) {
   return ru.ru_maxrss / 1024.0;
 }
 
+/* What every timed run shares: the input size, threads, runs and the JSON / text outputs. */
+typedef struct {
+  int h, w, size_given, threads, nthreads, runs, warmup;
+  const char *json, *precision;
+  double start_mb; /* peak RSS before the model: the shared libraries */
+} bench_args;
+
+/* The timing keys of --json: "threads", "runs", "median_ms", "min_ms", "max_ms", "cpu_ms". */
+static void timing_json(cJSON *o, const bench_args *a, double med, double lo, double hi, double cpu_med) {
+  cJSON_AddNumberToObject(o, "threads", a->nthreads);
+  cJSON_AddNumberToObject(o, "runs", a->runs);
+  cJSON_AddNumberToObject(o, "median_ms", med);
+  cJSON_AddNumberToObject(o, "min_ms", lo);
+  cJSON_AddNumberToObject(o, "max_ms", hi);
+  cJSON_AddNumberToObject(o, "cpu_ms", cpu_med);
+}
+
+/* The memory keys ("peak_rss_mb", "start_rss_mb", "arena_peak_mb"), "blas_core", and o
+ * written to --json (o deleted). */
+static rv_status memory_json_write(cJSON *o, const bench_args *a, double rss_mb, const rv_arena *arena, rv_ctx *ctx) {
+  cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
+  cJSON_AddNumberToObject(o, "start_rss_mb", a->start_mb);
+  cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
+  cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
+  char *t = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  rv_status st = t ? rv_cli_json_write(a->json, t, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  free(t);
+  return st;
+}
+
 /* path: a checkpoint (name: its --name), or NULL for the random model `name`. */
-static int bench_dense(const char *path, const char *name, int h, int w, int size_given,
-                       int threads, int runs, int warmup, const char *json, double start_mb,
-                       const char *precision, const rv_model_load_opts *lo) {
-  const char *cmd = "bench";
+static int bench_dense(const bench_args *a, const char *path, const char *name, const rv_model_load_opts *lo) {
+  const char *cmd = "bench", *json = a->json;
+  int h = a->h, w = a->w;
+  const int runs = a->runs, warmup = a->warmup, nthreads = a->nthreads;
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  rv_ctx_set_threads(ctx, threads);
-  int nthreads = threads;
+  rv_ctx_set_threads(ctx, a->threads);
 #ifdef _OPENMP
-  if (threads > 0) omp_set_num_threads(threads); /* the stages are called directly */
-  if (nthreads == 0) nthreads = omp_get_max_threads();
+  if (a->threads > 0) omp_set_num_threads(a->threads); /* the stages are called directly */
 #endif
   int rc = 1;
   rv_model *model = NULL;
@@ -286,8 +321,8 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
   double *tot = NULL, *cpu = NULL, *stg = NULL;
   rv_status st = path ? rv_model_load_ex(&model, path, name, lo, ctx) : rv_bench_model_create(&rnd, name, 1, ctx);
   if (st == RV_OK)
-    st = model ? rv_cli_set_precision(model, precision, ctx)
-               : rv_bench_model_set_precision(&rnd, precision, ctx);
+    st = model ? rv_cli_set_precision(model, a->precision, ctx)
+               : rv_bench_model_set_precision(&rnd, a->precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   if (model) {
     m = (dense_model){rv_model_task(model), rv_model_arch(model), rv_model_backbone(model),
@@ -297,9 +332,9 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     m = (dense_model){rnd.task, rnd.arch, rnd.backbone, rnd.decoder, rnd.seg_test, rnd.detector, rnd.pre};
   }
   /* a random model's --size is the network's input (no resize; detectors pad to 32) */
-  if (!path && size_given) m.pre.scale_w = m.pre.scale_h = 0;
+  if (!path && a->size_given) m.pre.scale_w = m.pre.scale_h = 0;
   int seg = m.task == RV_TASK_SEGMENT;
-  if (!size_given) { h = seg ? 512 : 800; w = seg ? 2048 : 1333; }
+  if (!a->size_given) { h = seg ? 512 : 800; w = seg ? 2048 : 1333; }
   if ((st = rv_image_alloc(&img, h, w, 3, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   uint64_t seed = 42;
   for (size_t i = 0; i < (size_t)h * w * 3; i++) {
@@ -345,39 +380,22 @@ static int bench_dense(const char *path, const char *name, int h, int w, int siz
     cJSON_AddStringToObject(o, "weights", path ? path : "random");
     if (!path) cJSON_AddStringToObject(o, "model", name);
     cJSON_AddStringToObject(o, "arch", m.arch);
-    cJSON *sz = cJSON_AddArrayToObject(o, "input");
-    cJSON_AddItemToArray(sz, cJSON_CreateNumber(h));
-    cJSON_AddItemToArray(sz, cJSON_CreateNumber(w));
-    cJSON *nz = cJSON_AddArrayToObject(o, "network_input"); /* resized and padded */
-    cJSON_AddItemToArray(nz, cJSON_CreateNumber(counts[2]));
-    cJSON_AddItemToArray(nz, cJSON_CreateNumber(counts[3]));
+    cJSON_AddItemToObject(o, "input", cJSON_CreateIntArray((const int[]){h, w}, 2));
+    cJSON_AddItemToObject(o, "network_input", cJSON_CreateIntArray(counts + 2, 2)); /* resized and padded */
     if (counts[0] >= 0) cJSON_AddNumberToObject(o, "proposals", counts[0]);
     if (counts[1] >= 0) cJSON_AddNumberToObject(o, "detections", counts[1]);
-    cJSON_AddNumberToObject(o, "threads", nthreads);
-    cJSON_AddNumberToObject(o, "runs", runs);
-    cJSON_AddNumberToObject(o, "median_ms", med);
-    cJSON_AddNumberToObject(o, "min_ms", tot[0]);
-    cJSON_AddNumberToObject(o, "max_ms", tot[runs - 1]);
-    cJSON_AddNumberToObject(o, "cpu_ms", cpu_med);
+    timing_json(o, a, med, tot[0], tot[runs - 1], cpu_med);
     cJSON *so = cJSON_AddObjectToObject(o, "stages_ms");
     for (int s = 0; s < ST_N; s++)
       if (bd[s] > 0) cJSON_AddNumberToObject(so, STAGE_NAMES[s], bd[s]);
-    cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
-    cJSON_AddNumberToObject(o, "start_rss_mb", start_mb);
-    cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
-    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
-    char *t = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    rv_status jst = t ? rv_cli_json_write(json, t, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    free(t);
-    if (jst != RV_OK) { rc = rv_cli_fail(ctx, "bench", jst); goto done; }
+    if ((st = memory_json_write(o, a, rss_mb, arena, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   }
   if (!rv_cli_json_stdout(json)) {
     printf("%s %dx%d (network %dx%d), %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), cpu %.1f ms; "
            "peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n"
            "  stages (median run):",
            path ? m.arch : name, h, w, counts[2], counts[3], nthreads, nthreads == 1 ? "" : "s", med, tot[0], tot[runs - 1],
-           runs, cpu_med, rss_mb, start_mb, rv_arena_peak(arena) / 1048576.0,
+           runs, cpu_med, rss_mb, a->start_mb, rv_arena_peak(arena) / 1048576.0,
            openblas_get_corename());
     for (int s = 0; s < ST_N; s++)
       if (bd[s] > 0) printf(" %s %.1f", STAGE_NAMES[s], bd[s]);
@@ -400,35 +418,10 @@ done:
   return rc;
 }
 
-int rv_cmd_bench(int argc, char **argv) {
-  const double start_mb = max_rss_mb();
-  const char *cmd = "bench";
-  bench_opts bo = {NULL, NULL, NULL, {0, 0}, 5, 1, 0, 0, 0, NULL};
-  int npos;
-  int prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
-  if (prc >= 0) return prc;
-  const char *model = npos ? argv[0] : NULL, *weights = bo.weights, *name = bo.name, *json = bo.json;
-  int size_given = bo.size[0] > 0;
-  int h = size_given ? bo.size[0] : 224, w = size_given ? bo.size[1] : 224, threads = rv_cli.threads, runs = bo.runs,
-      warmup = bo.warmup, random = bo.random, backbone = bo.backbone;
-  if (weights) {
-    if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights CKPT, not both");
-    if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
-    rv_blas_init();
-    return bench_dense(weights, name, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision,
-                       &(rv_model_load_opts){bo.strict});
-  }
-  if (bo.strict) return rv_cli_usage_error(cmd, "--strict needs --weights (a checkpoint loaded as a whole model)");
-  if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
-  if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
-  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
-  if (strcmp(model, "sgemm") == 0) return bench_sgemm(h, threads, runs, json);
-  if (random && rv_bench_is_model_name(model)) { /* a whole dense model (bench_models.h) */
-    if (backbone) return rv_cli_usage_error(cmd, "--backbone applies to classifier presets, not to '%s'", model);
-    return bench_dense(NULL, model, h, w, size_given, threads, runs, warmup, json, start_mb, bo.precision, NULL);
-  }
-  if (rv_bench_is_model_name(model))
-    return rv_cli_usage_error(cmd, "'%s' is a whole model: add --random-weights (or give its checkpoint: --weights CKPT)", model);
+/* A backbone or classifier (a preset with random weights, or a checkpoint) on a random input. */
+static int bench_backbone(const bench_args *a, const char *model, int random, int backbone) {
+  const char *cmd = "bench", *json = a->json;
+  const int h = a->h, w = a->w, runs = a->runs, warmup = a->warmup, nthreads = a->nthreads;
   struct stat sb;
   int preset = 0;
   for (const char *const *pn = rv_ravlt_preset_names(); *pn; pn++) preset |= strcmp(*pn, model) == 0;
@@ -440,11 +433,7 @@ int rv_cmd_bench(int argc, char **argv) {
   }
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  rv_ctx_set_threads(ctx, threads);
-  int nthreads = threads;
-#ifdef _OPENMP
-  if (nthreads == 0) nthreads = omp_get_max_threads();
-#endif
+  rv_ctx_set_threads(ctx, a->threads);
   int rc = 1;
   rv_ravlt_config cfg;
   rv_weights *wts = NULL;
@@ -470,7 +459,7 @@ int rv_cmd_bench(int argc, char **argv) {
   st = wts ? rv_ravlt_create(&m, &cfg, wts, NULL, ctx) : rv_ravlt_create_random(&m, &cfg, 1, ctx);
   rv_weights_free(wts);
   wts = NULL;
-  if (st == RV_OK) st = rv_cli_set_backbone_precision(m, bo.precision, ctx);
+  if (st == RV_OK) st = rv_cli_set_backbone_precision(m, a->precision, ctx);
   if (st != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   rv_ravlt_costs cost;
   if ((st = rv_ravlt_count(&cfg, h, w, &cost, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
@@ -511,33 +500,18 @@ int rv_cmd_bench(int argc, char **argv) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", model);
     cJSON_AddStringToObject(o, "variant", cfg.classifier ? "classifier" : "backbone");
-    cJSON *sz = cJSON_AddArrayToObject(o, "input");
-    cJSON_AddItemToArray(sz, cJSON_CreateNumber(h));
-    cJSON_AddItemToArray(sz, cJSON_CreateNumber(w));
-    cJSON_AddNumberToObject(o, "threads", nthreads);
-    cJSON_AddNumberToObject(o, "runs", runs);
-    cJSON_AddNumberToObject(o, "median_ms", med);
-    cJSON_AddNumberToObject(o, "min_ms", times[0]);
-    cJSON_AddNumberToObject(o, "max_ms", times[runs - 1]);
-    cJSON_AddNumberToObject(o, "cpu_ms", cpu_med);
+    cJSON_AddItemToObject(o, "input", cJSON_CreateIntArray((const int[]){h, w}, 2));
+    timing_json(o, a, med, times[0], times[runs - 1], cpu_med);
     cJSON_AddNumberToObject(o, "gmacs", macs / 1e9);
     cJSON_AddNumberToObject(o, "gmacs_per_s", gmacs);
-    cJSON_AddNumberToObject(o, "peak_rss_mb", rss_mb);
-    cJSON_AddNumberToObject(o, "start_rss_mb", start_mb);
-    cJSON_AddNumberToObject(o, "arena_peak_mb", rv_arena_peak(arena) / 1048576.0);
-    cJSON_AddStringToObject(o, "blas_core", openblas_get_corename());
-    char *t = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    rv_status jst = t ? rv_cli_json_write(json, t, ctx) : rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    free(t);
-    if (jst != RV_OK) { rc = rv_cli_fail(ctx, "bench", jst); goto done; }
+    if ((st = memory_json_write(o, a, rss_mb, arena, ctx)) != RV_OK) { rc = rv_cli_fail(ctx, cmd, st); goto done; }
   }
   if (!rv_cli_json_stdout(json)) {
     printf("%s %s %dx%d, %d thread%s: median %.1f ms (min %.1f, max %.1f, %d runs), %.3f GMACs "
            "-> %.1f GMAC/s, peak RSS %.0f MB (%.0f at start; activations %.0f MB), OpenBLAS %s\n",
            model, cfg.classifier ? "classifier" : "backbone", h, w, nthreads,
            nthreads == 1 ? "" : "s", med, times[0], times[runs - 1], runs, macs / 1e9,
-           gmacs, rss_mb, start_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
+           gmacs, rss_mb, a->start_mb, rv_arena_peak(arena) / 1048576.0, openblas_get_corename());
   }
   rc = 0;
 done:
@@ -549,4 +523,37 @@ done:
   free(cpu);
   rv_ctx_free(ctx);
   return rc;
+}
+
+int rv_cmd_bench(int argc, char **argv) {
+  const double start_mb = max_rss_mb();
+  const char *cmd = "bench";
+  bench_opts bo = {0};
+  int npos, prc = rv_cli_parse(&rv_spec_bench, &bo, argc, argv, &npos);
+  if (prc >= 0) return prc;
+  const char *model = npos ? argv[0] : NULL, *weights = bo.mo.weights, *name = bo.mo.model;
+  const int size_given = bo.size[0] > 0, random = bo.random, backbone = bo.backbone;
+  bench_args a = {size_given ? bo.size[0] : 224, size_given ? bo.size[1] : 224, size_given, rv_cli.threads, rv_cli.threads,
+                  bo.runs, bo.warmup, bo.json, bo.mo.precision, start_mb};
+#ifdef _OPENMP
+  if (a.nthreads == 0) a.nthreads = omp_get_max_threads();
+#endif
+  if (weights) {
+    if (model) return rv_cli_usage_error(cmd, "give either MODEL or --weights W, not both");
+    if (random || backbone) return rv_cli_usage_error(cmd, "--random-weights/--backbone do not apply to --weights");
+    rv_blas_init();
+    return bench_dense(&a, weights, name, &(rv_model_load_opts){bo.mo.strict});
+  }
+  if (bo.mo.strict) return rv_cli_usage_error(cmd, "--strict needs --weights (a checkpoint loaded as a whole model)");
+  if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
+  if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
+  if (strcmp(model, "sgemm") == 0) return bench_sgemm(a.h, a.threads, a.runs, a.json);
+  if (random && rv_bench_is_model_name(model)) { /* a whole dense model (bench_models.h) */
+    if (backbone) return rv_cli_usage_error(cmd, "--backbone applies to classifier presets, not to '%s'", model);
+    return bench_dense(&a, NULL, model, NULL);
+  }
+  if (rv_bench_is_model_name(model))
+    return rv_cli_usage_error(cmd, "'%s' is a whole model: add --random-weights (or give its checkpoint: --weights W)", model);
+  return bench_backbone(&a, model, random, backbone);
 }

@@ -2,13 +2,8 @@
  * mmdet checkpoint (Cascade Mask R-CNN, Mask R-CNN, RetinaNet); without --weights the
  * built-in demo detector (synthetic shapes). */
 #define _POSIX_C_SOURCE 200809L
-#include "apps/cli.h"
-#include "apps/draw.h"
-#include "apps/inputs.h"
-#include "apps/model_run.h"
-#include "apps/outputs.h"
-#include "core/fs.h"
-#include "apps/shard.h"
+#include "apps/eval_report.h"
+#include "apps/image_run.h"
 #include "datasets/coco.h"
 #include "datasets/det_json.h"
 #include "apps/commands.h"
@@ -20,22 +15,22 @@
 #include <string.h>
 
 typedef struct {
-  const char *weights, *model, *out_dir, *json, *shard, *ann, *precision;
+  rv_model_opts mo;
+  const char *out_dir, *json, *shard, *ann;
   double thr;
-  int no_draw, strict;
+  int no_draw;
 } detect_opts;
 
 static const rv_opt OPTS[] = {
-    {"--weights", NULL, RV_OPT_STR, offsetof(detect_opts, weights), 0, 0, NULL, "W",
-     "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo-det'\n"
-     "(default): the built-in demo detector, a RetinaNet for the 5 classes\n"
-     "of synthetic shapes (`ravlt synth --task det`)", 0},
-    {"--model", NULL, RV_OPT_STR, offsetof(detect_opts, model), 0, 0, NULL, "NAME",
-     "architecture when the checkpoint has no config (e.g. mask-rcnn-ravlt-t)", 0},
+    RV_MODEL_OPT_WEIGHTS(detect_opts, mo,
+                         "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo-det'\n"
+                         "(default): the built-in demo detector, a RetinaNet for the 5 classes\n"
+                         "of synthetic shapes (`ravlt synth --task det`)"),
+    RV_MODEL_OPT_MODEL(detect_opts, mo),
     {"--out-dir", NULL, RV_OPT_STR, offsetof(detect_opts, out_dir), 0, 0, NULL, "DIR",
-     "folder for drawings <name>_det.jpg (default: det-out)", 0},
+     "folder for drawings <name>_det.jpg", 0, "det-out"},
     {"--score-thr", NULL, RV_OPT_DOUBLE, offsetof(detect_opts, thr), 0, 1, NULL, "T",
-     "draw detections with score >= T, 0..1 (default 0.3; the JSON keeps all)", 0},
+     "draw detections with score >= T, 0..1 (the JSON keeps all)", 0, "0.3"},
     {"--json", NULL, RV_OPT_STR, offsetof(detect_opts, json), 0, 0, NULL, "FILE",
      "COCO results JSON (bbox; masks go to FILE with .segm.json when the\n"
      "model has masks; '-': stdout, for a model without masks); category\n"
@@ -48,8 +43,8 @@ static const rv_opt OPTS[] = {
      "only images k (sorted input order, from 0) with k mod N == i; with --json\n"
      "image ids stay those of the whole list and FILE.shard.json describes the\n"
      "part for `ravlt merge`", 0},
-    RV_CLI_PRECISION_OPT(detect_opts, precision),
-    RV_OPT_STRICT(detect_opts, strict),
+    RV_MODEL_OPT_PRECISION(detect_opts, mo),
+    RV_OPT_STRICT(detect_opts, mo.strict),
     RV_OPT_END};
 
 const rv_cmd_spec rv_spec_detect = {
@@ -125,190 +120,104 @@ static rv_status image_ids(int64_t *ids, const rv_input_list *list, const char *
   return RV_OK;
 }
 
+typedef struct {
+  const detect_opts *o;
+  char segm[4096], side[4096]; /* FILE.segm.json, FILE.shard.json */
+  int masks;
+  int64_t *ids;       /* the COCO image id of each input */
+  int *cat_ids;       /* of each class */
+  rv_det_json *res;   /* --json */
+  rv_part_image *part; /* --shard with --json: the images done */
+  size_t n_part;
+  long total;         /* detections */
+} detect_run;
+
+static rv_status prepare(void *user, rv_image_run *r, rv_ctx *ctx) {
+  detect_run *u = user;
+  const rv_run_model *rm = &r->model;
+  u->masks = rv_detector_has_masks(rv_model_detector(rm->m));
+  if (!(u->ids = malloc(sizeof *u->ids * (r->n + 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  RV_TRY(image_ids(u->ids, &r->list, u->o->ann, ctx));
+  if (rv_cli_json_stdout(u->o->json) && u->masks)
+    return rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose results go to a second file: give --json FILE");
+  if (!u->o->json) return RV_OK;
+  if (!(u->cat_ids = malloc(sizeof *u->cat_ids * (size_t)rm->num_classes)) || !(u->res = rv_det_json_create(u->masks)))
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < rm->num_classes; i++) u->cat_ids[i] = rv_model_category_id(rm->m, i);
+  if (u->o->shard && !(u->part = calloc(r->n + 1, sizeof *u->part))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  return RV_OK;
+}
+
+/* One image: its drawing, then its results. */
+static rv_status one(void *user, rv_image_run *r, size_t k, const char *path, rv_image *img, rv_ctx *ctx) {
+  detect_run *u = user;
+  rv_detections det = {0};
+  int *order = NULL;
+  const int w = img->w, h = img->h;
+  rv_status st = rv_task_detect(&r->model, img, r->arena, &det, &order, ctx);
+  if (st == RV_OK && !u->o->no_draw) {
+    char out[4096];
+    rv_cli_out_name(out, sizeof out, u->o->out_dir, path, "_det.jpg");
+    st = rv_task_draw_detections(&r->model, img, &det, (float)u->o->thr, ctx);
+    if (st == RV_OK) st = rv_image_write(out, img, ctx);
+  }
+  if (st == RV_OK && u->res) st = rv_det_json_add(u->res, u->ids[k], &det, order, u->cat_ids, ctx);
+  if (st == RV_OK && u->part) u->part[u->n_part++] = (rv_part_image){u->ids[k], w, h, r->list.paths[k]};
+  if (st == RV_OK) {
+    int shown = 0;
+    for (int i = 0; i < det.n; i++) shown += det.scores[i] >= u->o->thr;
+    u->total += det.n;
+    rv_log(ctx, RV_LOG_DEBUG, "%s: %d detections (%d >= %.2f)", path, det.n, shown, u->o->thr);
+  }
+  free(order);
+  return st;
+}
+
+/* The results of every image that succeeded (and ran, after a signal), then the part's sidecar. */
+static rv_status finish(void *user, rv_image_run *r, rv_ctx *ctx) {
+  detect_run *u = user;
+  const detect_opts *o = u->o;
+  if (!u->res) return RV_OK;
+  RV_TRY(rv_cli_json_stdout(o->json) ? rv_det_json_fwrite(u->res, stdout, 0, ctx)
+                                     : rv_det_json_write(u->res, o->json, u->masks ? u->segm : NULL, ctx));
+  if (!u->part) return RV_OK;
+  rv_part_run run = {"", (long long)rv_det_json_count(u->res), -1};
+  rv_digest items;
+  rv_digest_init(&items);
+  for (size_t i = 0; i < r->n; i++) rv_digest_str(&items, r->list.paths[i]);
+  rv_part_run_id(&run, r->model.weights, o->mo.model ? o->mo.model : "", o->ann, &items);
+  return rv_part_write_coco(u->side, &r->shard, r->n, NULL, o->json, u->masks ? u->segm : NULL, u->part, u->n_part, &run,
+                            ctx);
+}
+
+static void summary(void *user, const rv_image_run *r, char *buf, size_t cap) {
+  const detect_run *u = user;
+  const int draw = !u->o->no_draw, file = u->res && !rv_cli_json_stdout(u->o->json);
+  snprintf(buf, cap, "%zu image(s), %ld detections%s%s%s%s", r->done, u->total, draw ? ", drawings in " : "",
+           draw ? u->o->out_dir : "", file ? ", results in " : "", file ? u->o->json : "");
+}
+
 int rv_cmd_detect(int argc, char **argv) {
-  detect_opts o = {NULL, NULL, "det-out", NULL, NULL, NULL, NULL, 0.3, 0, 0};
+  detect_opts o = {0};
   int ninputs;
   int prc = rv_cli_parse(&rv_spec_detect, &o, argc, argv, &ninputs);
   if (prc >= 0) return prc;
-  char **inputs = argv;
-  const char *weights = o.weights, *name = o.model, *out_dir = o.out_dir, *json = o.json, *shard_spec = o.shard;
-  rv_shard shard = {0, 1};
-  double thr = o.thr;
-  int draw = !o.no_draw;
-  int demo = !weights;
-  if (demo) weights = RV_CLI_DEMO_DET;
-  if (!ninputs) return rv_cli_usage_error("detect", "no input images");
-  if (rv_cli_check_model_opt("detect", demo ? NULL : weights, name)) return 2;
-  if (shard_spec && rv_shard_parse(&shard, shard_spec)) return rv_cli_usage_error("detect", "--shard must be i/N with 0 <= i < N, not '%s'", shard_spec);
-  if (rv_cli_json_stdout(json) && shard_spec) return rv_cli_usage_error("detect", "--json - (stdout) with --shard: give the part a file name");
-  if (o.ann && !json) return rv_cli_usage_error("detect", "--ann numbers the images of --json FILE: give --json too");
-
-  rv_ctx *ctx = rv_cli_ctx();
-  rv_input_list list = {0};
-  rv_model *m = NULL;
-  rv_arena *arena = NULL;
-  rv_det_json *res = NULL;
-  const char **names = NULL;
-  unsigned char (*palette)[3] = NULL;
-  int *cat_ids = NULL, rc = 0;
-  rv_part_image *part = NULL;
-  size_t n_part = 0;
-  int64_t *ids = NULL;
-  char **outs = NULL, segm[4096] = "", side[4096] = "";
-  const char **from = NULL;
-  int nouts = 0;
-  rv_status st = rv_inputs_collect(&list, inputs, ninputs, 0, ctx);
-  if (json) {
-    size_t n = strlen(json);
-    int ext = n > 5 && !strcmp(json + n - 5, ".json");
-    snprintf(segm, sizeof segm, "%.*s.segm.json", (int)(ext ? n - 5 : n), json);
-    snprintf(side, sizeof side, "%.*s.shard.json", (int)(ext ? n - 5 : n), json);
+  if (rv_cli_json_stdout(o.json) && o.shard) return rv_cli_usage_error("detect", "--json - (stdout) with --shard: give the part a file name");
+  if (o.ann && !o.json) return rv_cli_usage_error("detect", "--ann numbers the images of --json FILE: give --json too");
+  detect_run u = {&o};
+  if (o.json) {
+    rv_cli_sibling_path(u.segm, sizeof u.segm, o.json, ".segm.json");
+    rv_cli_sibling_path(u.side, sizeof u.side, o.json, ".shard.json");
   }
-  /* every output checked before the model loads: folders, no output over an input, no clash */
-  if (st == RV_OK && draw) st = rv_out_check_dir(out_dir, ctx);
-  if (st == RV_OK && (!(outs = calloc((size_t)list.n + 4, sizeof *outs)) || !(from = calloc((size_t)list.n + 4, sizeof *from))))
-    st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  for (int i = 0; st == RV_OK && draw && i < list.n; i++) {
-    if (!rv_shard_has(&shard, (size_t)i)) continue;
-    char out[4096];
-    rv_cli_out_name(out, sizeof out, out_dir, list.paths[i], "_det.jpg");
-    from[nouts] = list.paths[i];
-    if (!(outs[nouts++] = strdup(out))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  }
-  if (st == RV_OK && json) {
-    const char *extra[3] = {json, rv_cli_json_stdout(json) ? NULL : segm, shard_spec ? side : NULL};
-    for (int k = 0; k < 3 && st == RV_OK; k++) {
-      if (!extra[k]) continue;
-      from[nouts] = "--json";
-      if (!(outs[nouts++] = strdup(extra[k]))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    }
-  }
-  if (st == RV_OK) {
-    const char **ins = calloc((size_t)list.n + 2, sizeof *ins);
-    if (!ins) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    for (int i = 0; ins && i < list.n; i++) ins[i] = list.paths[i];
-    if (ins) ins[list.n] = o.ann;
-    if (ins) st = rv_cli_outputs_check((const char *const *)outs, from, nouts, ins, list.n + 1, ctx);
-    free(ins);
-  }
-  if (st == RV_OK && !(ids = malloc(sizeof *ids * (size_t)(list.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  if (st == RV_OK) st = image_ids(ids, &list, o.ann, ctx);
-  if (st == RV_OK) st = demo ? rv_cli_load_demo(&m, 1, ctx) : rv_cli_load_model_ex(&m, weights, name, &(rv_model_load_opts){o.strict}, ctx);
-  if (st == RV_OK) st = rv_cli_set_precision(m, o.precision, ctx);
-  if (st == RV_OK && demo) rv_cli_demo_notice("detect", m);
-  if (st == RV_OK) st = rv_cli_check_task(m, RV_TASK_DETECT, weights, "segment", ctx);
-  if (st == RV_OK && !(arena = rv_arena_create(0))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  if (st == RV_OK && rv_cli_class_tables(m, &names, &palette)) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  if (st == RV_OK && rv_cli_json_stdout(json) && rv_detector_has_masks(rv_model_detector(m)))
-    st = rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose results go to a second file: give --json FILE");
-  if (st == RV_OK && json) {
-    int k = rv_model_num_classes(m);
-    cat_ids = malloc(sizeof *cat_ids * (size_t)k);
-    res = rv_det_json_create(rv_detector_has_masks(rv_model_detector(m)));
-    if (!cat_ids || !res) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-    for (int i = 0; cat_ids && i < k; i++) cat_ids[i] = rv_model_category_id(m, i);
-  }
-  if (st == RV_OK && shard_spec && !(part = calloc((size_t)list.n, sizeof *part))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  if (st != RV_OK) { rc = rv_cli_fail(ctx, "detect", st); goto out; }
-
-  rv_progress prog;
-  rv_progress_start(&prog, "detect", (long)rv_shard_size(&shard, (size_t)list.n));
-  int failed = 0, done = 0;
-  long total = 0;
-  const char **failed_names = calloc((size_t)list.n + 1, sizeof *failed_names);
-  if (!failed_names) { rc = rv_cli_fail(ctx, "detect", rv_error(ctx, RV_ERR_NOMEM, "out of memory")); goto out; }
-  rv_cli_signals_install(1);
-  for (int i = 0; i < list.n && !rv_cli_stop_signal(); i++) {
-    if (!rv_shard_has(&shard, (size_t)i)) continue;
-    const char *path = list.paths[i];
-    rv_image img = {0};
-    rv_detections det = {0};
-    int *order = NULL;
-    rv_draw_det *dd = NULL;
-    double t0 = rv_now();
-    st = rv_image_read(path, &img, ctx);
-    if (st == RV_OK) st = rv_model_detect(m, &det, NULL, &img, arena, ctx);
-    if (st == RV_OK) {
-      order = malloc(sizeof *order * (size_t)(det.n + 1));
-      if (!order) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-      else rv_detections_class_order(order, &det);
-    }
-    if (st == RV_OK && res) st = rv_det_json_add(res, ids[i], &det, order, cat_ids, ctx);
-    if (st == RV_OK && part) part[n_part++] = (rv_part_image){ids[i], img.w, img.h, path};
-    if (st == RV_OK && draw) {
-      dd = calloc((size_t)det.n + 1, sizeof *dd);
-      if (!dd) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-      for (int k = 0; dd && k < det.n; k++) {
-        dd[k].x1 = det.bboxes[4 * k];
-        dd[k].y1 = det.bboxes[4 * k + 1];
-        dd[k].x2 = det.bboxes[4 * k + 2];
-        dd[k].y2 = det.bboxes[4 * k + 3];
-        dd[k].score = det.scores[k];
-        dd[k].label = det.labels[k];
-        dd[k].mask = det.masks ? det.masks + (size_t)k * det.mask_h * det.mask_w : NULL;
-      }
-      if (st == RV_OK)
-        st = rv_draw_detections(&img, dd, det.n, names, (const unsigned char (*)[3])palette, rv_model_num_classes(m), (float)thr, ctx);
-      char out[4096];
-      rv_cli_out_name(out, sizeof out, out_dir, path, "_det.jpg");
-      if (st == RV_OK) st = rv_image_write(out, &img, ctx);
-    }
-    if (st != RV_OK) {
-      fprintf(stderr, "%sravlt detect: %s: %s\n", rv_progress_break(&prog), path, rv_ctx_errmsg(ctx));
-      failed_names[failed++] = path;
-    } else {
-      int shown = 0;
-      for (int k = 0; k < det.n; k++) shown += det.scores[k] >= thr;
-      total += det.n;
-      done++;
-      rv_log(ctx, RV_LOG_DEBUG, "%s: %d detections (%d >= %.2f) in %.3f s", path, det.n, shown, thr, rv_now() - t0);
-    }
-    free(dd);
-    free(order);
-    rv_image_free(&img);
-    rv_arena_reset(arena);
-    rv_progress_step(&prog, 1);
-  }
-  rv_progress_end(&prog);
-  int sig = rv_cli_stop_signal();
-  if (res) { /* the results of every image that succeeded (and ran, after a signal) */
-    int masks = rv_detector_has_masks(rv_model_detector(m));
-    st = rv_cli_json_stdout(json) ? rv_det_json_fwrite(res, stdout, 0, ctx) : rv_det_json_write(res, json, masks ? segm : NULL, ctx);
-    if (st == RV_OK && part) {
-      rv_part_run run = {"", (long long)rv_det_json_count(res), -1};
-      rv_digest items;
-      rv_digest_init(&items);
-      for (int i = 0; i < list.n; i++) rv_digest_str(&items, list.paths[i]);
-      rv_part_run_id(&run, weights, name ? name : "", o.ann, &items);
-      st = rv_part_write_coco(side, &shard, (size_t)list.n, NULL, json, masks ? segm : NULL, part, n_part, &run, ctx);
-    }
-    if (st != RV_OK) { rv_cli_signals_restore(); free(failed_names); rc = rv_cli_fail(ctx, "detect", st); goto out; }
-  }
-  rv_cli_signals_restore();
-  if (sig) fprintf(stderr, "ravlt detect: stopped by signal %d; the outputs hold the images done before it\n", sig);
-  if (!rv_cli.quiet || failed)
-    fprintf(stderr, "ravlt detect: %d image(s), %ld detections%s%s%s%s\n", done, total, draw ? ", drawings in " : "", draw ? out_dir : "",
-            res && !rv_cli_json_stdout(json) ? ", results in " : "", res && !rv_cli_json_stdout(json) ? json : "");
-  if (failed) {
-    fprintf(stderr, "ravlt detect: %d image(s) failed (not in the results):", failed);
-    for (int k = 0; k < failed; k++) fprintf(stderr, " %s", failed_names[k]);
-    fputc('\n', stderr);
-  }
-  free(failed_names);
-  rc = rv_cli_signal_exit_code(failed ? 1 : 0);
-out:
-  for (int k = 0; outs && k < nouts; k++) free(outs[k]);
-  free(outs);
-  free(from);
-  free(ids);
-  free(part);
-  free(cat_ids);
-  rv_det_json_free(res);
-  free(names);
-  free(palette);
-  rv_arena_free(arena);
-  rv_model_free(m);
-  rv_input_list_free(&list);
-  rv_ctx_free(ctx);
+  const char *suffixes[2] = {o.no_draw ? NULL : "_det.jpg", NULL};
+  const char *outs[3] = {o.json, o.json && !rv_cli_json_stdout(o.json) ? u.segm : NULL, o.json && o.shard ? u.side : NULL};
+  rv_image_cmd c = {{.cmd = "detect", .user = &u, .image = one}, RV_RUN_DETECT, "segment", &o.mo, argv, ninputs,
+                    o.shard, o.no_draw ? NULL : o.out_dir, suffixes, outs, 3, o.ann, prepare, finish, summary,
+                    "(not in the results)"};
+  int rc = rv_image_cmd_run(&c);
+  free(u.ids);
+  free(u.cat_ids);
+  free(u.part);
+  rv_det_json_free(u.res);
   return rc;
 }

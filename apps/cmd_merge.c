@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/eval_report.h"
+#include "apps/json_writer.h"
 #include "apps/shard.h"
 #include "apps/commands.h"
 #include <stddef.h>
@@ -162,18 +163,32 @@ static rv_status images_only_gt(rv_coco **gt, const rv_part *parts, size_t np, r
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
-  fputs("{\"images\": [", f);
-  int first = 1;
+  rv_jw w;
+  rv_jw_init(&w, f);
+  rv_jw_obj(&w);
+  rv_jw_key(&w, "images");
+  rv_jw_arr(&w);
   for (size_t p = 0; p < np; p++)
     for (size_t j = 0; j < parts[p].n; j++) {
-      fprintf(f, "%s{\"id\": %lld, \"width\": %d, \"height\": %d, \"file_name\": ", first ? "" : ", ",
-              (long long)parts[p].ids[j], parts[p].widths[j], parts[p].heights[j]);
-      rv_json_str(f, parts[p].file_names[j]);
-      fputc('}', f);
-      first = 0;
+      rv_jw_obj(&w);
+      rv_jw_key(&w, "id");
+      rv_jw_int(&w, (long long)parts[p].ids[j]);
+      rv_jw_key(&w, "width");
+      rv_jw_int(&w, parts[p].widths[j]);
+      rv_jw_key(&w, "height");
+      rv_jw_int(&w, parts[p].heights[j]);
+      rv_jw_key(&w, "file_name");
+      rv_jw_str(&w, parts[p].file_names[j]);
+      rv_jw_end(&w);
     }
-  fputs("], \"annotations\": [], \"categories\": []}", f);
-  int bad = ferror(f);
+  rv_jw_end(&w);
+  for (int k = 0; k < 2; k++) { /* no annotations, no categories */
+    rv_jw_key(&w, k ? "categories" : "annotations");
+    rv_jw_arr(&w);
+    rv_jw_end(&w);
+  }
+  rv_jw_end(&w);
+  int bad = !rv_jw_ok(&w);
   fclose(f);
   if (bad || !buf) {
     free(buf);

@@ -79,20 +79,20 @@ static const rv_opt OPTS[] = {
      "\"score\", \"label\", \"name\", \"category_id\", \"segmentation\":\n"
      "{\"size\": [h,w], \"counts\": RLE}}]} (detections with score >= T)", 0},
     {"--every", NULL, RV_OPT_LONG, VO(every), 1, 1000000, NULL, "N",
-     "run the model on every Nth frame (default 1); the other frames are\n"
-     "written with the last overlay and get no JSON line", 0},
+     "run the model on every Nth frame; the other frames are written with\n"
+     "the last overlay and get no JSON line", 0, "1"},
     {"--max-frames", NULL, RV_OPT_LONG, VO(max_frames), 1, 2147483647.0, NULL, "N", "stop after N input frames", 0},
     {"--size", NULL, RV_OPT_SIZE, VO(size), 16, 8192, NULL, "HxW",
      "inference scale: the model's test Resize img_scale becomes (W, H)\n"
      "(keep ratio), e.g. 480x640; output and results stay at the input size\n"
      "(default: the checkpoint's scale, (1333, 800) / (2048, 512))", 0},
-    {"--score-thr", NULL, RV_OPT_DOUBLE, VO(thr), 0, 1, NULL, "T", "detections drawn and written with score >= T, 0..1 (default 0.3)", 0},
-    {"--opacity", NULL, RV_OPT_DOUBLE, VO(opacity), 0, 1, NULL, "A", "segmentation overlay opacity 0..1 (default 0.5)", 0},
+    {"--score-thr", NULL, RV_OPT_DOUBLE, VO(thr), 0, 1, NULL, "T", "detections drawn and written with score >= T, 0..1", 0, "0.3"},
+    {"--opacity", NULL, RV_OPT_DOUBLE, VO(opacity), 0, 1, NULL, "A", "segmentation overlay opacity 0..1", 0, "0.5"},
     {"--drop", NULL, RV_OPT_FLAG, VO(drop), 0, 0, NULL, NULL,
      "live sources (camera, URL): drop frames inference cannot keep up with\n"
      "(counted); files never drop", 0},
-    {"--queue", NULL, RV_OPT_LONG, VO(queue), 1, 256, NULL, "N", "frames per queue between stages, 1..256 (default 4)", 0},
-    {"--stall", NULL, RV_OPT_DOUBLE, VO(stall), 0, 1e9, NULL, "S", "seconds without a frame before the stream counts as stalled (10)", 0},
+    {"--queue", NULL, RV_OPT_LONG, VO(queue), 1, 256, NULL, "N", "frames per queue between stages, 1..256", 0, "4"},
+    {"--stall", NULL, RV_OPT_DOUBLE, VO(stall), 0, 1e9, NULL, "S", "seconds without a frame before the stream counts as stalled", 0, "10"},
     {"--no-seek", NULL, RV_OPT_FLAG, VO(no_seek), 0, 0, NULL, NULL,
      "under mpirun: ranks reach their first frame by decoding from frame 0\n"
      "instead of seeking (for files whose seeking is not frame-exact)", 0},
@@ -134,11 +134,6 @@ static int run_inputs(rv_video_app *A, const rv_video_opts *o, char **inputs, in
 int rv_cmd_video(int argc, char **argv) {
   video_cli_opts vo;
   memset(&vo, 0, sizeof vo);
-  vo.v.thr = 0.3;
-  vo.v.opacity = 0.5;
-  vo.v.stall = 10.0;
-  vo.v.every = 1;
-  vo.v.queue = 4;
   vo.v.out_ext = "mp4";
   int n_in;
   int prc = rv_cli_parse(&rv_spec_video, &vo, argc, argv, &n_in);

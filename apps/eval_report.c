@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/eval_report.h"
 #include "apps/cli.h"
+#include "apps/json_writer.h"
 #include "datasets/ade20k.h"
 #include "datasets/classes.h"
 
@@ -11,21 +12,53 @@
 #include <string.h>
 #include <unistd.h>
 
-void rv_json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v))
-    fputs("null", f);
-  else
-    fprintf(f, "%.17g", v);
+/* A summary JSON to path ('-': stdout), written by body(w, arg), atomically to a file. */
+static rv_status write_summary(const char *path, void (*body)(rv_jw *w, const void *arg), const void *arg, rv_ctx *ctx) {
+  rv_out_file of = {0};
+  if (rv_cli_json_stdout(path)) of.f = stdout;
+  else RV_TRY(rv_out_open(&of, path, ctx));
+  rv_jw w;
+  rv_jw_init(&w, of.f);
+  body(&w, arg);
+  rv_jw_raw(&w, "\n");
+  if (of.f == stdout) return fflush(stdout) == 0 && rv_jw_ok(&w) ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+  return rv_out_close(&of, ctx);
 }
 
-void rv_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-    else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-    else fputc(*c, f);
+typedef struct {
+  const char *iou_type;
+  const double *stats;
+  const rv_cocoeval *ev;
+  const rv_cocoeval_params *prm;
+  rv_coco_area_mode area_mode;
+} coco_summary;
+
+/* {"iou_type", "stats": [12], "per_category": {"id": AP}, "max_dets": [3], "area_mode"} */
+static void coco_summary_json(rv_jw *w, const void *arg) {
+  const coco_summary *c = arg;
+  rv_jw_obj(w);
+  rv_jw_key(w, "iou_type");
+  rv_jw_str(w, c->iou_type);
+  rv_jw_key(w, "stats");
+  rv_jw_arr(w);
+  for (int i = 0; i < 12; i++) rv_jw_num(w, c->stats[i]);
+  rv_jw_end(w);
+  rv_jw_key(w, "per_category");
+  rv_jw_obj(w);
+  for (size_t k = 0; k < rv_cocoeval_num_cats(c->ev); k++) {
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)rv_cocoeval_cat_id(c->ev, k));
+    rv_jw_key(w, id);
+    rv_jw_num(w, rv_cocoeval_category_ap(c->ev, k));
   }
-  fputc('"', f);
+  rv_jw_end(w);
+  rv_jw_key(w, "max_dets");
+  rv_jw_arr(w);
+  for (int i = 0; i < 3; i++) rv_jw_int(w, c->prm->max_dets[i]);
+  rv_jw_end(w);
+  rv_jw_key(w, "area_mode");
+  rv_jw_str(w, c->area_mode == RV_COCO_AREA_BOX ? "box" : "mask");
+  rv_jw_end(w);
 }
 
 void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix) {
@@ -66,31 +99,41 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
     double ap = rv_cocoeval_category_ap(ev, k);
     fprintf(tf, "  %8lld  %-24.24s %7.3f\n", (long long)id, c && c->name ? c->name : "", ap);
   }
-  rv_status st = RV_OK;
-  if (json) {
-    rv_out_file of = {0};
-    if (rv_cli_json_stdout(json)) of.f = stdout;
-    else st = rv_out_open(&of, json, ctx);
-    if (st == RV_OK) {
-      fprintf(of.f, "{\"iou_type\": \"%s\", \"stats\": [", tn);
-      for (int i = 0; i < 12; i++) {
-        if (i) fputs(", ", of.f);
-        rv_json_num(of.f, stats[i]);
-      }
-      fputs("], \"per_category\": {", of.f);
-      for (size_t k = 0; k < K; k++) {
-        fprintf(of.f, "%s\"%lld\": ", k ? ", " : "", (long long)rv_cocoeval_cat_id(ev, k));
-        rv_json_num(of.f, rv_cocoeval_category_ap(ev, k));
-      }
-      fprintf(of.f, "}, \"max_dets\": [%d, %d, %d], \"area_mode\": \"%s\"}\n", prm.max_dets[0], prm.max_dets[1],
-              prm.max_dets[2], o->area_mode == RV_COCO_AREA_BOX ? "box" : "mask");
-      if (of.f == stdout) st = fflush(stdout) == 0 ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
-      else st = rv_out_close(&of, ctx);
-    }
-  }
+  coco_summary sum = {tn, stats, ev, &prm, o->area_mode};
+  rv_status st = json ? write_summary(json, coco_summary_json, &sum, ctx) : RV_OK;
   if (o->keep_ev && st == RV_OK) *o->keep_ev = ev;
   else rv_cocoeval_free(ev);
   return st;
+}
+
+typedef struct {
+  const rv_seg_metrics *m;
+  int num_classes;
+  size_t images;
+} ade_summary;
+
+/* {"aAcc", "mIoU", "mAcc", "IoU": [C], "Acc": [C], "images"} */
+static void ade_summary_json(rv_jw *w, const void *arg) {
+  const ade_summary *a = arg;
+  const rv_seg_metrics *m = a->m;
+  rv_jw_obj(w);
+  const char *names[3] = {"aAcc", "mIoU", "mAcc"};
+  const double v[3] = {m->aAcc, m->mIoU, m->mAcc};
+  for (int j = 0; j < 3; j++) {
+    rv_jw_key(w, names[j]);
+    rv_jw_num(w, v[j]);
+  }
+  const char *list_names[2] = {"IoU", "Acc"};
+  const double *lists[2] = {m->iou, m->acc};
+  for (int j = 0; j < 2; j++) {
+    rv_jw_key(w, list_names[j]);
+    rv_jw_arr(w);
+    for (int k = 0; k < a->num_classes; k++) rv_jw_num(w, lists[j][k]);
+    rv_jw_end(w);
+  }
+  rv_jw_key(w, "images");
+  rv_jw_int(w, (long long)a->images);
+  rv_jw_end(w);
 }
 
 rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const *names, const char *json, rv_ctx *ctx) {
@@ -118,33 +161,8 @@ rv_status rv_cli_ade_report_to(const rv_seg_areas *acc, size_t n, const char *co
   fprintf(tf, "Summary:\n  aAcc %.2f  mIoU %.2f  mAcc %.2f   (%zu images)\n", rv_mmseg_round(m.aAcc) * 100,
          rv_mmseg_round(m.mIoU) * 100, rv_mmseg_round(m.mAcc) * 100, n);
   fprintf(tf, "  full precision: aAcc %.17g mIoU %.17g mAcc %.17g\n", m.aAcc, m.mIoU, m.mAcc);
-  rv_status st = RV_OK;
-  if (json) {
-    rv_out_file of = {0};
-    if (rv_cli_json_stdout(json)) of.f = stdout;
-    else st = rv_out_open(&of, json, ctx);
-    if (st == RV_OK) {
-      fputs("{\"aAcc\": ", of.f);
-      rv_json_num(of.f, m.aAcc);
-      fputs(", \"mIoU\": ", of.f);
-      rv_json_num(of.f, m.mIoU);
-      fputs(", \"mAcc\": ", of.f);
-      rv_json_num(of.f, m.mAcc);
-      const double *arr[2] = {m.iou, m.acc};
-      const char *nm[2] = {"IoU", "Acc"};
-      for (int j = 0; j < 2; j++) {
-        fprintf(of.f, ", \"%s\": [", nm[j]);
-        for (int k = 0; k < C; k++) {
-          if (k) fputs(", ", of.f);
-          rv_json_num(of.f, arr[j][k]);
-        }
-        fputs("]", of.f);
-      }
-      fprintf(of.f, ", \"images\": %zu}\n", n);
-      if (of.f == stdout) st = fflush(stdout) == 0 ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
-      else st = rv_out_close(&of, ctx);
-    }
-  }
+  ade_summary sum = {&m, C, n};
+  rv_status st = json ? write_summary(json, ade_summary_json, &sum, ctx) : RV_OK;
   rv_seg_metrics_free(&m);
   return st;
 }

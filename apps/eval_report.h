@@ -41,9 +41,4 @@ rv_status rv_cli_ade_report_to(const rv_seg_areas *acc, size_t n_images, const c
 /* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended. */
 void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix);
 
-/* A double as JSON: %.17g, null for NaN / inf. */
-void rv_json_num(FILE *f, double v);
-/* A string as a JSON literal with escapes. */
-void rv_json_str(FILE *f, const char *s);
-
 #endif

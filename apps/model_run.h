@@ -39,11 +39,10 @@ rv_status rv_cli_check_task(const rv_model *m, rv_task want, const char *weights
 /* --precision P of the inference commands (the option row: RV_CLI_PRECISION_OPT(struct,
  * field)); rv_cli_set_precision applies it to a loaded model (NULL or "f32": nothing to do;
  * "bf16": rv_model_set_precision, refused with one line on a CPU without AVX512_BF16). */
-#define RV_CLI_PRECISION_HELP                                                                  \
-  "arithmetic of the GEMM-heavy layers: f32 (default, the reference) or\n"                    \
-  "bf16 (AVX512_BF16 CPUs: faster, results differ slightly; README 'bf16')"
 #define RV_CLI_PRECISION_OPT(T, f)                                                              \
-  {"--precision", NULL, RV_OPT_CHOICE, offsetof(T, f), 0, 0, "f32|bf16", "P", RV_CLI_PRECISION_HELP, 0}
+  {"--precision", NULL, RV_OPT_CHOICE, offsetof(T, f), 0, 0, "f32|bf16", "P",                   \
+   "arithmetic of the GEMM-heavy layers: f32 (the reference) or bf16\n"                         \
+   "(AVX512_BF16 CPUs: faster, results differ slightly; README 'bf16')", 0, "f32"}
 rv_status rv_cli_set_precision(rv_model *m, const char *precision, rv_ctx *ctx);
 /* The same for a bare backbone (classifier presets and checkpoints, random models of bench). */
 rv_status rv_cli_set_backbone_precision(rv_ravlt *b, const char *precision, rv_ctx *ctx);

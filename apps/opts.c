@@ -180,6 +180,8 @@ static const rv_opt *find(const rv_opt *tab, const char *a, size_t len, int *dep
 int rv_opts_parse(const rv_cmd_spec *spec, void *dst, rv_opts_globals *g, int argc, char **argv,
                   rv_opts_result *res) {
   memset(res, 0, sizeof *res);
+  for (const rv_opt *o = spec->opts; dst && o && o->name; o++) /* the table's defaults */
+    if (o->def && o->kind != RV_OPT_FLAG && store(o, o->name, o->def, dst, res)) return 2;
   int npos = 0, only_pos = 0;
   for (int i = 1; i < argc; i++) {
     char *a = argv[i];
@@ -266,7 +268,10 @@ static void print_opts(FILE *f, const rv_opt *tab, int globals) {
     if (n > (int)sizeof head - 1) n = (int)sizeof head - 1;
     if (n <= HELP_COL - 2) fprintf(f, "%s%*s", head, HELP_COL - n, "");
     else fprintf(f, "%s\n%*s", head, HELP_COL, "");
-    print_indented(f, o->help ? o->help : "", HELP_COL);
+    char help[2048];
+    snprintf(help, sizeof help, "%s%s%s%s", o->help ? o->help : "", o->def ? " (default " : "", o->def ? o->def : "",
+             o->def ? ")" : "");
+    print_indented(f, help, HELP_COL);
     if (o->alias && !globals) fprintf(f, "%*s(old spelling %s: still accepted, deprecated)\n", HELP_COL, "", o->alias);
   }
 }

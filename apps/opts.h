@@ -19,7 +19,8 @@
  *   - numbers are parsed strictly: the whole string, within the table's range; garbage or
  *     out-of-range values are usage errors naming the option and the value;
  *   - the global options (-q/--quiet, -v/--verbose, --threads N, --max-pixels N) are accepted anywhere;
- *   - an entry's `alias` (an old spelling) is accepted with a one-line deprecation notice.
+ *   - an entry's `alias` (an old spelling) is accepted with a one-line deprecation notice;
+ *   - an entry's `def` is its default: stored before argv is read, shown by --help.
  */
 #ifndef RV_APPS_OPTS_H
 #define RV_APPS_OPTS_H
@@ -50,6 +51,9 @@ typedef struct {
   const char *metavar; /* "T" (NULL for a flag) */
   const char *help;    /* may hold '\n': continuation lines are indented */
   int flags;           /* RV_OPT_OPEN_LO | RV_OPT_OPEN_HI | RV_OPT_HIDDEN */
+  const char *def;     /* the default as it would be given (\"512\", \"both\"), or NULL: the parser
+                        * stores it before reading argv and --help prints "(default DEF)" after
+                        * the help, so the default is written once, here */
 } rv_opt;
 
 #define RV_OPT_END {NULL, NULL, RV_OPT_FLAG, 0, 0, 0, NULL, NULL, NULL, 0}
@@ -89,8 +93,8 @@ typedef struct {
   char err[512]; /* the usage error (without "ravlt CMD: ") */
 } rv_opts_result;
 
-/* Parse argv[1..argc-1] (argv[0] is the command word) into dst (spec->size bytes, defaults
- * set by the caller) and the globals g (may be NULL: global options are then unknown).
+/* Parse argv[1..argc-1] (argv[0] is the command word) into dst (spec->size bytes: the
+ * table's defaults (rv_opt.def) are stored first, other fields are left as the caller set them) and the globals g (may be NULL: global options are then unknown).
  * Positionals are compacted into argv[0 .. res->npos-1] (argv is reordered, not copied).
  * Returns 0 (parsed; res->help when --help was given: stop there), or 2 with a usage error in
  * res->err. Prints nothing, allocates nothing, keeps no state: fuzzed by fuzz/fuzz_opts.c. */

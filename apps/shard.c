@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/shard.h"
 #include "apps/eval_report.h"
+#include "apps/json_writer.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -65,10 +66,34 @@ void rv_part_run_id(rv_part_run *run, const char *weights, const char *options, 
   rv_digest_hex(&d, run->id);
 }
 
-static void write_run(FILE *f, const rv_part_run *run, int coco) {
+/* A part file opened (a temporary until part_close) with the keys both kinds start with:
+ * {"ravlt_part", "shard", "num_shards", "total" */
+static rv_status part_open(rv_out_file *of, rv_jw *w, const char *path, const char *kind, const rv_shard *s, size_t total,
+                           rv_ctx *ctx) {
+  RV_TRY(rv_out_open(of, path, ctx));
+  rv_jw_init(w, of->f);
+  rv_jw_obj(w);
+  rv_jw_key(w, "ravlt_part");
+  rv_jw_str(w, kind);
+  rv_jw_key(w, "shard");
+  rv_jw_int(w, s->index);
+  rv_jw_key(w, "num_shards");
+  rv_jw_int(w, s->count > 0 ? s->count : 1);
+  rv_jw_key(w, "total");
+  rv_jw_int(w, (long long)total);
+  return RV_OK;
+}
+
+/* "run" (and, coco, "detections", "segm_detections") */
+static void part_run(rv_jw *w, const rv_part_run *run, int coco) {
   if (!run) return;
-  fprintf(f, ", \"run\": \"%s\"", run->id);
-  if (coco) fprintf(f, ", \"detections\": %lld, \"segm_detections\": %lld", run->detections, run->segm_detections);
+  rv_jw_key(w, "run");
+  rv_jw_str(w, run->id);
+  if (!coco) return;
+  rv_jw_key(w, "detections");
+  rv_jw_int(w, run->detections);
+  rv_jw_key(w, "segm_detections");
+  rv_jw_int(w, run->segm_detections);
 }
 
 static const char *base_name(const char *p) {
@@ -76,53 +101,73 @@ static const char *base_name(const char *p) {
   return s ? s + 1 : p;
 }
 
+/* The end of a part: its file closed (renamed into place) when everything was written. */
+static rv_status part_close(rv_out_file *of, rv_jw *w, rv_ctx *ctx) {
+  rv_jw_end(w);
+  rv_jw_raw(w, "\n");
+  if (!rv_jw_ok(w)) {
+    rv_out_abort(of);
+    return rv_error(ctx, RV_ERR_INTERNAL, "part JSON: nesting out of bounds");
+  }
+  return rv_out_close(of, ctx);
+}
+
 rv_status rv_part_write_coco(const char *sidecar, const rv_shard *s, size_t total, const char *ann,
                              const char *results, const char *segm_results,
                              const rv_part_image *imgs, size_t n, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
-  RV_TRY(rv_out_open(&of, sidecar, ctx));
-  FILE *f = of.f;
-  fprintf(f, "{\"ravlt_part\": \"coco\", \"shard\": %d, \"num_shards\": %d, \"total\": %zu, \"ann\": ", s->index,
-          s->count > 0 ? s->count : 1, total);
-  if (ann) rv_json_str(f, ann); else fputs("null", f);
-  fputs(", \"results\": ", f);
-  rv_json_str(f, base_name(results));
-  fputs(", \"segm_results\": ", f);
-  if (segm_results) rv_json_str(f, base_name(segm_results)); else fputs("null", f);
-  write_run(f, run, 1);
-  fputs(",\n \"images\": [", f);
+  rv_jw w;
+  RV_TRY(part_open(&of, &w, sidecar, "coco", s, total, ctx));
+  rv_jw_key(&w, "ann");
+  rv_jw_str(&w, ann);
+  rv_jw_key(&w, "results");
+  rv_jw_str(&w, base_name(results));
+  rv_jw_key(&w, "segm_results");
+  rv_jw_str(&w, segm_results ? base_name(segm_results) : NULL);
+  part_run(&w, run, 1);
+  rv_jw_sep(&w, ",\n ");
+  rv_jw_key(&w, "images");
+  rv_jw_arr(&w);
+  rv_jw_layout(&w, "\n  ", ",\n  "); /* an image a line */
   for (size_t i = 0; i < n; i++) {
-    fprintf(f, "%s\n  {\"id\": %lld, \"width\": %d, \"height\": %d, \"file_name\": ", i ? "," : "",
-            (long long)imgs[i].id, imgs[i].width, imgs[i].height);
-    rv_json_str(f, imgs[i].file_name ? imgs[i].file_name : "");
-    fputc('}', f);
+    rv_jw_obj(&w);
+    rv_jw_key(&w, "id");
+    rv_jw_int(&w, (long long)imgs[i].id);
+    rv_jw_key(&w, "width");
+    rv_jw_int(&w, imgs[i].width);
+    rv_jw_key(&w, "height");
+    rv_jw_int(&w, imgs[i].height);
+    rv_jw_key(&w, "file_name");
+    rv_jw_str(&w, imgs[i].file_name ? imgs[i].file_name : "");
+    rv_jw_end(&w);
   }
-  fputs("]}\n", f);
-  return rv_out_close(&of, ctx);
+  rv_jw_end(&w);
+  return part_close(&of, &w, ctx);
 }
 
 rv_status rv_part_write_ade(const char *path, const rv_shard *s, size_t total, char *const *names, size_t n,
                             const rv_seg_areas *a, const rv_part_run *run, rv_ctx *ctx) {
   rv_out_file of;
-  RV_TRY(rv_out_open(&of, path, ctx));
-  FILE *f = of.f;
-  fprintf(f, "{\"ravlt_part\": \"ade20k\", \"shard\": %d, \"num_shards\": %d, \"total\": %zu, \"num_classes\": %d",
-          s->index, s->count > 0 ? s->count : 1, total, a->num_classes);
-  write_run(f, run, 0);
+  rv_jw w;
+  RV_TRY(part_open(&of, &w, path, "ade20k", s, total, ctx));
+  rv_jw_key(&w, "num_classes");
+  rv_jw_int(&w, a->num_classes);
+  part_run(&w, run, 0);
   const int64_t *arr[4] = {a->intersect, a->union_, a->pred, a->label};
   const char *nm[4] = {"intersect", "union", "pred", "label"};
-  for (int j = 0; j < 4; j++) {
-    fprintf(f, ",\n \"%s\": [", nm[j]);
-    for (int k = 0; k < a->num_classes; k++) fprintf(f, "%s%lld", k ? ", " : "", (long long)arr[j][k]);
-    fputc(']', f);
+  for (int j = 0; j < 4; j++) { /* an area list a line */
+    rv_jw_sep(&w, ",\n ");
+    rv_jw_key(&w, nm[j]);
+    rv_jw_arr(&w);
+    for (int k = 0; k < a->num_classes; k++) rv_jw_int(&w, (long long)arr[j][k]);
+    rv_jw_end(&w);
   }
-  fputs(",\n \"images\": [", f);
-  for (size_t i = 0; i < n; i++) {
-    fputs(i ? ", " : "", f);
-    rv_json_str(f, names[i]);
-  }
-  fputs("]}\n", f);
-  return rv_out_close(&of, ctx);
+  rv_jw_sep(&w, ",\n ");
+  rv_jw_key(&w, "images");
+  rv_jw_arr(&w);
+  for (size_t i = 0; i < n; i++) rv_jw_str(&w, names[i]);
+  rv_jw_end(&w);
+  return part_close(&of, &w, ctx);
 }
 
 static rv_status read_text(char **out, size_t *len, const char *path, rv_ctx *ctx) {

@@ -5,6 +5,7 @@
  * one-process command (apps/cmd_video.c) and the MPI ranks (apps/mpi_video.c) run it. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/video_run.h"
+#include "apps/json_writer.h"
 #include "apps/cli.h"
 #include "apps/draw.h"
 #include "apps/model_args.h"
@@ -154,67 +155,76 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
   return RV_OK;
 }
 
-/* JSON string body for an RLE string: only '"' and '\\' can occur in '0'..'o'. */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
-static void json_name(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
-}
-
+/* One JSON line: {"frame", "time", "pixels": {"class": count}} (segmentation) or
+ * {"frame", "time", "detections": [{"bbox": [x, y, w, h], "score", "label", "name",
+ * "category_id", "segmentation": {"size", "counts"}}]}. */
 static rv_status write_json(app *a, const rv_vp_frame *fi, const result *r, rv_ctx *ctx) {
-  FILE *f = a->json;
-  fprintf(f, "{\"frame\": %ld, \"time\": %.6f", fi->index, fi->time);
+  rv_jw w;
+  rv_jw_init(&w, a->json);
+  rv_jw_obj(&w);
+  rv_jw_key(&w, "frame");
+  rv_jw_int(&w, fi->index);
+  rv_jw_key(&w, "time");
+  rv_jw_fixed(&w, fi->time, 6);
   if (a->task == RV_TASK_SEGMENT) {
     memset(a->counts, 0, sizeof *a->counts * (size_t)a->n_classes);
     size_t np = (size_t)r->h * (size_t)r->w;
     for (size_t p = 0; p < np; p++)
       if (r->labels[p] >= 0 && r->labels[p] < a->n_classes) a->counts[r->labels[p]]++;
-    fputs(", \"pixels\": {", f);
-    int first = 1;
+    rv_jw_key(&w, "pixels");
+    rv_jw_obj(&w);
     for (int k = 0; k < a->n_classes; k++) {
       if (!a->counts[k]) continue;
-      fprintf(f, "%s\"%d\": %ld", first ? "" : ", ", k, a->counts[k]);
-      first = 0;
+      char key[16];
+      snprintf(key, sizeof key, "%d", k);
+      rv_jw_key(&w, key);
+      rv_jw_int(&w, a->counts[k]);
     }
-    fputs("}}\n", f);
+    rv_jw_end(&w);
   } else {
-    fputs(", \"detections\": [", f);
+    rv_jw_key(&w, "detections");
+    rv_jw_arr(&w);
     for (int k = 0; k < r->n; k++) {
       const float *b = r->boxes + 4 * k;
-      fprintf(f, "%s{\"bbox\": [%.2f, %.2f, %.2f, %.2f], \"score\": %.5f, \"label\": %d, \"name\": ", k ? ", " : "",
-              b[0], b[1], b[2] - b[0], b[3] - b[1], r->scores[k], r->cls[k]);
-      json_name(f, rv_model_class_name(a->m, r->cls[k]));
-      fprintf(f, ", \"category_id\": %d", a->cat_ids[r->cls[k]]);
+      const float xywh[4] = {b[0], b[1], b[2] - b[0], b[3] - b[1]};
+      rv_jw_obj(&w);
+      rv_jw_key(&w, "bbox");
+      rv_jw_arr(&w);
+      for (int c = 0; c < 4; c++) rv_jw_fixed(&w, xywh[c], 2);
+      rv_jw_end(&w);
+      rv_jw_key(&w, "score");
+      rv_jw_fixed(&w, r->scores[k], 5);
+      rv_jw_key(&w, "label");
+      rv_jw_int(&w, r->cls[k]);
+      rv_jw_key(&w, "name");
+      rv_jw_str(&w, rv_model_class_name(a->m, r->cls[k]));
+      rv_jw_key(&w, "category_id");
+      rv_jw_int(&w, a->cat_ids[r->cls[k]]);
       if (r->masks) {
         rv_rle rle = {0};
         rv_status st = rv_rle_encode_rowmajor(&rle, r->masks + (size_t)k * r->h * r->w, (uint32_t)r->h, (uint32_t)r->w, ctx);
         char *s = st == RV_OK ? rv_rle_to_string(&rle) : NULL;
         rv_rle_free(&rle);
         if (!s) return st != RV_OK ? st : nomem(ctx);
-        fprintf(f, ", \"segmentation\": {\"size\": [%d, %d], \"counts\": ", r->h, r->w);
-        json_str(f, s);
-        fputc('}', f);
+        rv_jw_key(&w, "segmentation");
+        rv_jw_obj(&w);
+        rv_jw_key(&w, "size");
+        rv_jw_arr(&w);
+        rv_jw_int(&w, r->h);
+        rv_jw_int(&w, r->w);
+        rv_jw_end(&w);
+        rv_jw_key(&w, "counts");
+        rv_jw_str(&w, s);
+        rv_jw_end(&w);
         free(s);
       }
-      fputc('}', f);
+      rv_jw_end(&w);
     }
-    fputs("]}\n", f);
+    rv_jw_end(&w);
   }
-  if (fflush(f) || ferror(f)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path); /* line by line for tail -f */
+  rv_jw_end(&w);
+  rv_jw_raw(&w, "\n");
+  if (fflush(a->json) || !rv_jw_ok(&w)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path); /* line by line for tail -f */
   a->json_lines++;
   return RV_OK;
 }

@@ -58,8 +58,13 @@ out=$("$BIN" info ravlt-t --size=64x96 --json=-) && echo "$out" | isjson &&
   ok "info --json FILE writes the file, the table stays on stdout" || fail "info --json FILE"
 "$BIN" bench sgemm --size 64 --runs 1 --json - | isjson && ok "bench --json -" || fail "bench --json -"
 RAVLT_OFFLINE=1 "$BIN" models --json - | isjson && ok "models --json -" || fail "models --json -"
-"$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --top 2 --json - "$IMG" "$IMG" | isjson &&
+"$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --top 2 --json - "$IMG" "$DATA/image/palette.png" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin); assert [len(e["top"]) for e in d] == [2, 2], d' &&
   ok "classify --json - (2 images, one JSON array)" || fail "classify --json -"
+# classify collects its inputs as segment and detect do: a repeated path runs once
+"$BIN" classify --weights "$DATA/backbone/classifier.safetensors" --top 1 --json - "$IMG" "$IMG" |
+  python3 -c 'import json,sys; assert len(json.load(sys.stdin)) == 1' && ok "classify: a repeated input runs once" ||
+  fail "classify: a repeated input"
 "$BIN" eval coco --ann "$FIX/coco_eval/01_tiny/gt.json" --results "$FIX/coco_eval/01_tiny/dt_bbox.json" \
   --json - 2> "$T/err" | isjson && grep -q "Average Precision" "$T/err" &&
   ok "eval coco --json - (JSON on stdout, the table on stderr)" || fail "eval coco --json -"

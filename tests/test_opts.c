@@ -453,9 +453,61 @@ static void test_readme_command_lines(void **state) {
   assert_true(checked > 30);
 }
 
+/* rv_opt.def: stored before argv is read (argv still wins), shown by --help once. */
+static void test_table_defaults(void **state) {
+  (void)state;
+  typedef struct {
+    const char *out, *format;
+    int n;
+    double thr;
+  } d_opts;
+  static const rv_opt D_OPTS[] = {
+      {"--out", NULL, RV_OPT_STR, offsetof(d_opts, out), 0, 0, NULL, "DIR", "output folder", 0, "seg-out"},
+      {"--format", NULL, RV_OPT_CHOICE, offsetof(d_opts, format), 0, 0, "png|both", "F", "what", 0, "both"},
+      {"--n", NULL, RV_OPT_INT, offsetof(d_opts, n), 1, 100, NULL, "N", "an int", 0, "5"},
+      {"--thr", NULL, RV_OPT_DOUBLE, offsetof(d_opts, thr), 0, 1, NULL, "T", "a number\nover two lines", 0, "0.3"},
+      RV_OPT_END};
+  static const rv_cmd_spec D_SPEC = {"d", "[options]", NULL, D_OPTS, 0, NULL, "  ravlt d\n", sizeof(d_opts)};
+  char buf[256], *argv[64];
+  int argc;
+  rv_opts_result r;
+  d_opts o = {0};
+  assert_int_equal(parse_line(&D_SPEC, &o, NULL, "d", &r, argv, &argc, buf, sizeof buf), 0);
+  assert_string_equal(o.out, "seg-out");
+  assert_string_equal(o.format, "both");
+  assert_int_equal(o.n, 5);
+  assert_true(o.thr == 0.3);
+  memset(&o, 0, sizeof o);
+  assert_int_equal(parse_line(&D_SPEC, &o, NULL, "d --n 7 --format png", &r, argv, &argc, buf, sizeof buf), 0);
+  assert_int_equal(o.n, 7);
+  assert_string_equal(o.format, "png");
+  assert_string_equal(o.out, "seg-out");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  rv_opts_help(&D_SPEC, f);
+  fclose(f);
+  assert_non_null(strstr(text, "output folder (default seg-out)\n"));
+  assert_non_null(strstr(text, "an int (default 5)\n"));
+  assert_non_null(strstr(text, "over two lines (default 0.3)\n")); /* after the last line */
+  free(text);
+  /* the commands' tables: a default is not also written in the help text */
+  int n;
+  const rv_cli_command *cmds = rv_cli_commands(&n);
+  for (int c = 0; c < n; c++)
+    for (const rv_cmd_spec *const *sp = cmds[c].specs; sp && *sp; sp++)
+      for (const rv_opt *op = (*sp)->opts; op->name; op++)
+        if (op->def && op->help) {
+          char said[64];
+          snprintf(said, sizeof said, "(default %s", op->def);
+          if (strstr(op->help, said)) fail_msg("%s %s: the default is written in its help and its table", (*sp)->name, op->name);
+        }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parser_rules),
+      cmocka_unit_test(test_table_defaults),
       cmocka_unit_test(test_strict_numbers),
       cmocka_unit_test(test_numeric_options_of_every_command),
       cmocka_unit_test(test_precision_option),
