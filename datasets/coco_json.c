@@ -92,14 +92,14 @@ static int rle_string(rv_jcur *c, rv_rle *out, const char *s, size_t len, uint32
   if (pool) { /* room for len counts (at most one per character), the unused tail given back */
     uint32_t *buf = rv_coco_pool_counts(pool, len);
     if (!buf) return rv_jfail(c, "out of memory");
-    rv_status st = rv_rle_from_string_into(out, buf, s, len, h, w, "segmentation", NULL);
+    rv_status st = rv_rle_from_string_any_into(out, buf, s, len, h, w, "segmentation", NULL);
     rv_coco_pool_trim(pool, buf, len, st == RV_OK ? out->m : 0);
     if (st == RV_OK) return 1;
-  } else if (rv_rle_from_string_n(out, s, len, h, w, "segmentation", NULL) == RV_OK)
+  } else if (rv_rle_from_string_any(out, s, len, h, w, "segmentation", NULL) == RV_OK)
     return 1;
   rv_ctx *tctx = rv_ctx_create();
   rv_rle tmp = {0};
-  rv_rle_from_string_n(&tmp, s, len, h, w, "segmentation", tctx);
+  rv_rle_from_string_any(&tmp, s, len, h, w, "segmentation", tctx);
   rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "corrupt RLE");
   rv_rle_free(&tmp);
   rv_ctx_free(tctx);
@@ -254,7 +254,8 @@ int rv_coco_parse_segm(rv_jcur *c, rv_rle *out, uint32_t h, uint32_t w, int want
     }
     if (ok) {
       rv_ctx *tctx = rv_ctx_create();
-      rv_status st = rv_rle_from_counts(out, cnt, (size_t)n, rh, rw, "segmentation (uncompressed RLE)", tctx);
+      /* any counts, as frUncompressedRLE (a sum other than h*w is pycocotools' business) */
+      rv_status st = rv_rle_from_counts_any(out, cnt, (size_t)n, rh, rw, tctx);
       if (st != RV_OK) rv_jfail(c, "%s", tctx ? rv_ctx_errmsg(tctx) : "invalid RLE");
       ok = st == RV_OK;
       rv_ctx_free(tctx);

@@ -180,9 +180,6 @@ rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_
     if (!rv_coco_find_category(gt, d->category_id)) r->n_unknown_category++;
     if (!isfinite(d->score))
       return rv_error(ctx, RV_ERR_FORMAT, "%s: results[%zu]: score is not a finite number", what, i);
-    if (d->has_segm && (d->segm.h != (uint32_t)im->height || d->segm.w != (uint32_t)im->width))
-      return rv_error(ctx, RV_ERR_SHAPE, "%s: results[%zu]: mask size %ux%u differs from image %lld (%dx%d)", what, i,
-                      d->segm.h, d->segm.w, (long long)d->image_id, im->height, im->width);
     d->id = (int64_t)i + 1;
     d->iscrowd = 0;
     if (box_branch) {

@@ -1,4 +1,4 @@
-/* COCOeval (bbox / segm) with pycocotools' numbers. The steps mirror cocoeval.py
+/* COCOeval (bbox / segm / keypoints) with pycocotools' numbers. The steps mirror cocoeval.py
  * (evaluate -> evaluateImg -> accumulate -> summarize); SEMANTICS.md "COCO evaluation"
  * lists the quirks kept here. Data layout:
  *   pairs    (category k, image i) with gt or dt, sorted by k then i (image-id order);
@@ -6,7 +6,9 @@
  *            byte per (area a, threshold t, detection d): TP, FP or ignored;
  *   npig     non-ignored gt count per (pair, area).
  * accumulate() pools the detections of a category over images with one stable sort and
- * derives every (area, maxDet) cell from it. */
+ * derives every (area, maxDet) cell from it. The evaluation keeps each pair's objects, so
+ * that rv_cocoeval_pair_detail can recompute one pair with every evalImgs field (the
+ * matched ids, the IoUs) on demand instead of storing them for all pairs. */
 #include "eval/cocoeval.h"
 
 #include <float.h>
@@ -24,6 +26,11 @@ enum { ST_FP = 0, ST_TP = 1, ST_IGN = 2 };
 
 static size_t nz(size_t n) { return n ? n : 1; } /* malloc(0) avoidance */
 
+typedef struct {
+  int64_t key;
+  size_t idx;
+} keyed;
+
 struct rv_cocoeval {
   rv_cocoeval_params p;
   int64_t *imgs, *cats;
@@ -36,6 +43,13 @@ struct rv_cocoeval {
   int64_t *npig;    /* [n_pairs][A] */
   double *precision, *recall, *cat_ap;
   double *scores; /* [T][R][K][A][M] like precision: the score at each recall threshold */
+  /* kept for rv_cocoeval_pair_detail (evalImgs / ious): the inputs and the pairs' objects */
+  rv_cocoeval_input in;
+  int has_kp;
+  rv_cocoeval_kpts kp;
+  int64_t *pkey;    /* n_pairs: category index * I + image index */
+  keyed *gk, *dk;   /* objects by pair */
+  size_t *pg, *pd;  /* n_pairs+1: each pair's start in gk / dk */
 };
 
 void rv_linspace(double *out, double start, double stop, int num) {
@@ -140,11 +154,6 @@ static long find_i64(const int64_t *v, size_t n, int64_t x) {
   }
   return (lo < n && v[lo] == x) ? (long)lo : -1;
 }
-
-typedef struct {
-  int64_t key;
-  size_t idx;
-} keyed;
 
 static int cmp_keyed(const void *a, const void *b) {
   const keyed *x = a, *y = b;
@@ -268,22 +277,91 @@ static void *scratch_take(scratch *w, size_t bytes) {
   return p;
 }
 
+/* computeOks for one pair: rows = the D score-sorted detections, columns = the G gt in file
+ * order. Per keypoint e = (dx^2 + dy^2) / (2 sigma)^2 / (area + eps) / 2 over the gt's visible
+ * keypoints (or, with none visible, the distances outside the gt box doubled on each side, over
+ * every keypoint); OKS = sum(exp(-e)) / count, the sum in numpy's pairwise order. The exps go
+ * through kp->vexp when given (a host's vectorised exp, so that OKS equal numpy's bit for bit),
+ * else libm's exp. buf holds D*G*n_kpts doubles, cnt D*G. */
+static void compute_oks(double *ious, const rv_cocoeval_kpts *kp, const double *sig, const rv_coco_obj *const *dto,
+                        const size_t *dti, size_t D, const rv_coco_obj *const *gto, const size_t *gti, size_t G,
+                        double *buf, size_t *cnt) {
+  const int nk = kp->n_kpts;
+  size_t used = 0;
+  for (size_t g = 0; g < G; g++) {
+    const double *gp = kp->gt_kpts + gti[g] * 3 * (size_t)nk;
+    int k1 = 0;
+    for (int k = 0; k < nk; k++) k1 += gp[3 * k + 2] > 0;
+    const double *bb = gto[g]->bbox;
+    double x0 = bb[0] - bb[2], x1 = bb[0] + bb[2] * 2, y0 = bb[1] - bb[3], y1 = bb[1] + bb[3] * 2;
+    double den = gto[g]->area + DBL_EPSILON;
+    for (size_t d = 0; d < D; d++) {
+      const double *dp = kp->dt_kpts + dti[d] * 3 * (size_t)nk;
+      size_t n = 0;
+      for (int k = 0; k < nk; k++) {
+        double dx, dy;
+        if (k1 > 0) {
+          if (!(gp[3 * k + 2] > 0)) continue;
+          dx = dp[3 * k] - gp[3 * k];
+          dy = dp[3 * k + 1] - gp[3 * k + 1];
+        } else { /* np.max((0, v)) keeps a NaN */
+          double a = x0 - dp[3 * k], b = dp[3 * k] - x1, c = y0 - dp[3 * k + 1], e = dp[3 * k + 1] - y1;
+          a = a != a ? a : a > 0 ? a : 0;
+          b = b != b ? b : b > 0 ? b : 0;
+          c = c != c ? c : c > 0 ? c : 0;
+          e = e != e ? e : e > 0 ? e : 0;
+          dx = a + b;
+          dy = c + e;
+        }
+        double s2 = sig[k] * 2, var = s2 * s2;
+        double e = (dx * dx + dy * dy) / var / den / 2;
+        buf[used + n++] = -e;
+      }
+      cnt[d * G + g] = n;
+      used += n;
+    }
+  }
+  if (kp->vexp)
+    kp->vexp(buf, used, kp->vexp_user);
+  else
+    for (size_t i = 0; i < used; i++) buf[i] = exp(buf[i]);
+  used = 0;
+  for (size_t g = 0; g < G; g++)
+    for (size_t d = 0; d < D; d++) {
+      size_t n = cnt[d * G + g];
+      ious[d * G + g] = rv_np_sum(buf + used, n) / (double)n;
+      used += n;
+    }
+}
+
+/* Where eval_pair writes: the evaluator's arrays, and optionally every evalImgs field. */
+typedef struct {
+  double *score;   /* D sorted scores */
+  uint8_t *state;  /* A*T*D */
+  int64_t *npig;   /* A */
+  rv_cocoeval_detail *det;
+} pair_out;
+
 /* evaluateImg for one (image, category) pair and every area range. */
-static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *gk, size_t G,
-                     const keyed *dk, size_t nd, size_t pidx, scratch *ws) {
+static int eval_pair(const rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *gk, size_t G,
+                     const keyed *dk, size_t nd, size_t pidx, const pair_out *out, scratch *ws) {
   const rv_cocoeval_params *p = &ev->p;
-  const int T = p->n_iou, A = p->n_areas, segm = p->iou_type != RV_IOU_BBOX;
+  const int T = p->n_iou, A = p->n_areas, kps = ev->has_kp, segm = !kps && p->iou_type != RV_IOU_BBOX;
   const size_t D = ev->dt_off[pidx + 1] - ev->dt_off[pidx];
+  const size_t nk = kps ? (size_t)ev->kp.n_kpts : 0;
   const size_t sz_ord = sizeof(scored) * nz(nd), sz_dto = sizeof(rv_coco_obj *) * nz(D),
                sz_gto = sizeof(rv_coco_obj *) * nz(G), sz_iou = sizeof(double) * nz(D * G),
                sz_gtind = sizeof(size_t) * nz(G), sz_gtm = sizeof(int64_t) * nz((size_t)T * G),
                sz_dtm = sizeof(int64_t) * nz((size_t)T * D), sz_max = sizeof(double) * nz(D), sz_dtig = nz((size_t)T * D), sz_g = nz(G),
-               sz_bbd = segm ? 0 : sizeof(double) * 4 * nz(D), sz_bbg = segm ? 0 : sizeof(double) * 4 * nz(G),
+               sz_bbd = segm || kps ? 0 : sizeof(double) * 4 * nz(D), sz_bbg = segm || kps ? 0 : sizeof(double) * 4 * nz(G),
                sz_rd = segm ? sizeof(rv_rle) * nz(D) : 0, sz_rg = segm ? sizeof(rv_rle) * nz(G) : 0,
-               sz_id = segm ? sizeof(rv_rle_info) * nz(D) : 0, sz_ig = segm ? sizeof(rv_rle_info) * nz(G) : 0;
+               sz_id = segm ? sizeof(rv_rle_info) * nz(D) : 0, sz_ig = segm ? sizeof(rv_rle_info) * nz(G) : 0,
+               sz_kb = kps ? sizeof(double) * nz(D * G * nk) : 0, sz_kc = kps ? sizeof(size_t) * nz(D * G) : 0,
+               sz_ix = kps ? sizeof(size_t) * nz(D) + sizeof(size_t) * nz(G) : 0;
   size_t total = align16(sz_ord) * 2 + align16(sz_dto) + align16(sz_gto) + align16(sz_iou) + align16(sz_gtind) +
                  align16(sz_gtm) + align16(sz_dtm) + align16(sz_max) + align16(sz_dtig) + 2 * align16(sz_g) + align16(sz_bbd) +
-                 align16(sz_bbg) + align16(sz_rd) + align16(sz_rg) + align16(sz_id) + align16(sz_ig);
+                 align16(sz_bbg) + align16(sz_rd) + align16(sz_rg) + align16(sz_id) + align16(sz_ig) + align16(sz_kb) +
+                 align16(sz_kc) + align16(sz_ix) + 16;
   if (!scratch_reserve(ws, total)) return 0;
   scored *ord = scratch_take(ws, sz_ord), *ord_tmp = scratch_take(ws, sz_ord);
   const rv_coco_obj **dto = scratch_take(ws, sz_dto), **gto = scratch_take(ws, sz_gto);
@@ -302,9 +380,18 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
     gto[g] = &in->gt[gk[g].idx];
     crowd[g] = gto[g]->iscrowd != 0;
   }
-  /* computeIoU: rows = score-sorted dt (first D), columns = gt in file order */
-  if (D && G) {
-    if (!segm) {
+  /* computeIoU / computeOks: rows = score-sorted dt (first D), columns = gt in file order */
+  int have_ious = D && G && !(kps && ev->kp.no_oks);
+  if (have_ious) {
+    if (kps) {
+      double *kb = scratch_take(ws, sz_kb);
+      size_t *kc = scratch_take(ws, sz_kc), *dti = scratch_take(ws, sizeof(size_t) * nz(D)), *gti = dti + nz(D);
+      for (size_t d = 0; d < D; d++) dti[d] = dk[ord[d].pos].idx;
+      for (size_t g = 0; g < G; g++) gti[g] = gk[g].idx;
+      size_t k = (size_t)(ev->pkey[pidx] / (int64_t)ev->I);
+      const double *sig = ev->kp.per_cat_sigmas ? ev->kp.sigmas + k * nk : ev->kp.sigmas;
+      compute_oks(ious, &ev->kp, sig, dto, dti, D, gto, gti, G, kb, kc);
+    } else if (!segm) {
       double *bbd = scratch_take(ws, sz_bbd), *bbg = scratch_take(ws, sz_bbg);
       for (size_t d = 0; d < D; d++) memcpy(bbd + 4 * d, dto[d]->bbox, sizeof(double) * 4);
       for (size_t g = 0; g < G; g++) memcpy(bbg + 4 * g, gto[g]->bbox, sizeof(double) * 4);
@@ -333,38 +420,47 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
       rv_rle_iou_info(ious, rd, id, D, rg, ig, G, crowd);
     }
   }
+  rv_cocoeval_detail *det = out->det;
+  if (det) {
+    det->has_ious = have_ious;
+    for (size_t d = 0; d < D; d++) det->dt_ids[d] = dto[d]->id;
+    for (size_t g = 0; g < G; g++) det->gt_ids[g] = gto[g]->id;
+    if (have_ious) memcpy(det->ious, ious, sizeof(double) * D * G);
+  }
   /* the best IoU of each detection: below a threshold, the matching loop cannot match it
    * (its skips only remove gt). A NaN IoU (non-finite boxes) would match anything there, so it
    * counts as +inf. */
   for (size_t d = 0; d < D; d++) {
     double mx = -INFINITY;
-    for (size_t g = 0; g < G; g++) {
-      double v = ious[d * G + g];
-      if (v != v) v = INFINITY;
-      if (v > mx) mx = v;
-    }
+    if (have_ious)
+      for (size_t g = 0; g < G; g++) {
+        double v = ious[d * G + g];
+        if (v != v) v = INFINITY;
+        if (v > mx) mx = v;
+      }
     maxiou[d] = mx;
   }
-  double *sc = ev->score + ev->dt_off[pidx];
+  double *sc = out->score;
   for (size_t d = 0; d < D; d++) sc[d] = ord[d].s;
-  uint8_t *st = ev->state + ev->dt_off[pidx] * (size_t)A * T;
+  uint8_t *st = out->state;
+  const uint8_t *noig = kps ? ev->kp.gt_ignore : NULL; /* keypoints: num_keypoints == 0 */
   for (int a = 0; a < A; a++) {
     double lo = p->area_rng[a][0], hi = p->area_rng[a][1];
     /* gt _ignore and the stable sort that puts ignored gt last */
     size_t ng = 0;
     for (size_t g = 0; g < G; g++) {
       const rv_coco_obj *o = gto[g];
-      gig[g] = (o->iscrowd != 0) || o->area < lo || o->area > hi;
+      gig[g] = (o->iscrowd != 0) || (noig && noig[gk[g].idx]) || o->area < lo || o->area > hi;
       if (!gig[g]) gtind[ng++] = g;
     }
-    ev->npig[pidx * A + a] = (int64_t)ng;
+    out->npig[a] = (int64_t)ng;
     size_t q = ng;
     for (size_t g = 0; g < G; g++)
       if (gig[g]) gtind[q++] = g;
     memset(gtm, 0, sizeof(int64_t) * T * G);
     memset(dtm, 0, sizeof(int64_t) * T * D);
     memset(dtig, 0, (size_t)T * D);
-    if (D && G) {
+    if (have_ious) {
       for (int t = 0; t < T; t++) {
         double thr = p->iou_thrs[t];
         for (size_t d = 0; d < D; d++) {
@@ -389,18 +485,27 @@ static int eval_pair(rv_cocoeval *ev, const rv_cocoeval_input *in, const keyed *
     }
     for (size_t d = 0; d < D; d++) {
       double ar = dto[d]->area;
-      int out = ar < lo || ar > hi;
+      int outside = ar < lo || ar > hi;
       for (int t = 0; t < T; t++) {
-        int ig = dtig[t * D + d] || (dtm[t * D + d] == 0 && out);
+        int ig = dtig[t * D + d] || (dtm[t * D + d] == 0 && outside);
         st[((size_t)a * T + t) * D + d] = ig ? ST_IGN : (dtm[t * D + d] != 0 ? ST_TP : ST_FP);
+        if (det) det->dt_ignore[((size_t)a * T + t) * D + d] = (uint8_t)ig;
       }
+    }
+    if (det) {
+      for (size_t g = 0; g < G; g++) {
+        det->gt_order[(size_t)a * G + g] = (int64_t)gtind[g];
+        det->gt_ignore[(size_t)a * G + g] = gig[gtind[g]];
+      }
+      memcpy(det->dt_matches + (size_t)a * T * D, dtm, sizeof(int64_t) * T * D);
+      memcpy(det->gt_matches + (size_t)a * T * G, gtm, sizeof(int64_t) * T * G);
     }
   }
   return 1;
 }
 
-rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
-                               const rv_cocoeval_input *in, rv_ctx *ctx) {
+static rv_status evaluate_impl(rv_cocoeval **out, const rv_cocoeval_params *p, const rv_cocoeval_input *in,
+                               const rv_cocoeval_kpts *kp, rv_ctx *ctx) {
   *out = NULL;
   if (p->n_iou < 1 || p->n_iou > RV_COCO_MAX_IOU || p->n_rec < 1 || p->n_rec > RV_COCO_MAX_REC ||
       p->n_max_dets < 1 || p->n_max_dets > RV_COCO_MAX_DETS || p->n_areas < 1 ||
@@ -415,6 +520,11 @@ rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
   rv_cocoeval *ev = calloc(1, sizeof *ev);
   if (!ev) return rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
   ev->p = *p;
+  ev->in = *in;
+  if (kp) {
+    ev->has_kp = 1;
+    ev->kp = *kp;
+  }
   rv_status st = RV_OK;
   keyed *gk = NULL, *dk = NULL;
   size_t ngk = 0, ndk = 0;
@@ -430,14 +540,16 @@ rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
   if ((st = key_objects(&dk, &ndk, in->dt, in->n_dt, ev, ctx)) != RV_OK) goto fail;
   /* pairs: union of the keys */
   size_t cap = ngk + ndk + 1;
-  int64_t *pkey = malloc(sizeof(int64_t) * cap);
-  pg = malloc(sizeof(size_t) * (cap + 1));
-  pd = malloc(sizeof(size_t) * (cap + 1));
+  int64_t *pkey = ev->pkey = malloc(sizeof(int64_t) * cap);
+  ev->gk = gk;
+  ev->dk = dk;
+  gk = dk = NULL;
+  pg = ev->pg = malloc(sizeof(size_t) * (cap + 1));
+  pd = ev->pd = malloc(sizeof(size_t) * (cap + 1));
   ev->cat_pair = calloc(ev->K + 1, sizeof(size_t));
-  if (!pkey || !pg || !pd || !ev->cat_pair) {
-    free(pkey);
-    goto nomem;
-  }
+  if (!pkey || !pg || !pd || !ev->cat_pair) goto nomem;
+  gk = ev->gk;
+  dk = ev->dk;
   size_t np = 0, a = 0, b = 0;
   while (a < ngk || b < ndk) {
     int64_t k = INT64_MAX;
@@ -455,7 +567,6 @@ rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
   ev->n_pairs = np;
   for (size_t q = 0; q < np; q++) ev->cat_pair[pkey[q] / (int64_t)ev->I + 1]++;
   for (size_t k = 0; k < ev->K; k++) ev->cat_pair[k + 1] += ev->cat_pair[k];
-  free(pkey);
   const size_t maxdet = (size_t)p->max_dets[p->n_max_dets - 1];
   ev->dt_off = malloc(sizeof(size_t) * (np + 1));
   ev->npig = malloc(sizeof(int64_t) * (np ? np : 1) * p->n_areas);
@@ -476,27 +587,80 @@ rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
     scratch ws = {NULL, 0, 0};
 #pragma omp for schedule(dynamic, 16)
     for (long q = 0; q < (long)np; q++) {
-      if (!failed && !eval_pair(ev, in, gk + pg[q], pg[q + 1] - pg[q], dk + pd[q], pd[q + 1] - pd[q], (size_t)q, &ws))
+      pair_out po = {ev->score + ev->dt_off[q], ev->state + ev->dt_off[q] * (size_t)p->n_areas * p->n_iou,
+                     ev->npig + (size_t)q * p->n_areas, NULL};
+      if (!failed && !eval_pair(ev, in, gk + pg[q], pg[q + 1] - pg[q], dk + pd[q], pd[q + 1] - pd[q], (size_t)q, &po,
+                                &ws))
         failed = 1;
     }
     free(ws.buf);
   }
   if (failed) goto nomem;
-  free(gk);
-  free(dk);
-  free(pg);
-  free(pd);
   *out = ev;
   return RV_OK;
 nomem:
   st = rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
 fail:
-  free(gk);
-  free(dk);
-  free(pg);
-  free(pd);
+  if (gk != ev->gk) free(gk);
+  if (dk != ev->dk) free(dk);
   rv_cocoeval_free(ev);
   return st;
+}
+
+rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p, const rv_cocoeval_input *in,
+                               rv_ctx *ctx) {
+  if (p->iou_type == RV_IOU_KEYPOINTS) {
+    *out = NULL;
+    return rv_error(ctx, RV_ERR_ARG, "cocoeval: keypoints need rv_cocoeval_evaluate_kpts (the keypoints and sigmas)");
+  }
+  return evaluate_impl(out, p, in, NULL, ctx);
+}
+
+rv_status rv_cocoeval_evaluate_kpts(rv_cocoeval **out, const rv_cocoeval_params *p, const rv_cocoeval_input *in,
+                                    const rv_cocoeval_kpts *kp, rv_ctx *ctx) {
+  *out = NULL;
+  if (!kp || kp->n_kpts < 1 || !kp->sigmas || (in->n_gt && !kp->gt_kpts) || (in->n_dt && !kp->dt_kpts))
+    return rv_error(ctx, RV_ERR_ARG, "cocoeval: keypoints evaluation needs n_kpts >= 1, sigmas and the keypoints");
+  if (kp->per_cat_sigmas && in->n_cats == 0)
+    return rv_error(ctx, RV_ERR_ARG, "cocoeval: per-category sigmas without categories");
+  rv_cocoeval_params q = *p;
+  q.iou_type = RV_IOU_KEYPOINTS;
+  return evaluate_impl(out, &q, in, kp, ctx);
+}
+
+size_t rv_cocoeval_num_pairs(const rv_cocoeval *ev) { return ev->n_pairs; }
+
+void rv_cocoeval_pair_info(const rv_cocoeval *ev, size_t q, size_t *img_idx, size_t *cat_idx, size_t *n_dt,
+                           size_t *n_gt) {
+  *img_idx = (size_t)(ev->pkey[q] % (int64_t)ev->I);
+  *cat_idx = (size_t)(ev->pkey[q] / (int64_t)ev->I);
+  *n_dt = ev->dt_off[q + 1] - ev->dt_off[q];
+  *n_gt = ev->pg[q + 1] - ev->pg[q];
+}
+
+int64_t rv_cocoeval_img_id(const rv_cocoeval *ev, size_t i) { return ev->imgs[i]; }
+size_t rv_cocoeval_num_imgs(const rv_cocoeval *ev) { return ev->I; }
+
+rv_status rv_cocoeval_pair_detail(const rv_cocoeval *ev, size_t q, rv_cocoeval_detail *det, rv_ctx *ctx) {
+  if (q >= ev->n_pairs) return rv_error(ctx, RV_ERR_ARG, "cocoeval: pair %zu of %zu", q, ev->n_pairs);
+  const rv_cocoeval_params *p = &ev->p;
+  size_t D = ev->dt_off[q + 1] - ev->dt_off[q];
+  size_t A = (size_t)p->n_areas, T = (size_t)p->n_iou;
+  double *score = malloc(sizeof(double) * nz(D));
+  uint8_t *state = malloc(nz(A * T * D));
+  int64_t npig[RV_COCO_MAX_AREAS];
+  scratch ws = {NULL, 0, 0};
+  int ok = score && state;
+  if (ok) {
+    pair_out po = {score, state, npig, det};
+    ok = eval_pair(ev, &ev->in, ev->gk + ev->pg[q], ev->pg[q + 1] - ev->pg[q], ev->dk + ev->pd[q],
+                   ev->pd[q + 1] - ev->pd[q], q, &po, &ws);
+  }
+  if (ok) memcpy(det->dt_scores, score, sizeof(double) * D);
+  free(ws.buf);
+  free(score);
+  free(state);
+  return ok ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
 }
 
 /* Non-ignored gt of pairs p0..p1-1 in area range a. */
@@ -776,16 +940,36 @@ static const summ_spec SPECS[12] = {
     {0, 0, 0, "all", 2},   {0, 0, 0, "small", 2}, {0, 0, 0, "medium", 2}, {0, 0, 0, "large", 2},
 };
 
+/* _summarizeKps: every line at maxDets=20 literally (mdi unused) */
+static const summ_spec SPECS_KPS[10] = {
+    {1, 0, 0, "all", 0},    {1, .5, 1, "all", 0}, {1, .75, 1, "all", 0}, {1, 0, 0, "medium", 0},
+    {1, 0, 0, "large", 0},  {0, 0, 0, "all", 0},  {0, .5, 1, "all", 0},  {0, .75, 1, "all", 0},
+    {0, 0, 0, "medium", 0}, {0, 0, 0, "large", 0},
+};
+
 static int spec_maxdet(const rv_cocoeval_params *p, int mdi) {
   if (mdi < p->n_max_dets) return p->max_dets[mdi];
   return -1;
 }
 
-void rv_cocoeval_summarize(const rv_cocoeval *ev, double stats[12]) {
+int rv_cocoeval_num_stats(const rv_cocoeval *ev) { return ev->p.iou_type == RV_IOU_KEYPOINTS ? 10 : 12; }
+
+/* line i of the summary: its spec and maxDets */
+static const summ_spec *line_spec(const rv_cocoeval *ev, int i, int *md) {
+  if (ev->p.iou_type == RV_IOU_KEYPOINTS) {
+    *md = 20;
+    return &SPECS_KPS[i];
+  }
   /* stats[0] uses maxDets=100 literally (the _summarize default), the rest maxDets[i] */
-  for (int i = 0; i < 12; i++) {
-    const summ_spec *s = &SPECS[i];
-    int md = i == 0 ? 100 : spec_maxdet(&ev->p, s->mdi);
+  *md = i == 0 ? 100 : spec_maxdet(&ev->p, SPECS[i].mdi);
+  return &SPECS[i];
+}
+
+void rv_cocoeval_summarize(const rv_cocoeval *ev, double stats[12]) {
+  int n = rv_cocoeval_num_stats(ev), md;
+  for (int i = 0; i < 12; i++) stats[i] = 0;
+  for (int i = 0; i < n; i++) {
+    const summ_spec *s = line_spec(ev, i, &md);
     stats[i] = summarize_one(ev, s->ap, s->thr, s->use_thr, s->area, md);
   }
 }
@@ -794,10 +978,10 @@ int rv_cocoeval_summary_text(const rv_cocoeval *ev, char *buf, size_t size) {
   double stats[12];
   rv_cocoeval_summarize(ev, stats);
   const rv_cocoeval_params *p = &ev->p;
-  int len = 0;
-  for (int i = 0; i < 12; i++) {
-    const summ_spec *s = &SPECS[i];
-    int md = i == 0 ? 100 : spec_maxdet(p, s->mdi);
+  int len = 0, n = rv_cocoeval_num_stats(ev);
+  for (int i = 0; i < n; i++) {
+    int md;
+    const summ_spec *s = line_spec(ev, i, &md);
     char iou[32];
     if (s->use_thr)
       snprintf(iou, sizeof iou, "%0.2f", s->thr);
@@ -835,6 +1019,11 @@ void rv_cocoeval_free(rv_cocoeval *ev) {
   free(ev->recall);
   free(ev->cat_ap);
   free(ev->scores);
+  free(ev->pkey);
+  free(ev->gk);
+  free(ev->dk);
+  free(ev->pg);
+  free(ev->pd);
   free(ev);
 }
 

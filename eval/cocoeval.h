@@ -36,6 +36,30 @@ extern "C" {
  * free
  * are public: <ravlt/eval.h>. */
 
+/* evalImgs and ious (pycocotools' per-image records), one (image, category) pair at a time:
+ * the pairs with a gt or a detection, category-major, images in id order. The evaluation's
+ * inputs must still be valid. */
+typedef struct {
+  int64_t *dt_ids;     /* D: score order (the kept maxDets[-1]) */
+  double *dt_scores;   /* D */
+  int64_t *gt_ids;     /* G: file order (the columns of ious) */
+  double *ious;        /* D x G: IoU / OKS (valid when has_ious) */
+  int64_t *gt_order;   /* A x G: per area range, the gt (index into gt_ids) at each position, ignored last */
+  uint8_t *gt_ignore;  /* A x G, in that order */
+  int64_t *dt_matches; /* A x T x D: the matched gt id, or 0 */
+  int64_t *gt_matches; /* A x T x G (positions as gt_order): the matched dt id, or 0 */
+  uint8_t *dt_ignore;  /* A x T x D */
+  int has_ious;        /* 0 where pycocotools' ious is [] (no dt or no gt) */
+} rv_cocoeval_detail;
+size_t rv_cocoeval_num_pairs(const rv_cocoeval *ev);
+/* Pair q: index of its image (into the sorted unique img_ids) and category, D and G. */
+void rv_cocoeval_pair_info(const rv_cocoeval *ev, size_t q, size_t *img_idx, size_t *cat_idx, size_t *n_dt,
+                           size_t *n_gt);
+size_t rv_cocoeval_num_imgs(const rv_cocoeval *ev);
+int64_t rv_cocoeval_img_id(const rv_cocoeval *ev, size_t i);
+/* Recomputes pair q (evaluateImg for every area range) into det's arrays (sized by pair_info). */
+rv_status rv_cocoeval_pair_detail(const rv_cocoeval *ev, size_t q, rv_cocoeval_detail *det, rv_ctx *ctx);
+
 /* np.linspace(start, stop, num) bit for bit: k*step + start, last element = stop. */
 void rv_linspace(double *out, double start, double stop, int num);
 /* np.mean of a float64 vector bit for bit (pairwise sums in blocks of 8192). n == 0 -> NaN. */

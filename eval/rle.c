@@ -150,8 +150,8 @@ size_t rv_rle_string_max_counts(const char *s, size_t len) {
   return m;
 }
 
-rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
-                                  const char *what, rv_ctx *ctx) {
+static rv_status parse_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                            int sum_check, const char *what, rv_ctx *ctx) {
   if (!what) what = "rle";
   /* One pass that trusts the characters; any problem (a character outside '0'..'o', a count
    * over 8 characters or outside 0..2^32-1) sends the string to the careful decoder, which
@@ -188,7 +188,7 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
     fast = 1;
   }
   rv_status st = fast ? RV_OK : decode_checked(cnts, &m, s, len, what, ctx);
-  if (st == RV_OK) st = check_sum(cnts, m, h, w, what, ctx);
+  if (st == RV_OK && sum_check) st = check_sum(cnts, m, h, w, what, ctx);
   if (st != RV_OK) return st;
   r->h = h;
   r->w = w;
@@ -198,13 +198,23 @@ rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size
   return RV_OK;
 }
 
-rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
-                               const char *what, rv_ctx *ctx) {
+rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                  const char *what, rv_ctx *ctx) {
+  return parse_into(r, cnts, s, len, h, w, 1, what, ctx);
+}
+
+rv_status rv_rle_from_string_any_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                      const char *what, rv_ctx *ctx) {
+  return parse_into(r, cnts, s, len, h, w, 0, what, ctx);
+}
+
+static rv_status parse_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w, int sum_check,
+                         const char *what, rv_ctx *ctx) {
   size_t m_max = rv_rle_string_max_counts(s, len);
   uint32_t *cnts = malloc((m_max ? m_max : 1) * sizeof *cnts);
   if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "%s: out of memory", what ? what : "rle");
   rv_rle t = {0};
-  rv_status st = rv_rle_from_string_into(&t, cnts, s, len, h, w, what, ctx);
+  rv_status st = parse_into(&t, cnts, s, len, h, w, sum_check, what, ctx);
   if (st != RV_OK || !t.m) {
     free(cnts);
     t.cnts = NULL;
@@ -214,6 +224,16 @@ rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h,
     *r = t;
   }
   return st;
+}
+
+rv_status rv_rle_from_string_n(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w,
+                               const char *what, rv_ctx *ctx) {
+  return parse_n(r, s, len, h, w, 1, what, ctx);
+}
+
+rv_status rv_rle_from_string_any(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w, const char *what,
+                                 rv_ctx *ctx) {
+  return parse_n(r, s, len, h, w, 0, what, ctx);
 }
 
 rv_status rv_rle_from_string(rv_rle *r, const char *s, uint32_t h, uint32_t w, const char *what,
@@ -227,6 +247,24 @@ rv_status rv_rle_from_counts(rv_rle *r, const uint32_t *counts, size_t m, uint32
   return rle_set(r, h, w, counts, m, ctx);
 }
 
+rv_status rv_rle_from_counts_any(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  return rle_set(r, h, w, counts, m, ctx);
+}
+
+uint64_t rv_rle_sum(const rv_rle *r) {
+  uint64_t s = 0;
+  for (size_t j = 0; j < r->m; j++) s += r->cnts[j];
+  return s;
+}
+
+int rv_rle_decode_checked(const rv_rle *r, uint8_t *M) {
+  uint64_t s = rv_rle_sum(r), hw = (uint64_t)r->h * r->w;
+  if (s > hw) return 0;
+  rv_rle_decode(r, M);
+  if (s < hw) memset(M + s, 0, (size_t)(hw - s));
+  return 1;
+}
+
 static uint32_t umin32(uint32_t a, uint32_t b) { return a < b ? a : b; }
 static uint32_t umax32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
@@ -235,7 +273,9 @@ rv_status rv_rle_merge(rv_rle *out, const rv_rle *R, size_t n, int intersect, rv
   uint32_t h = R[0].h, w = R[0].w;
   size_t m = R[0].m;
   if (n == 1) return rle_set(out, h, w, R[0].cnts, m, ctx);
-  size_t cap = (size_t)h * w + 1;
+  size_t cap = (size_t)h * w + 1; /* valid RLEs: at most one run per pixel + 1 */
+  for (size_t i = 0; i < n; i++) /* any RLEs: at most one output run per input run boundary */
+    if (R[i].h == h && R[i].w == w) cap += R[i].m;
   uint32_t *cnts = malloc(cap * sizeof *cnts), *A = malloc(cap * sizeof *A);
   if (!cnts || !A) {
     free(cnts);
@@ -296,32 +336,37 @@ uint32_t rv_rle_area(const rv_rle *r) {
   return a;
 }
 
-/* maskApi rleToBbox literally: one division per run. The reference for rv_rle_info. */
+/* maskApi rleToBbox (pycocotools 2.0.x) literally: for every non-empty foreground run, the
+ * column and row of its first and last pixel, one division each; a run across columns spans
+ * every row. uint32 arithmetic as the reference (the pixel index wraps past 2^32 and a mask
+ * without a non-empty foreground run gives w - 0 + 1 wrapped widths), except that h == 0 (a
+ * division by zero there) gives a zero box. The reference for rv_rle_info. */
 void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]) {
-  uint32_t h = r->h, xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, xp = 0;
+  uint32_t h = r->h, w = r->w, xs = w, ys = h, xe = 0, ye = 0, cc = 0;
   size_t m = (r->m / 2) * 2;
   if (m == 0 || h == 0) {
     bb[0] = bb[1] = bb[2] = bb[3] = 0;
     return;
   }
   for (size_t j = 0; j < m; j++) {
+    uint32_t start = cc;
     cc += r->cnts[j];
-    uint32_t t = cc - (uint32_t)(j % 2), y = t % h, x = (t - y) / h;
-    if (j % 2 == 0)
-      xp = x;
-    else if (xp < x) {
+    if (j % 2 == 0 || r->cnts[j] == 0) continue;
+    uint32_t y0 = start % h, x0 = (start - y0) / h, y1 = (cc - 1) % h, x1 = (cc - 1 - y1) / h;
+    xs = umin32(xs, x0);
+    xe = umax32(xe, x1);
+    if (x0 < x1) {
       ys = 0;
       ye = h - 1;
+    } else {
+      ys = umin32(ys, y0);
+      ye = umax32(ye, y1);
     }
-    xs = umin32(xs, x);
-    xe = umax32(xe, x);
-    ys = umin32(ys, y);
-    ye = umax32(ye, y);
   }
   bb[0] = xs;
-  bb[2] = (double)xe - xs + 1;
+  bb[2] = (uint32_t)(xe - xs + 1);
   bb[1] = ys;
-  bb[3] = (double)ye - ys + 1;
+  bb[3] = (uint32_t)(ye - ys + 1);
 }
 
 /* rleToBbox, rleArea and the regularity flag in one pass. The pixel index cc of the walk is
@@ -352,6 +397,7 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
     rv_rle_to_bbox_naive(r, bb);
     o->area = rv_rle_area(r);
     for (size_t j = 1; j < m; j++) o->irregular |= cn[j] == 0;
+    o->irregular |= rv_rle_sum(r) != (uint64_t)h * r->w;
     return;
   }
   uint32_t xs = r->w, ys = h, xe = 0, ye = 0, cc = 0, cx = 0, area = 0;
@@ -398,7 +444,13 @@ void rv_rle_info_get(rv_rle_info *o, const rv_rle *r) {
   }
   if (m2 < m) zero |= cn[m2] == 0; /* the trailing background run */
   o->area = area;
-  o->irregular = zero;
+  /* an empty run after the first, or counts that do not cover h*w exactly: the literal box
+   * (rleToBbox skips empty foreground runs) and the literal IoU walk */
+  o->irregular = zero || rv_rle_sum(r) != (uint64_t)h * r->w;
+  if (o->irregular) {
+    rv_rle_to_bbox_naive(r, bb);
+    return;
+  }
   bb[0] = xs;
   bb[2] = (double)xe - xs + 1;
   bb[1] = ys;
@@ -445,8 +497,7 @@ static void sort_u32(uint32_t *a, uint32_t *tmp, size_t n) {
 /* Upsample x5, walk the boundary with a DDA, keep the points where x crosses a pixel
  * centre column, and turn those y-boundary points into run lengths (maskApi rleFrPoly).
  * Coordinates: (int)(5*x + .5) truncates toward zero, as in the reference. */
-static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, int literal,
-                           rv_ctx *ctx) {
+static rv_status from_poly_literal(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)
     if (!(fabs(xy[j]) < 1e6))
@@ -510,29 +561,18 @@ static rv_status from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, ui
   for (size_t j = 1; j < np; j++)
     if (u[j] != u[j - 1]) {
       int xi = u[j] < u[j - 1] ? u[j] : u[j] - 1, yi = v[j] < v[j - 1] ? v[j] : v[j - 1];
-      if (literal) { /* maskApi's floating-point steps */
-        double xd = (double)xi;
-        xd = (xd + .5) / scale - .5;
-        if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
-        double yd = (double)yi;
-        yd = (yd + .5) / scale - .5;
-        if (yd < 0)
-          yd = 0;
-        else if (yd > h)
-          yd = h;
-        yd = ceil(yd);
-        bx[m] = (int)xd;
-        by[m] = (int)yd;
-      } else {
-        /* The same in integers: (i + .5) / 5 - .5 is (i - 2) / 5, computed exactly when that is
-         * an integer (n + .5 is a double) and otherwise at least 1/5 from one, far beyond the
-         * rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd) is the ceiling of
-         * (yi - 2) / 5, clamped to [0, h] like yd. */
-        if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) continue;
-        int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
-        bx[m] = (xi - 2) / 5;
-        by[m] = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
-      }
+      double xd = (double)xi;
+      xd = (xd + .5) / scale - .5;
+      if (floor(xd) != xd || xd < 0 || xd > (double)w - 1) continue;
+      double yd = (double)yi;
+      yd = (yd + .5) / scale - .5;
+      if (yd < 0)
+        yd = 0;
+      else if (yd > h)
+        yd = h;
+      yd = ceil(yd);
+      bx[m] = (int)xd;
+      by[m] = (int)yd;
       m++;
     }
   /* run lengths from the sorted boundary indices */
@@ -575,12 +615,178 @@ done:
   return st;
 }
 
+/* The y-boundary point a step of the upsampled walk (previous point (pu, pv), this one (u, v),
+ * u != pu) contributes, with rleFrPoly's downsampling done in integers: (i + .5) / 5 - .5 is
+ * (i - 2) / 5, exact when that is an integer (n + .5 is a double) and otherwise at least 1/5
+ * from one, far beyond the rounding error; so xd is an integer iff xi = 2 mod 5, and ceil(yd)
+ * is the ceiling of (yi - 2) / 5, clamped to [0, h] like yd. Returns 0 when the point is not
+ * kept (x not a pixel centre, or outside the image). */
+static inline int boundary_point(int u, int v, int pu, int pv, uint32_t h, uint32_t w, int *bx, int *by) {
+  int xi = u < pu ? u : u - 1;
+  if (xi < 2 || (xi - 2) % 5 != 0 || (xi - 2) / 5 > (int64_t)w - 1) return 0;
+  int yi = v < pv ? v : pv;
+  int64_t ya = (int64_t)yi - 2, yc = ya >= 0 ? (ya + 4) / 5 : -((-ya) / 5); /* ceil(ya / 5) */
+  *bx = (xi - 2) / 5;
+  *by = (int)(yc < 0 ? 0 : yc > (int64_t)h ? (int64_t)h : yc);
+  return 1;
+}
+
+/* rleFrPoly without its point arrays: the same DDA walk over the x5 upsampled boundary, each
+ * edge on its own (consecutive edges share their end point, so no x step happens between
+ * them), keeping the y-boundary points as they come; on shallow edges (x moves every step)
+ * only the steps whose x lands on a pixel centre column compute their y. Same points, in the
+ * same order, as rv_rle_from_poly_naive's arrays give (tests/test_rle.c compares them). */
 rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
-  return from_poly(R, xy, k, h, w, 0, ctx);
+  if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
+  for (size_t j = 0; j < 2 * k; j++)
+    if (!(fabs(xy[j]) < 1e6))
+      return rv_error(ctx, RV_ERR_FORMAT, "polygon coordinate %zu is %g (not finite or beyond 1e6)", j,
+                      xy[j]);
+  const double scale = 5;
+  int sx[65], sy[65]; /* small polygons on the stack */
+  int *x = k < 64 ? sx : malloc(sizeof(int) * (k + 1)), *y = k < 64 ? sy : malloc(sizeof(int) * (k + 1));
+  int *bx = NULL, *by = NULL;
+  uint32_t *a = NULL, *b = NULL;
+  rv_status st = RV_OK;
+  if (!x || !y) goto nomem;
+  for (size_t j = 0; j < k; j++) x[j] = (int)(scale * xy[j * 2 + 0] + .5);
+  x[k] = x[0];
+  for (size_t j = 0; j < k; j++) y[j] = (int)(scale * xy[j * 2 + 1] + .5);
+  y[k] = y[0];
+  /* at most one point per x step: |dx| inside an edge (+1 for the rounding of steep edges), one
+   * where edges meet, two around a repeated point */
+  size_t cap = 1;
+  for (size_t j = 0; j < k; j++) cap += (size_t)abs(x[j] - x[j + 1]) + 3;
+  bx = malloc(sizeof(int) * 2 * cap);
+  a = malloc(sizeof(uint32_t) * 2 * (cap + 1));
+  if (!bx || !a) goto nomem;
+  by = bx + cap;
+  b = a + cap + 1;
+  size_t m = 0;
+  int have = 0, pu = 0, pv = 0; /* the previous point of the walk */
+#define WALK_POINT(U, V)                                                             \
+  do {                                                                               \
+    int u_ = (U), v_ = (V);                                                          \
+    if (have && u_ != pu) m += (size_t)boundary_point(u_, v_, pu, pv, h, w, &bx[m], &by[m]); \
+    pu = u_;                                                                         \
+    pv = v_;                                                                         \
+    have = 1;                                                                        \
+  } while (0)
+  for (size_t j = 0; j < k; j++) {
+    int xs = x[j], xe = x[j + 1], ys = y[j], ye = y[j + 1], dx, dy, t, flip;
+    double s;
+    dx = abs(xe - xs);
+    dy = abs(ys - ye);
+    if (dx == 0 && dy == 0) { /* repeated point: the reference's (int)NaN, INT_MIN on x86 */
+      WALK_POINT(xs, INT_MIN);
+      continue;
+    }
+    flip = (dx >= dy && xs > xe) || (dx < dy && ys > ye);
+    if (flip) {
+      t = xs; xs = xe; xe = t;
+      t = ys; ys = ye; ye = t;
+    }
+    s = dx >= dy ? (double)(ye - ys) / dx : (double)(xe - xs) / dy;
+    if (dx >= dy) {
+      /* step d: u = t + xs with t = flip ? dx - d : d, v = (int)(ys + s*t + .5); x moves every
+       * step, so only the steps onto a pixel-centre column inside the image need v */
+      t = flip ? dx : 0;
+      double tmp = s * t;
+      WALK_POINT(t + xs, (int)(ys + tmp + .5));
+      /* the step d (from point d-1 to d) has xi = min(u[d-1], u[d]); the kept ones are the xi
+       * = 2 mod 5 inside the image, taken directly (the points are sorted afterwards, so their
+       * order does not matter) */
+      const int u0 = t + xs, dir = flip ? -1 : 1;
+      int64_t lo = dir > 0 ? u0 : (int64_t)u0 - dx, hi = dir > 0 ? (int64_t)u0 + dx - 1 : (int64_t)u0 - 1;
+      const int64_t xmax = 5 * ((int64_t)w - 1) + 2;
+      if (lo < 2) lo = 2;
+      if (hi > xmax) hi = xmax;
+      if ((lo - 2) % 5) lo += 5 - (lo - 2) % 5;
+      for (int64_t xi = lo; xi <= hi; xi += 5) {
+        int d = (int)(dir > 0 ? xi - u0 + 1 : u0 - xi);
+        int t1 = flip ? dx - d : d, t0 = flip ? dx - d + 1 : d - 1;
+        double tmp1 = s * t1, tmp0 = s * t0;
+        int v = (int)(ys + tmp1 + .5), pv0 = (int)(ys + tmp0 + .5);
+        m += (size_t)boundary_point(t1 + xs, v, t0 + xs, pv0, h, w, &bx[m], &by[m]);
+      }
+      t = flip ? 0 : dx;
+      tmp = s * t;
+      pu = t + xs;
+      pv = (int)(ys + tmp + .5);
+    } else {
+      for (int d = 0; d <= dy; d++) {
+        t = flip ? dy - d : d;
+        double tmp = s * t;
+        WALK_POINT((int)(xs + tmp + .5), t + ys);
+      }
+    }
+  }
+#undef WALK_POINT
+  /* run lengths from the sorted boundary indices x*h + y: a counting sort on the column x (a
+   * polygon has a few points per column), then each column's few points by y; x*h + y is
+   * monotone in (x, y) for y in [0, h], so this is the sorted order of the indices */
+  size_t nk = m;
+  int xmin = INT_MAX, xmax = INT_MIN;
+  for (size_t j = 0; j < nk; j++) {
+    if (bx[j] < xmin) xmin = bx[j];
+    if (bx[j] > xmax) xmax = bx[j];
+  }
+  size_t ncol = nk ? (size_t)((int64_t)xmax - xmin + 1) : 0;
+  uint32_t cstack[513], *cnt = ncol < 512 ? cstack : (ncol <= 4 * nk + 4096 ? malloc(sizeof(uint32_t) * (ncol + 1)) : NULL);
+  if (nk && cnt) {
+    memset(cnt, 0, sizeof(uint32_t) * (ncol + 1));
+    for (size_t j = 0; j < nk; j++) cnt[bx[j] - xmin + 1]++;
+    for (size_t c = 0; c < ncol; c++) cnt[c + 1] += cnt[c];
+    for (size_t j = 0; j < nk; j++) a[cnt[bx[j] - xmin]++] = (uint32_t)(bx[j] * (int)h + by[j]);
+    /* cnt[c] is now the end of column c: insertion sort inside each column */
+    size_t lo = 0;
+    for (size_t c = 0; c < ncol; c++) {
+      size_t hi = cnt[c];
+      for (size_t i = lo + 1; i < hi; i++) {
+        uint32_t key = a[i];
+        size_t q = i;
+        for (; q > lo && a[q - 1] > key; q--) a[q] = a[q - 1];
+        a[q] = key;
+      }
+      lo = hi;
+    }
+    if (cnt != cstack) free(cnt);
+    a[nk++] = (uint32_t)((size_t)h * w); /* the largest index */
+  } else {
+    for (size_t j = 0; j < nk; j++) a[j] = (uint32_t)(bx[j] * (int)h + by[j]);
+    a[nk++] = (uint32_t)((size_t)h * w);
+    sort_u32(a, b, nk); /* b is free until the run lengths */
+  }
+  uint32_t prev = 0;
+  for (size_t j = 0; j < nk; j++) {
+    uint32_t t = a[j];
+    a[j] -= prev;
+    prev = t;
+  }
+  size_t j = 0;
+  m = 0;
+  b[m++] = a[j++];
+  while (j < nk)
+    if (a[j] > 0)
+      b[m++] = a[j++];
+    else {
+      j++;
+      if (j < nk) b[m - 1] += a[j++];
+    }
+  st = rle_set(R, h, w, b, m, ctx);
+  goto done;
+nomem:
+  st = rv_error(ctx, RV_ERR_NOMEM, "polygon to RLE: out of memory (%zu points)", k);
+done:
+  if (x != sx) free(x);
+  if (y != sy) free(y);
+  free(bx);
+  free(a);
+  return st;
 }
 
 rv_status rv_rle_from_poly_naive(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
-  return from_poly(R, xy, k, h, w, 1, ctx);
+  return from_poly_literal(R, xy, k, h, w, ctx);
 }
 
 rv_status rv_rle_from_bbox(rv_rle *r, const double bb[4], uint32_t h, uint32_t w, rv_ctx *ctx) {
@@ -620,6 +826,22 @@ double rv_rle_iou_pair_naive(const rv_rle *dt, const rv_rle *gt, int crowd) {
   int va = 0, vb = 0;
   while (ct > 0) {
     c = umin32(ca, cb);
+    if (c == 0 && ((ca == 0 && a >= ka && cb > 0) || (cb == 0 && b >= kb && ca > 0))) {
+      /* one mask's counts end before the other's (counts that do not sum to h*w): maskApi's
+       * loop never ends here; the rest of the other mask is taken against background */
+      int a_done = ca == 0 && a >= ka;
+      const rv_rle *o = a_done ? gt : dt;
+      uint32_t co = a_done ? cb : ca;
+      size_t ko = a_done ? kb : ka, oi = a_done ? b : a;
+      int vo = a_done ? vb : va;
+      for (;;) {
+        if (vo) u += co;
+        if (oi >= ko) break;
+        co = o->cnts[oi++];
+        vo = !vo;
+      }
+      break;
+    }
     if (va || vb) {
       u += c;
       if (va && vb) i += c;

@@ -33,6 +33,19 @@ extern "C" {
 size_t rv_rle_string_max_counts(const char *s, size_t len);
 rv_status rv_rle_from_string_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
                                   const char *what, rv_ctx *ctx);
+/* The same without the check that the counts sum to h*w (pycocotools reads any counts; the
+ * functions here accept such RLEs: area and toBbox as maskApi computes them, IoU walks that
+ * end, decode through rv_rle_decode_checked). _into borrows cnts as above. */
+rv_status rv_rle_from_string_any(rv_rle *r, const char *s, size_t len, uint32_t h, uint32_t w, const char *what,
+                                 rv_ctx *ctx);
+rv_status rv_rle_from_string_any_into(rv_rle *r, uint32_t *cnts, const char *s, size_t len, uint32_t h, uint32_t w,
+                                      const char *what, rv_ctx *ctx);
+rv_status rv_rle_from_counts_any(rv_rle *r, const uint32_t *counts, size_t m, uint32_t h, uint32_t w, rv_ctx *ctx);
+/* Sum of the counts (h*w for a valid RLE). */
+uint64_t rv_rle_sum(const rv_rle *r);
+/* rv_rle_decode for any counts (rleDecode 2.0.x): 0 when they pass h*w ("Invalid RLE mask
+ * representation"); short counts leave the rest 0. */
+int rv_rle_decode_checked(const rv_rle *r, uint8_t *mask_colmajor);
 /* Reference: rleToBbox literally (a division per run); rv_rle_to_bbox gives the same bits. */
 void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]);
 
@@ -40,12 +53,14 @@ void rv_rle_to_bbox_naive(const rv_rle *r, double bb[4]);
 typedef struct {
   double bb[4];   /* rv_rle_to_bbox */
   uint32_t area;  /* rv_rle_area */
-  int irregular;  /* a run after the first is empty (then IoUs take maskApi's literal walk) */
+  int irregular;  /* a run after the first is empty, or the counts do not sum to h*w (then the
+                     box is rv_rle_to_bbox_naive's and IoUs take maskApi's literal walk) */
 } rv_rle_info;
 void rv_rle_info_get(rv_rle_info *info, const rv_rle *r);
 
-/* Reference: rleFrPoly's floating-point downsampling literally (rv_rle_from_poly does it in
- * integers, with the same result). */
+/* Reference: rleFrPoly literally, its point arrays and floating-point downsampling
+ * (rv_rle_from_poly walks the boundary without the arrays and downsamples in integers, with
+ * the same result). */
 rv_status rv_rle_from_poly_naive(rv_rle *r, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx);
 
 /* rv_rle_iou (pairs whose rleToBbox boxes do not overlap are 0 without a run walk; -1 where

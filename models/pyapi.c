@@ -5,10 +5,13 @@
 #include "core/ops.h"
 #include "core/pyconfig.h"
 #include "core/tensor.h"
+#include "eval/cocoeval.h"
+#include "eval/rle.h"
 #include "eval/segmetrics.h"
 #include "models/zoo.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,12 +130,14 @@ struct rv_py_eval {
   rv_cocoeval *ev;
   char lbl[RV_COCO_MAX_AREAS][32]; /* the area labels ev's params point to */
   rv_coco_obj *pool_gt, *pool_dt;  /* useCats = 0: shallow copies with category -1 */
+  uint8_t *pool_ignore;            /* useCats = 0, keypoints: gt_ignore of pool_gt */
 };
 
 /* useCats = 0: the objects whose category is in cats, ordered by the category's position in
  * cats (then file order), as copies with category_id -1 (masks shared, never freed here). */
 static rv_status pool_objects(rv_coco_obj **out, size_t *n_out, const rv_coco_obj *o, size_t n,
-                              const int64_t *cats, size_t nc, rv_ctx *ctx) {
+                              const int64_t *cats, size_t nc, const uint8_t *flag, uint8_t **pooled_flag,
+                              rv_ctx *ctx) {
   size_t *pos = malloc(sizeof(size_t) * (n ? n : 1)), *cnt = calloc(nc + 1, sizeof(size_t));
   rv_coco_obj *p = malloc(sizeof *p * (n ? n : 1));
   if (!pos || !cnt || !p) {
@@ -153,13 +158,23 @@ static rv_status pool_objects(rv_coco_obj **out, size_t *n_out, const rv_coco_ob
   }
   for (size_t k = 0; k < nc; k++) cnt[k + 1] += cnt[k];
   size_t m = cnt[nc];
+  uint8_t *pf = flag ? malloc(m ? m : 1) : NULL;
+  if (flag && !pf) {
+    free(pos);
+    free(cnt);
+    free(p);
+    return rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
+  }
   for (size_t j = 0; j < n; j++)
     if (pos[j] < nc) {
-      rv_coco_obj *d = &p[cnt[pos[j]]++];
+      size_t at = cnt[pos[j]]++;
+      rv_coco_obj *d = &p[at];
       *d = o[j];
       d->category_id = -1;
       d->segm.borrowed = 1;
+      if (pf) pf[at] = flag[j];
     }
+  if (pooled_flag) *pooled_flag = pf;
   free(pos);
   free(cnt);
   *out = p;
@@ -167,11 +182,11 @@ static rv_status pool_objects(rv_coco_obj **out, size_t *n_out, const rv_coco_ob
   return RV_OK;
 }
 
-rv_status rv_py_eval_run(rv_py_eval **out, const rv_coco *gt, const rv_coco_results *dt, int iou_type,
+static rv_status eval_run(rv_py_eval **out, const rv_coco *gt, const rv_coco_results *dt, int iou_type,
                          const int64_t *img_ids, size_t n_imgs, const int64_t *cat_ids, size_t n_cats,
                          const double *iou_thrs, int n_iou, const double *rec_thrs, int n_rec, const int *max_dets,
                          int n_max_dets, const double *area_rng, const char *const *area_lbl, int n_areas,
-                         int use_cats, int threads, rv_ctx *ctx) {
+                         int use_cats, int threads, rv_cocoeval_kpts *kp, rv_ctx *ctx) {
   *out = NULL;
   if (n_iou < 1 || n_iou > RV_COCO_MAX_IOU)
     return rv_error(ctx, RV_ERR_ARG, "cocoeval: %d iouThrs (1..%d supported)", n_iou, RV_COCO_MAX_IOU);
@@ -220,8 +235,10 @@ rv_status rv_py_eval_run(rv_py_eval **out, const rv_coco *gt, const rv_coco_resu
   rv_status st = RV_OK;
   if (!use_cats) {
     size_t ng = 0, nd = 0;
-    if ((st = pool_objects(&e->pool_gt, &ng, gt->anns, gt->n_anns, cat_ids, n_cats, ctx)) != RV_OK ||
-        (st = pool_objects(&e->pool_dt, &nd, dt->dets, dt->n, cat_ids, n_cats, ctx)) != RV_OK) {
+    const uint8_t *gign = kp ? kp->gt_ignore : NULL;
+    if ((st = pool_objects(&e->pool_gt, &ng, gt->anns, gt->n_anns, cat_ids, n_cats, gign, &e->pool_ignore, ctx)) !=
+            RV_OK ||
+        (st = pool_objects(&e->pool_dt, &nd, dt->dets, dt->n, cat_ids, n_cats, NULL, NULL, ctx)) != RV_OK) {
       rv_py_eval_free(e);
       return st;
     }
@@ -232,13 +249,99 @@ rv_status rv_py_eval_run(rv_py_eval **out, const rv_coco *gt, const rv_coco_resu
     in.dt = e->pool_dt;
     in.n_dt = nd;
   }
-  st = rv_cocoeval_evaluate(&e->ev, &p, &in, ctx);
+  if (kp) {
+    kp->no_oks = !use_cats; /* pycocotools' computeOks reads _gts[img, -1]: nothing */
+    if (!use_cats) kp->gt_ignore = e->pool_ignore;
+    st = rv_cocoeval_evaluate_kpts(&e->ev, &p, &in, kp, ctx);
+  } else
+    st = rv_cocoeval_evaluate(&e->ev, &p, &in, ctx);
   if (st != RV_OK) {
     rv_py_eval_free(e);
     return st;
   }
   *out = e;
   return RV_OK;
+}
+
+rv_status rv_py_eval_run(rv_py_eval **out, const rv_coco *gt, const rv_coco_results *dt, int iou_type,
+                         const int64_t *img_ids, size_t n_imgs, const int64_t *cat_ids, size_t n_cats,
+                         const double *iou_thrs, int n_iou, const double *rec_thrs, int n_rec, const int *max_dets,
+                         int n_max_dets, const double *area_rng, const char *const *area_lbl, int n_areas,
+                         int use_cats, int threads, rv_ctx *ctx) {
+  if (iou_type == RV_IOU_KEYPOINTS) {
+    *out = NULL;
+    return rv_error(ctx, RV_ERR_ARG, "cocoeval: keypoints go through rv_py_eval_run_kpts");
+  }
+  return eval_run(out, gt, dt, iou_type, img_ids, n_imgs, cat_ids, n_cats, iou_thrs, n_iou, rec_thrs, n_rec,
+                  max_dets, n_max_dets, area_rng, area_lbl, n_areas, use_cats, threads, NULL, ctx);
+}
+
+rv_status rv_py_eval_run_kpts(rv_py_eval **out, const rv_coco *gt, const rv_coco_results *dt, const int64_t *img_ids,
+                              size_t n_imgs, const int64_t *cat_ids, size_t n_cats, const double *iou_thrs, int n_iou,
+                              const double *rec_thrs, int n_rec, const int *max_dets, int n_max_dets,
+                              const double *area_rng, const char *const *area_lbl, int n_areas, int use_cats,
+                              int n_kpts, const double *gt_kpts, const uint8_t *gt_ignore, const double *dt_kpts,
+                              const double *sigmas, int per_cat_sigmas,
+                              void (*vexp)(double *v, size_t n, void *user), int threads, rv_ctx *ctx) {
+  rv_cocoeval_kpts kp = {n_kpts, gt_kpts, gt_ignore, dt_kpts, sigmas, per_cat_sigmas, 0, vexp, NULL};
+  return eval_run(out, gt, dt, RV_IOU_KEYPOINTS, img_ids, n_imgs, cat_ids, n_cats, iou_thrs, n_iou, rec_thrs, n_rec,
+                  max_dets, n_max_dets, area_rng, area_lbl, n_areas, use_cats, threads, &kp, ctx);
+}
+
+int rv_py_eval_num_stats(const rv_py_eval *e) { return rv_cocoeval_num_stats(e->ev); }
+
+size_t rv_py_eval_num_pairs(const rv_py_eval *e) { return rv_cocoeval_num_pairs(e->ev); }
+
+void rv_py_eval_pair_dims(const rv_py_eval *e, int64_t *dims) {
+  size_t n = rv_cocoeval_num_pairs(e->ev);
+  for (size_t q = 0; q < n; q++) {
+    size_t i, k, d, g;
+    rv_cocoeval_pair_info(e->ev, q, &i, &k, &d, &g);
+    dims[4 * q] = (int64_t)i;
+    dims[4 * q + 1] = (int64_t)k;
+    dims[4 * q + 2] = (int64_t)d;
+    dims[4 * q + 3] = (int64_t)g;
+  }
+}
+
+rv_status rv_py_eval_details(const rv_py_eval *e, int64_t *dt_ids, double *dt_scores, int64_t *gt_ids, double *ious,
+                             int64_t *gt_order, uint8_t *gt_ignore, int64_t *dt_matches, int64_t *gt_matches,
+                             uint8_t *dt_ignore, uint8_t *has_ious, int threads, rv_ctx *ctx) {
+  const rv_cocoeval_params *p = rv_cocoeval_get_params(e->ev);
+  size_t n = rv_cocoeval_num_pairs(e->ev), A = (size_t)p->n_areas, T = (size_t)p->n_iou;
+  size_t *od = malloc(sizeof(size_t) * (n + 1)), *og = malloc(sizeof(size_t) * (n + 1)),
+         *oi = malloc(sizeof(size_t) * (n + 1));
+  if (!od || !og || !oi) {
+    free(od);
+    free(og);
+    free(oi);
+    return rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory");
+  }
+  od[0] = og[0] = oi[0] = 0;
+  for (size_t q = 0; q < n; q++) {
+    size_t i, k, d, g;
+    rv_cocoeval_pair_info(e->ev, q, &i, &k, &d, &g);
+    od[q + 1] = od[q] + d;
+    og[q + 1] = og[q] + g;
+    oi[q + 1] = oi[q] + d * g;
+  }
+  long bad = -1;
+  int nth = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 16) num_threads(nth)
+  for (long q = 0; q < (long)n; q++) {
+    rv_cocoeval_detail det = {dt_ids + od[q], dt_scores + od[q], gt_ids + og[q], ious + oi[q],
+                              gt_order + A * og[q], gt_ignore + A * og[q], dt_matches + A * T * od[q],
+                              gt_matches + A * T * og[q], dt_ignore + A * T * od[q], 0};
+    if (rv_cocoeval_pair_detail(e->ev, (size_t)q, &det, NULL) != RV_OK) {
+#pragma omp critical(rv_py_details)
+      bad = q;
+    }
+    has_ious[q] = (uint8_t)det.has_ious;
+  }
+  free(od);
+  free(og);
+  free(oi);
+  return bad < 0 ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "cocoeval: out of memory (evalImgs)");
 }
 
 rv_status rv_py_eval_accumulate(rv_py_eval *e, rv_ctx *ctx) { return rv_cocoeval_accumulate(e->ev, ctx); }
@@ -274,6 +377,7 @@ void rv_py_eval_free(rv_py_eval *e) {
   rv_cocoeval_free(e->ev);
   free(e->pool_gt);
   free(e->pool_dt);
+  free(e->pool_ignore);
   free(e);
 }
 
@@ -285,11 +389,33 @@ static rv_status rle_string(char **out, rv_rle *r, rv_ctx *ctx) {
   return *out ? RV_OK : rv_error(ctx, RV_ERR_NOMEM, "mask: out of memory");
 }
 
+/* maskApi rleEncode literally: a run ends wherever the byte value changes (so 0/1 masks, and
+ * 0/255 ones, give the usual RLE; adjacent different non-zero values split a foreground run as
+ * pycocotools does). */
+static rv_status encode_values(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  size_t a = (size_t)h * w, k = 0;
+  uint32_t *cnts = malloc(sizeof(uint32_t) * (a + 1)), c = 0;
+  if (!cnts) return rv_error(ctx, RV_ERR_NOMEM, "mask encode: out of memory (%ux%u)", h, w);
+  uint8_t p = 0;
+  for (size_t j = 0; j < a; j++) {
+    if (M[j] != p) {
+      cnts[k++] = c;
+      c = 0;
+      p = M[j];
+    }
+    c++;
+  }
+  cnts[k++] = c;
+  rv_status st = rv_rle_from_counts_any(r, cnts, k, h, w, ctx);
+  free(cnts);
+  return st;
+}
+
 rv_status rv_py_rle_encode(const uint8_t *masks, uint32_t h, uint32_t w, size_t n, char **out_strs, rv_ctx *ctx) {
   for (size_t i = 0; i < n; i++) out_strs[i] = NULL;
   for (size_t i = 0; i < n; i++) {
     rv_rle r = {0};
-    RV_TRY(rv_rle_encode(&r, masks + i * (size_t)h * w, h, w, ctx));
+    RV_TRY(encode_values(&r, masks + i * (size_t)h * w, h, w, ctx));
     RV_TRY(rle_string(&out_strs[i], &r, ctx));
   }
   return RV_OK;
@@ -298,9 +424,10 @@ rv_status rv_py_rle_encode(const uint8_t *masks, uint32_t h, uint32_t w, size_t 
 rv_status rv_py_rle_decode(const char *const *strs, uint32_t h, uint32_t w, size_t n, uint8_t *masks, rv_ctx *ctx) {
   for (size_t i = 0; i < n; i++) {
     rv_rle r = {0};
-    RV_TRY(rv_rle_from_string(&r, strs[i], h, w, "decode", ctx));
-    rv_rle_decode(&r, masks + i * (size_t)h * w);
+    RV_TRY(rv_rle_from_string_any(&r, strs[i], strlen(strs[i]), h, w, "decode", ctx));
+    int ok = rv_rle_decode_checked(&r, masks + i * (size_t)h * w);
     rv_rle_free(&r);
+    if (!ok) return rv_error(ctx, RV_ERR_FORMAT, "decode: Invalid RLE mask representation (RLE %zu: counts pass h*w)", i);
   }
   return RV_OK;
 }
@@ -309,7 +436,7 @@ rv_status rv_py_rle_area_bbox(const char *const *strs, uint32_t h, uint32_t w, s
                               double *bbox, rv_ctx *ctx) {
   for (size_t i = 0; i < n; i++) {
     rv_rle r = {0};
-    RV_TRY(rv_rle_from_string(&r, strs[i], h, w, "rle", ctx));
+    RV_TRY(rv_rle_from_string_any(&r, strs[i], strlen(strs[i]), h, w, "rle", ctx));
     if (area) area[i] = rv_rle_area(&r);
     if (bbox) rv_rle_to_bbox(&r, bbox + 4 * i);
     rv_rle_free(&r);
@@ -321,7 +448,7 @@ static rv_status parse_many(rv_rle **out, const char *const *strs, const uint32_
   rv_rle *R = calloc(n ? n : 1, sizeof *R);
   if (!R) return rv_error(ctx, RV_ERR_NOMEM, "mask: out of memory");
   for (size_t i = 0; i < n; i++) {
-    rv_status st = rv_rle_from_string(&R[i], strs[i], hw[2 * i], hw[2 * i + 1], "rle", ctx);
+    rv_status st = rv_rle_from_string_any(&R[i], strs[i], strlen(strs[i]), hw[2 * i], hw[2 * i + 1], "rle", ctx);
     if (st != RV_OK) {
       for (size_t j = 0; j < i; j++) rv_rle_free(&R[j]);
       free(R);
@@ -381,7 +508,7 @@ rv_status rv_py_rle_from_bbox(const double *bb, size_t n, uint32_t h, uint32_t w
 rv_status rv_py_rle_from_counts(const uint32_t *counts, size_t m, uint32_t h, uint32_t w, char **out, rv_ctx *ctx) {
   rv_rle r = {0};
   *out = NULL;
-  RV_TRY(rv_rle_from_counts(&r, counts, m, h, w, "frUncompressedRLE", ctx));
+  RV_TRY(rv_rle_from_counts_any(&r, counts, m, h, w, ctx)); /* any sum, as frUncompressedRLE */
   return rle_string(out, &r, ctx);
 }
 

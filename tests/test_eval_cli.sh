@@ -83,7 +83,14 @@ expect_err 1 "unk.json: results\[1\]: image_id 42 is not in the ground truth" "$
 printf '[{"image_id": 566118, "category_id": 1, "score": 0.5, "segmentation": {"size": [174, 172], "counts": "X[3~4S"}}]' > "$T/rle.json"
 expect_err 1 "rle.json: results\[0\]: .*corrupt RLE" "$BIN" eval coco --ann "$G" --results "$T/rle.json" --iou-type segm
 printf '[{"image_id": 566118, "category_id": 1, "score": 0.5, "segmentation": {"size": [10, 10], "counts": "T3"}}]' > "$T/size.json"
-expect_err 1 "size.json: results\[0\]: mask size 10x10 differs from image 566118 (174x172)" "$BIN" eval coco --ann "$G" --results "$T/size.json" --iou-type segm
+# a mask of another size than its image is read and evaluated as pycocotools does (IoU -1 with
+# the gt: it never matches), not refused
+if out=$("$BIN" --quiet eval coco --ann "$G" --results "$T/size.json" --iou-type segm 2>&1); then
+  echo "$out" | grep 'Average Precision  (AP) @\[ IoU=0.50:0.95 | area=   all | maxDets=100 \] = 0.000' > /dev/null \
+    || { echo "FAIL: size.json: no AP 0.000 line: $out"; fails=$((fails + 1)); }
+else
+  echo "FAIL: size.json refused: $out"; fails=$((fails + 1))
+fi
 expect_err 1 "img_00.png: missing prediction" "$BIN" eval ade20k --pred-dir "$T" --gt-dir "$FIX/miou/01_small/gt"
 expect_err 1 "not an ADE20K folder" "$BIN" eval ade20k --root "$T/nothing" --pred-dir "$T"
 # a JSON output that cannot be written leaves nothing behind

@@ -340,6 +340,45 @@ static void decode_bitmap(const rv_rle *r, uint8_t *M) {
   rv_rle_decode(r, M);
 }
 
+/* pycocotools 2.0.x rleToBbox (tests/fixtures/cocotools/goldens.json toBbox_*): empty
+ * foreground runs are skipped, counts past or short of h*w are measured as they are, and the
+ * IoU walk ends when one mask's counts end first (maskApi loops forever there). */
+static void test_bbox_empty_runs_and_any_sum(void **state) {
+  (void)state;
+  static const struct {
+    uint32_t h, w, cnts[8];
+    size_t m;
+    double bb[4];
+  } C[] = {
+      {600, 800, {0, 0, 3181458, 1350}, 4, {800, 0, 4505, 600}},
+      {10, 10, {5, 0, 3, 2, 0, 4, 86}, 7, {0, 0, 2, 10}},
+      {10, 10, {5, 0, 95}, 3, {10, 10, 4294967287.0, 4294967287.0}},
+      {3, 4, {2, 3}, 2, {0, 0, 2, 3}},
+      {3, 4, {2, 30}, 2, {0, 0, 11, 3}},
+      {4, 4, {4, 4, 0, 8}, 4, {1, 0, 3, 4}},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+    rv_rle r = {C[i].h, C[i].w, C[i].m, (uint32_t *)C[i].cnts, 1};
+    double bb[4], nb[4];
+    rv_rle_to_bbox(&r, bb);
+    rv_rle_to_bbox_naive(&r, nb);
+    for (int k = 0; k < 4; k++)
+      if (bb[k] != C[i].bb[k] || nb[k] != C[i].bb[k])
+        fail_msg("case %zu: bbox[%d] %.17g (naive %.17g), pycocotools %.17g", i, k, bb[k], nb[k], C[i].bb[k]);
+  }
+  /* the IoU of a short mask and a full one ends (background after its counts) */
+  uint32_t a[2] = {2, 3}, b[3] = {1, 4, 7};
+  rv_rle ra = {3, 4, 2, a, 1}, rb = {3, 4, 3, b, 1};
+  double o = rv_rle_iou_pair(&ra, &rb, 0);
+  assert_true(o == 3.0 / 4.0);
+  uint8_t M[12];
+  assert_int_equal(rv_rle_decode_checked(&ra, M), 1);
+  assert_true(M[0] == 0 && M[2] == 1 && M[4] == 1 && M[5] == 0 && M[11] == 0);
+  uint32_t c[2] = {2, 30};
+  rv_rle rc = {3, 4, 2, c, 1};
+  assert_int_equal(rv_rle_decode_checked(&rc, M), 0);
+}
+
 static void test_info_random(void **state) {
   (void)state;
   uint64_t seed = 777;
@@ -358,7 +397,10 @@ static void test_info_random(void **state) {
       if (in.bb[i] != bb[i]) fail_msg("it %d (%ux%u, m %zu): bbox[%d] %g, naive %g", it, h, w, r.m, i, in.bb[i], bb[i]);
     assert_int_equal(in.area, rv_rle_area(&r));
     int zero = 0;
+    uint64_t sum = 0;
+    for (size_t j = 0; j < r.m; j++) sum += r.cnts[j];
     for (size_t j = 1; j < r.m; j++) zero |= r.cnts[j] == 0;
+    zero |= sum != (uint64_t)h * w; /* counts that stop early */
     assert_int_equal(in.irregular, zero);
     rv_rle_to_bbox(&r, bb);
     assert_memory_equal(bb, in.bb, sizeof bb);
@@ -561,8 +603,9 @@ static void test_poly_random(void **state) {
   rv_ctx *ctx = rv_ctx_create();
   uint64_t seed = 31337;
   int nonempty = 0;
-  for (int it = 0; it < 4000; it++) {
-    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * 30), w = 1 + (uint32_t)((test_rand(&seed) + 1) * 30);
+  for (int it = 0; it < 6000; it++) {
+    const double big = it % 5 == 0 ? 200 : 30; /* long edges too (the fast walk skips steps on them) */
+    uint32_t h = 1 + (uint32_t)((test_rand(&seed) + 1) * big), w = 1 + (uint32_t)((test_rand(&seed) + 1) * big);
     size_t k = 1 + (size_t)((test_rand(&seed) + 1) * 7);
     double xy[28];
     const double grid[4] = {0.5, 0.2, 0.1, 0.01};
@@ -585,7 +628,7 @@ static void test_poly_random(void **state) {
     rv_rle_free(&a);
     rv_rle_free(&b);
   }
-  assert_true(nonempty > 1000);
+  assert_true(nonempty > 1500);
   rv_ctx_free(ctx);
 }
 
@@ -595,6 +638,7 @@ int main(void) {
       cmocka_unit_test(test_frbbox_uncompressed), cmocka_unit_test(test_merge),
       cmocka_unit_test(test_iou),          cmocka_unit_test(test_random_roundtrip),
       cmocka_unit_test(test_corrupt),      cmocka_unit_test(test_info_random),
+      cmocka_unit_test(test_bbox_empty_runs_and_any_sum),
       cmocka_unit_test(test_iou_random),   cmocka_unit_test(test_iou_matrix_wide),
       cmocka_unit_test(test_string_random),
       cmocka_unit_test(test_poly_random),

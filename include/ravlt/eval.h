@@ -81,7 +81,7 @@ RV_API void rv_bbox_iou(double *o, const double *dt, size_t m, const double *gt,
 RV_API double rv_rle_iou_pair(const rv_rle *dt, const rv_rle *gt, int crowd);
 
 /* ---- COCOeval ------------------------------------------------------------------------- */
-typedef enum { RV_IOU_BBOX = 0, RV_IOU_SEGM = 1 } rv_iou_type;
+typedef enum { RV_IOU_BBOX = 0, RV_IOU_SEGM = 1, RV_IOU_KEYPOINTS = 2 } rv_iou_type;
 
 /* One ground truth annotation or one detection. */
 typedef struct {
@@ -133,11 +133,38 @@ typedef struct rv_cocoeval rv_cocoeval;
  * stay valid until rv_cocoeval_accumulate returns. */
 RV_API rv_status rv_cocoeval_evaluate(rv_cocoeval **out, const rv_cocoeval_params *p,
                                       const rv_cocoeval_input *in, rv_ctx *ctx);
+/* Keypoints (pycocotools iouType='keypoints'): object keypoint similarity instead of IoU.
+ * Arrays are parallel to rv_cocoeval_input's gt and dt (object i's keypoints at
+ * [i * 3 * n_kpts], x, y, v triples). The gt bbox and area of rv_coco_obj give the OKS scale
+ * and the box used when a gt has no visible keypoint; gt_ignore[i] != 0 (num_keypoints == 0)
+ * ignores gt i as a crowd does. Use Params('keypoints'): maxDets [20], areas all / medium /
+ * large. */
+typedef struct {
+  int n_kpts;             /* keypoints per object (17 for COCO persons) */
+  const double *gt_kpts;  /* n_gt x 3*n_kpts */
+  const uint8_t *gt_ignore; /* n_gt, or NULL */
+  const double *dt_kpts;  /* n_dt x 3*n_kpts */
+  const double *sigmas;   /* n_kpts (per_cat_sigmas = 0), or n_cats x n_kpts in the sorted order of
+                             the unique cat_ids */
+  int per_cat_sigmas;
+  int no_oks;             /* 1: no OKS (pycocotools with useCats = 0 computes none: every dt unmatched) */
+  /* exp over v[0..n-1] in place, NULL = libm's exp. A host can pass its own (numpy's, so that
+   * OKS equal pycocotools' bit for bit); it may be called from several threads at once. */
+  void (*vexp)(double *v, size_t n, void *user);
+  void *vexp_user;
+} rv_cocoeval_kpts;
+
+RV_API rv_status rv_cocoeval_evaluate_kpts(rv_cocoeval **out, const rv_cocoeval_params *p,
+                                           const rv_cocoeval_input *in, const rv_cocoeval_kpts *kp,
+                                           rv_ctx *ctx);
 /* accumulate(): precision and scores [T][R][K][A][M], recall [T][K][A][M], -1 where undefined. */
 RV_API rv_status rv_cocoeval_accumulate(rv_cocoeval *ev, rv_ctx *ctx);
-/* summarize(): the 12 stats of _summarizeDets. */
+/* summarize(): the 12 stats of _summarizeDets (keypoints: the 10 of _summarizeKps, then 0, 0). */
 RV_API void rv_cocoeval_summarize(const rv_cocoeval *ev, double stats[12]);
-/* pycocotools' 12 printed lines (each ending in '\n'); returns the length written (or needed). */
+/* 12, or 10 for keypoints. */
+RV_API int rv_cocoeval_num_stats(const rv_cocoeval *ev);
+/* pycocotools' 12 (keypoints: 10) printed lines (each ending in '\n'); returns the length
+ * written (or needed). */
 RV_API int rv_cocoeval_summary_text(const rv_cocoeval *ev, char *buf, size_t size);
 /* Sorted unique category ids (K of them) and their AP: mean(precision[:, :, k, 0, -1] > -1),
  * -1 when the category has no gt (mmdet's classwise table). */
@@ -206,7 +233,8 @@ RV_API rv_status rv_coco_load_results_mem(rv_coco_results *r, const rv_coco *gt,
                                           rv_coco_area_mode mode, int threads, rv_ctx *ctx);
 /* loadRes rules on detections filled in memory (image_id, category_id, score, has_bbox/bbox,
  * has_segm/segm): ids, areas, missing boxes or masks, image and mask size checks. The
- * segmentations must be in the gt image's size. `what` names the source in messages. */
+ * segmentations may have any size (as pycocotools: a mask whose size differs from its gt's has
+ * IoU -1 with it, so never matches). `what` names the source in messages. */
 RV_API rv_status rv_coco_results_prepare(rv_coco_results *r, const rv_coco *gt, rv_iou_type t,
                                          rv_coco_area_mode mode, const char *what, rv_ctx *ctx);
 RV_API void rv_coco_results_free(rv_coco_results *r);

@@ -82,6 +82,33 @@ RV_API rv_status rv_py_eval_run(rv_py_eval **out, const rv_coco *gt, const rv_co
                                 const int *max_dets, int n_max_dets, const double *area_rng,
                                 const char *const *area_lbl, int n_areas, int use_cats, int threads,
                                 rv_ctx *ctx);
+/* rv_py_eval_run for keypoints (iouType 'keypoints', OKS): gt_kpts (n_anns x 3*n_kpts, the gt's
+ * annotations in file order), gt_ignore (num_keypoints == 0), dt_kpts (n results x 3*n_kpts),
+ * sigmas (n_kpts, or n_cats x n_kpts in the order of the sorted unique cat_ids when
+ * per_cat_sigmas); vexp: an exp over a buffer in place (NULL: libm's; see rv_cocoeval_kpts). */
+RV_API rv_status rv_py_eval_run_kpts(rv_py_eval **out, const rv_coco *gt, const rv_coco_results *dt,
+                                     const int64_t *img_ids, size_t n_imgs, const int64_t *cat_ids, size_t n_cats,
+                                     const double *iou_thrs, int n_iou, const double *rec_thrs, int n_rec,
+                                     const int *max_dets, int n_max_dets, const double *area_rng,
+                                     const char *const *area_lbl, int n_areas, int use_cats, int n_kpts,
+                                     const double *gt_kpts, const uint8_t *gt_ignore, const double *dt_kpts,
+                                     const double *sigmas, int per_cat_sigmas,
+                                     void (*vexp)(double *v, size_t n, void *user), int threads, rv_ctx *ctx);
+/* 12 summary numbers, or 10 for keypoints. */
+RV_API int rv_py_eval_num_stats(const rv_py_eval *ev);
+/* evalImgs / ious: the (image, category) pairs with a gt or a detection (category-major, images
+ * in id order); dims[4*q..] = image index (into the sorted unique img_ids), category index, D
+ * (kept detections), G (gt). */
+RV_API size_t rv_py_eval_num_pairs(const rv_py_eval *ev);
+RV_API void rv_py_eval_pair_dims(const rv_py_eval *ev, int64_t *dims);
+/* Every pair's evaluateImg, concatenated in pair order (sizes from the dims, A areas, T
+ * thresholds): dt_ids, dt_scores (D each), gt_ids (G, file order), ious (D x G), gt_order and
+ * gt_ignore (A x G: per area, the gt positions with ignored last), dt_matches (A x T x D, gt
+ * ids), gt_matches (A x T x G, dt ids), dt_ignore (A x T x D); has_ious per pair. */
+RV_API rv_status rv_py_eval_details(const rv_py_eval *ev, int64_t *dt_ids, double *dt_scores, int64_t *gt_ids,
+                                    double *ious, int64_t *gt_order, uint8_t *gt_ignore, int64_t *dt_matches,
+                                    int64_t *gt_matches, uint8_t *dt_ignore, uint8_t *has_ious, int threads,
+                                    rv_ctx *ctx);
 RV_API rv_status rv_py_eval_accumulate(rv_py_eval *ev, rv_ctx *ctx);
 /* dims[0..4] = T, R, K, A, M of the accumulated arrays. */
 RV_API void rv_py_eval_dims(const rv_py_eval *ev, size_t dims[5]);
@@ -95,7 +122,8 @@ RV_API void rv_py_eval_free(rv_py_eval *ev);
 
 /* ---- Masks (pycocotools.mask) ---- */
 /* Encode n column-major masks (h*w bytes each, Fortran order as pycocotools wants) into
- * compressed strings: out_strs[i] is malloc'd (rv_py_free). */
+ * compressed strings, a run ending at every change of byte value (maskApi rleEncode):
+ * out_strs[i] is malloc'd (rv_py_free). */
 RV_API rv_status rv_py_rle_encode(const uint8_t *masks, uint32_t h, uint32_t w, size_t n, char **out_strs,
                                   rv_ctx *ctx);
 /* Decode n compressed strings (all h x w) into n column-major masks. */
@@ -113,7 +141,8 @@ RV_API rv_status rv_py_rle_iou(const char *const *dt, const uint32_t *dt_hw, siz
                                const uint32_t *gt_hw, size_t n, const uint8_t *iscrowd, double *out,
                                rv_ctx *ctx);
 /* Polygons (frPoly: xy[2k] each) -> strings; boxes (frBbox: n x 4) -> strings;
- * uncompressed counts -> string. */
+ * uncompressed counts (any sum, as frUncompressedRLE) -> string. Strings are read whatever
+ * their counts sum to (pycocotools' rules: decode fails past h*w, area and toBbox as maskApi). */
 RV_API rv_status rv_py_rle_from_poly(const double *xy, size_t k, uint32_t h, uint32_t w, char **out, rv_ctx *ctx);
 RV_API rv_status rv_py_rle_from_bbox(const double *bb, size_t n, uint32_t h, uint32_t w, char **out, rv_ctx *ctx);
 RV_API rv_status rv_py_rle_from_counts(const uint32_t *counts, size_t m, uint32_t h, uint32_t w, char **out,

@@ -63,6 +63,9 @@ def __getattr__(name: str) -> Any:
         v = _version()
         globals()['__version__'] = v
         return v
+    if name == 'cocotools':  # imported on first use, as the library is opened (import ravlt stays fast)
+        import importlib
+        return importlib.import_module(__name__ + '.cocotools')
     raise AttributeError("module 'ravlt' has no attribute %r" % (name,))
 
 
@@ -132,5 +135,4 @@ def mean_iou(results: Sequence[Any], gt_seg_maps: Sequence[Any], num_classes: in
     return a, acc, iou
 
 
-from . import cocotools  # noqa: E402  (after the library is loaded)
 from . import analysis  # noqa: E402  (the error analysis and the HTML report)

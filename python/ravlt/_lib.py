@@ -136,7 +136,46 @@ def _load():
                       ('; tried: ' + ', '.join(tried) if tried else ''))
 
 
-lib, path = _load()
+class _Lib:
+    """libravlt.so, opened on the first use of one of its functions (so that `import ravlt`
+    costs no dlopen of the library and the ~260 libraries OpenCV pulls in); `lib.f` is the
+    ctypes function f with the signature _sig gave it."""
+
+    def __getattr__(self, name):
+        f = getattr(_open(), name)
+        self.__dict__[name] = f
+        return f
+
+
+_sigs = []
+_real = None
+_open_lock = threading.Lock()
+blas_core = None
+
+
+def _open():
+    global _real, blas_core, path
+    if _real is None:
+        with _open_lock:
+            if _real is None:
+                real, path = _load()
+                for name, res, args in _sigs:
+                    f = getattr(real, name)
+                    f.restype = res
+                    f.argtypes = list(args)
+                if real.rv_py_abi() < ABI:
+                    raise ImportError('ravlt: %s has Python ABI %d, this package needs %d or newer (an older '
+                                      'libravlt: install the library and the package from one build)' %
+                                      (path, real.rv_py_abi(), ABI))
+                blas_core = real.rv_py_init()  # the CLI's start-up (OpenBLAS kernel selection), once
+                _real = real
+    return _real
+
+
+lib = _Lib()
+path = next(_candidates(), None)  # the library that will be opened (found now: a clear ImportError)
+if path is None:
+    raise ImportError('ravlt: libravlt.so not found; set RAVLT_LIBRARY to its path')
 
 c_int, c_size, c_dbl, c_char_p, c_void_p = ctypes.c_int, ctypes.c_size_t, ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p
 P = ctypes.POINTER
@@ -144,16 +183,11 @@ pp_char = P(c_char_p)
 
 
 def _sig(name, res, *args):
-    f = getattr(lib, name)
-    f.restype = res
-    f.argtypes = list(args)
-    return f
+    """Declares the signature of library function name (applied when the library opens)."""
+    _sigs.append((name, res, args))
 
 
 _sig('rv_py_abi', c_int)
-if lib.rv_py_abi() < ABI:
-    raise ImportError('ravlt: %s has Python ABI %d, this package needs %d or newer (an older libravlt: '
-                      'install the library and the package from one build)' % (path, lib.rv_py_abi(), ABI))
 _sig('rv_py_init', c_char_p)
 _sig('rv_py_ctx_new', c_void_p, c_int)
 _sig('rv_py_ctx_free', None, c_void_p)
@@ -231,7 +265,6 @@ _sig('rv_py_write_report', c_int, c_char_p, pp_char, c_size, c_char_p, c_void_p)
 _sig('rv_ctx_set_log', None, c_void_p, c_void_p, c_void_p)
 _sig('rv_ctx_set_log_level', None, c_void_p, c_int)
 
-blas_core = lib.rv_py_init()  # the CLI's start-up (OpenBLAS kernel selection), once per process
 
 
 def enc(s):

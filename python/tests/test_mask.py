@@ -94,7 +94,10 @@ def test_iou(k):
 
 def test_mask_errors():
     assert M.iou([], [{'size': [2, 2], 'counts': b'4'}], [0]) == []
-    with pytest.raises(ravlt.Error, match='decode'):
-        M.decode({'size': [4, 4], 'counts': b'7'})  # counts sum 7 != 16
-    with pytest.raises(TypeError):
+    # counts past h*w: pycocotools' ValueError (the class also derives from ravlt.Error)
+    with pytest.raises(ValueError, match='Invalid RLE mask representation'):
+        M.decode({'size': [4, 4], 'counts': b'2d0'})  # 2 + 20 > 16
+    with pytest.raises(ravlt.Error):
+        M.decode({'size': [4, 4], 'counts': b'2d0'})  # 2 + 20 > 16
+    with pytest.raises(Exception, match='input type is not supported'):  # a bare Exception in pycocotools
         M.frPyObjects(42, 4, 4)
