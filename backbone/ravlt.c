@@ -473,6 +473,9 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   float *x = x_io;
   for (int j = 0; j < st->depth; j++) {
     const block_w *b = &st->blocks[j];
+    /* a cancelled call stops here; the call's thread count follows the calls in flight
+     * (core/rv.h "Calls": no kernel's scratch spans this point) */
+    RV_TRY(rv_ctx_check(F->ctx));
     /* x = x + pos(x) */
     if (inplace) {
       rv_dwconv2d_f32(x, x, b->pos_w, b->pos_b, x, 1, C, H, W, 3, 1, 1);
@@ -591,6 +594,7 @@ static rv_status forward_image(fwd *F, const float *img, int H, int W, rv_tensor
   for (int si = 0; si < 4; si++) {
     const stage_w *st = &m->st[si];
     int nh = (h + 1) / 2, nw = (w + 1) / 2;
+    RV_TRY(rv_ctx_check(F->ctx));
     float *xn = NULL;
     if (si < 3) { /* next stage's input, allocated below this stage's scratch */
       xn = rv_arena_floats(F->A, (size_t)m->st[si + 1].dim * nh * nw);
@@ -642,15 +646,6 @@ static rv_status check_input(const rv_ravlt *m, rv_tensor in, rv_ctx *ctx) {
   return RV_OK;
 }
 
-static void set_threads(rv_ctx *ctx) {
-#ifdef _OPENMP
-  int n = rv_ctx_threads(ctx);
-  if (n > 0) omp_set_num_threads(n);
-#else
-  (void)ctx;
-#endif
-}
-
 rv_status rv_ravlt_forward_traced(const rv_ravlt *m, rv_arena *arena, rv_tensor input,
                                   rv_tensor out[RV_RAVLT_STAGES], rv_ravlt_trace_fn trace,
                                   void *user, rv_ctx *ctx) {
@@ -659,7 +654,7 @@ rv_status rv_ravlt_forward_traced(const rv_ravlt *m, rv_arena *arena, rv_tensor 
   if (m->cfg.classifier)
     return rv_error(ctx, RV_ERR_ARG, "RAVLT: this is a classifier model; use rv_ravlt_classify");
   RV_TRY(check_input(m, input, ctx));
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   for (int k = 0; k < m->cfg.num_outs; k++) {
     int s = m->cfg.out_indices[k], h, w;
     rv_ravlt_stage_size(input.h, input.w, s, &h, &w);
@@ -691,7 +686,7 @@ rv_status rv_ravlt_classify(const rv_ravlt *m, rv_arena *arena, rv_tensor input,
   if (!m->cfg.classifier)
     return rv_error(ctx, RV_ERR_ARG, "RAVLT: this is a backbone model without classifier head");
   RV_TRY(check_input(m, input, ctx));
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   rv_tensor lg = rv_tensor_new(arena, input.n, m->cfg.num_classes, 1, 1);
   if (!lg.data) return rv_error(ctx, RV_ERR_NOMEM, "out of memory for the logits");
   fwd F = {m, arena, ctx, NULL, NULL, 0};

@@ -9,9 +9,9 @@
  * Conventions: every tensor is NCHW float32, contiguous. Output first, inputs const.
  * Kernels allocate nothing from the system: the scratch arena is used (and released
  * before returning) where a kernel needs workspace (im2col). Threads: kernels use OpenMP
- * with the calling thread's team size (omp_set_num_threads, set once per forward pass by
- * the model from rv_ctx_threads) and OpenBLAS (OpenMP build, the same pool); no kernel
- * calls BLAS from inside its own parallel region. Every fast kernel has a *_naive twin
+ * with the calling thread's team size (omp_get_max_threads(): the call's share, set by the
+ * model between layers, core/rv.h "Calls"); rv_gemm_f32 shares its blocks among the same
+ * team, each a serial OpenBLAS call (OpenBLAS never threads). Every fast kernel has a *_naive twin
  * (plain loops, the reference for tests; those without a file of their own in core/naive.c);
  * an _add variant's twin is its plain form followed by the addition.
  */

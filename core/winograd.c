@@ -29,7 +29,7 @@
  * transforms with up to 64 images as lanes (each channel staged in a [row][col][image]
  * buffer): the row-of-tiles passes would have 2-4 lanes there (faster for 7x7 and 14x14
  * RoIs: bench/RESULTS.md, "Measurements behind the code's rules"). OpenMP over
- * channels for the transforms; the a^2 GEMMs go through rv_gemm_f32 (BLAS threads) outside
+ * channels for the transforms; the a^2 GEMMs go through rv_gemm_f32 (blocks among the team) outside
  * every parallel region.
  * Three implementations of the same arithmetic (the transforms are the same functions and
  * every GEMM sums over ci in order with FMA, as OpenBLAS's kernel does: on this machine all

@@ -166,6 +166,7 @@ static rv_status simple_test_bboxes(rv_detections *det, const rv_roi_head *h,
   char name[64];
   for (int s = 0; s < S; s++) {
     const rv_bbox_head *bh = &h->bbox[s];
+    if ((st = rv_ctx_check(ctx)) != RV_OK) goto done; /* cancelled; the threads of the call */
     snprintf(name, sizeof name, "roi.stage%d.rois", s);
     trace2(trace, name, rois, n, 5);
     if ((st = rv_roi_extract(feat7, rf, roi_strides, rois, n, 7, arena, ctx)) != RV_OK)
@@ -302,6 +303,7 @@ rv_status rv_roi_head_simple_test(rv_detections *det, const rv_roi_head *h,
   trace2(trace, "det.bboxes", det->bboxes, det->n, 4);
   trace2(trace, "det.scores", det->scores, det->n, 1);
   if (!h->num_mask_heads || det->n == 0) return RV_OK;
+  RV_TRY(rv_ctx_check(ctx));
   return simple_test_mask(det, h, &rf, meta, cfg, trace, arena, ctx);
 }
 

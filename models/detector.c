@@ -3,6 +3,7 @@
 
 #include "necks/fpn.h"
 
+#include <cjson/cJSON.h>
 #include <omp.h>
 
 #include <stdio.h>
@@ -10,7 +11,7 @@
 
 struct rv_detector {
   rv_detector_config cfg;
-  const rv_family_ops *ops;
+  const rv_det_head_ops *ops;
   rv_fpn *fpn;
   void *head;        /* the family's head state (ops->load, ops->free) */
   int head_channels; /* the channels the head takes (the FPN's must match) */
@@ -21,6 +22,23 @@ static void trace_tensor(const rv_det_trace *t, const char *name, rv_tensor x) {
   if (!t || !t->fn) return;
   int shape[4] = {x.n, x.c, x.h, x.w};
   t->fn(t->user, name, x.data, shape, 4);
+}
+
+static const cJSON *get(const cJSON *o, const char *key) {
+  return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static int get_num(const cJSON *o, const char *key, double *v) {
+  const cJSON *x = get(o, key);
+  if (!cJSON_IsNumber(x)) return 0;
+  *v = x->valuedouble;
+  return 1;
+}
+
+/* nms=dict(iou_threshold=...) (mmdet >= 2.4) or nms_thr=... (older configs). */
+static void get_nms_iou(const cJSON *o, float *iou) {
+  double v;
+  if (get_num(get(o, "nms"), "iou_threshold", &v) || get_num(o, "nms_thr", &v)) *iou = (float)v;
 }
 
 /* ---- RetinaNet: one dense head on 5 levels (strides 8..128) -------------------------- */
@@ -56,6 +74,7 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
   rv_tensor cls[5], reg[5];
   char name[64];
   for (int l = 0; l < L; l++) {
+    RV_TRY(rv_ctx_check(ctx));
     RV_TRY(rv_retina_forward_level(&cls[l], &reg[l], h, p[l], arena, ctx));
     snprintf(name, sizeof name, "retina.cls_score.%d", l);
     trace_tensor(trace, name, cls[l]);
@@ -66,6 +85,7 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
     snprintf(name, sizeof name, "bbox_pred.%d", l);
     trace_tensor(trace, name, reg[l]);
   }
+  RV_TRY(rv_ctx_check(ctx));
   RV_TRY(rv_retina_get_bboxes(out, h, cls, reg, strides, L, meta, &d->cfg.retina, arena, ctx));
   if (trace && trace->fn) {
     int s2[2] = {out->n, 4};
@@ -76,8 +96,20 @@ static rv_status retina_forward(const rv_detector *d, rv_detections *out, const 
   return RV_OK;
 }
 
-static const rv_family_ops rv_family_ops_RETINANET = {0, 1, retina_fpn, retina_load, retina_free,
-                                               retina_forward, no_masks};
+static rv_status retina_set_bf16(rv_detector *d, int on, rv_ctx *ctx) {
+  return d->head ? rv_retina_head_set_bf16(d->head, on, ctx) : RV_OK;
+}
+
+static void retina_test_cfg(rv_detector_config *c, const cJSON *tc) {
+  double v;
+  if (get_num(tc, "nms_pre", &v)) c->retina.nms_pre = (int)v;
+  if (get_num(tc, "score_thr", &v)) c->retina.score_thr = (float)v;
+  if (get_num(tc, "max_per_img", &v)) c->retina.max_per_img = (int)v;
+  get_nms_iou(tc, &c->retina.iou_thr);
+}
+
+static const rv_det_head_ops RETINANET_HEAD = {1, retina_fpn, retina_load, retina_free, retina_forward,
+                                               no_masks, retina_set_bf16, retina_test_cfg};
 
 /* ---- two-stage: RPN + RoI heads (Mask R-CNN: 1 stage, Cascade Mask R-CNN: 3) --------- */
 
@@ -140,6 +172,7 @@ static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, con
   rv_tensor cls[5], reg[5];
   char name[64];
   for (int l = 0; l < L; l++) {
+    RV_TRY(rv_ctx_check(ctx));
     RV_TRY(rv_rpn_forward_level(&cls[l], &reg[l], &h->rpn, p[l], arena, ctx));
     snprintf(name, sizeof name, "rpn.cls_score.%d", l);
     trace_tensor(trace, name, cls[l]);
@@ -156,24 +189,63 @@ static rv_status two_stage_forward(const rv_detector *d, rv_detections *out, con
     s2[1] = 1;
     trace->fn(trace->user, "rpn.proposal_scores", pscores, s2, 2);
   }
+  RV_TRY(rv_ctx_check(ctx));
   return rv_roi_head_simple_test(out, &h->roi, p, props, np, meta, &d->cfg.rcnn, trace, arena,
                                  ctx);
 }
 
-static const rv_family_ops rv_family_ops_CASCADE_MASK_RCNN = {1, 0, two_stage_fpn, cascade_load, two_stage_free,
-                                                       two_stage_forward, two_stage_masks};
-static const rv_family_ops rv_family_ops_MASK_RCNN = {1, 0, two_stage_fpn, mask_rcnn_load, two_stage_free,
-                                               two_stage_forward, two_stage_masks};
+static rv_status two_stage_set_bf16(rv_detector *d, int on, rv_ctx *ctx) {
+  two_stage *h = d->head;
+  if (!h) return RV_OK;
+  rv_status st = rv_rpn_head_set_bf16(&h->rpn, on, ctx);
+  if (st == RV_OK) st = rv_roi_head_set_bf16(&h->roi, on, ctx);
+  if (st != RV_OK && on) {
+    rv_rpn_head_set_bf16(&h->rpn, 0, ctx);
+    rv_roi_head_set_bf16(&h->roi, 0, ctx);
+  }
+  return st;
+}
+
+static void two_stage_test_cfg(rv_detector_config *c, const cJSON *tc) {
+  const cJSON *rpn = get(tc, "rpn"), *rcnn = get(tc, "rcnn");
+  double v;
+  if (get_num(rpn, "nms_pre", &v)) c->rpn.nms_pre = (int)v;
+  if (get_num(rpn, "max_per_img", &v) || get_num(rpn, "max_num", &v)) c->rpn.max_per_img = (int)v;
+  if (get_num(rpn, "min_bbox_size", &v)) c->rpn.min_bbox_size = (float)v;
+  get_nms_iou(rpn, &c->rpn.iou_thr);
+  if (get_num(rcnn, "score_thr", &v)) c->rcnn.score_thr = (float)v;
+  if (get_num(rcnn, "max_per_img", &v)) c->rcnn.max_per_img = (int)v;
+  if (get_num(rcnn, "mask_thr_binary", &v)) c->rcnn.mask_thr = (float)v;
+  get_nms_iou(rcnn, &c->rcnn.iou_thr);
+}
+
+static const rv_det_head_ops CASCADE_MASK_RCNN_HEAD = {0, two_stage_fpn, cascade_load, two_stage_free,
+                                                       two_stage_forward, two_stage_masks, two_stage_set_bf16,
+                                                       two_stage_test_cfg};
+static const rv_det_head_ops MASK_RCNN_HEAD = {0, two_stage_fpn, mask_rcnn_load, two_stage_free,
+                                               two_stage_forward, two_stage_masks, two_stage_set_bf16,
+                                               two_stage_test_cfg};
 
 /* ---- the detector: FPN + the family's head -------------------------------------------- */
 
-/* the table's det_ops column (models/family.h), indexed by family id */
-static const rv_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {
-    RV_MODEL_FAMILIES(RV_FAMILY_DET_OPS)};
+/* each detection family's head part, by family id (the rows of models/family.h whose ops
+ * are rv_detector_family_ops) */
+static const rv_det_head_ops *const HEADS[RV_FAMILY_COUNT] = {
+    [RV_FAMILY_RETINANET] = &RETINANET_HEAD,
+    [RV_FAMILY_CASCADE_MASK_RCNN] = &CASCADE_MASK_RCNN_HEAD,
+    [RV_FAMILY_MASK_RCNN] = &MASK_RCNN_HEAD,
+};
 
-const rv_family_ops *rv_det_arch_ops(rv_det_arch a) {
+const rv_det_head_ops *rv_det_arch_ops(rv_det_arch a) {
   const rv_family *f = rv_family_get((int)a);
-  return f && f->task == RV_TASK_DETECT ? FAMILY_OPS[f->id] : NULL;
+  return f && f->task == RV_TASK_DETECT ? HEADS[f->id] : NULL;
+}
+
+void rv_detector_config_from_meta(rv_detector_config *cfg, const cJSON *model, const cJSON *config) {
+  const cJSON *tc = get(model, "test_cfg");
+  if (!tc) tc = get(config, "test_cfg");
+  const rv_det_head_ops *ops = rv_det_arch_ops(cfg->arch);
+  if (tc && ops) ops->test_cfg(cfg, tc);
 }
 
 const char *rv_det_arch_name(rv_det_arch a) {
@@ -232,7 +304,7 @@ rv_status rv_detector_load_params(rv_detector **out, const rv_detector_config *c
   if (rv_detector_guess_arch(&found, w, NULL) == RV_OK && found != cfg->arch)
     return rv_error(ctx, RV_ERR_MODEL, "%s: the checkpoint is a %s, not a %s", rv_weights_path(w),
                     rv_det_arch_name(found), rv_det_arch_name(cfg->arch));
-  const rv_family_ops *ops = rv_det_arch_ops(cfg->arch);
+  const rv_det_head_ops *ops = rv_det_arch_ops(cfg->arch);
   if (!ops) return rv_error(ctx, RV_ERR_ARG, "detector: %d is not a detection family", (int)cfg->arch);
   rv_detector *d = rv_calloc(1, sizeof *d);
   if (!d) return rv_error(ctx, RV_ERR_NOMEM, "detector: out of memory");
@@ -269,11 +341,11 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
   for (int k = 0; k < 4; k++)
     if (!(meta->scale_factor[k] > 0))
       return rv_error(ctx, RV_ERR_ARG, "detector: invalid scale factor %g", meta->scale_factor[k]);
-  int threads = rv_ctx_threads(ctx);
-  if (threads > 0) omp_set_num_threads(threads);
+  rv_ctx_apply_threads(ctx);
   rv_tensor p[5];
   /* The pyramid and head outputs stay in the arena until the caller resets it; the
    * detections are allocated after them. */
+  RV_TRY(rv_ctx_check(ctx));
   RV_TRY(rv_fpn_forward(d->fpn, p, feats, 4, arena, ctx));
   char name[64];
   for (int l = 0; l < 5; l++) {
@@ -294,13 +366,40 @@ void rv_detections_class_order(int *order, const rv_detections *det) {
 
 rv_status rv_detector_set_bf16(rv_detector *d, int on, rv_ctx *ctx) {
   rv_status st = d->fpn ? rv_fpn_set_bf16(d->fpn, on, ctx) : RV_OK;
-  if (st == RV_OK && d->head && d->ops->two_stage) {
-    two_stage *h = d->head;
-    st = rv_rpn_head_set_bf16(&h->rpn, on, ctx);
-    if (st == RV_OK) st = rv_roi_head_set_bf16(&h->roi, on, ctx);
-  } else if (st == RV_OK && d->head) {
-    st = rv_retina_head_set_bf16(d->head, on, ctx);
-  }
+  if (st == RV_OK) st = d->ops->set_bf16(d, on, ctx);
   if (st != RV_OK && on) rv_detector_set_bf16(d, 0, ctx);
   return st;
 }
+
+/* ---- the family ops (models/family.h) of every detection family ------------------------ */
+
+static rv_status family_load(void **head, rv_family_load *L, rv_params *p, rv_ctx *ctx) {
+  rv_detector_config dc = rv_detector_default_config((rv_det_arch)L->family->id);
+  rv_detector_config_from_meta(&dc, L->model, L->config);
+  rv_detector *d = NULL;
+  RV_TRY(rv_detector_load_params(&d, &dc, p, ctx));
+  *head = d;
+  L->num_classes = d->num_classes;
+  L->has_masks = rv_detector_has_masks(d);
+  L->pre = rv_preprocess_mmdet_params();
+  L->detector = d;
+  return RV_OK;
+}
+
+static rv_status family_forward(const void *head, const rv_family_run *r, rv_arena *a, rv_ctx *ctx) {
+  const rv_detector *d = head;
+  if (!r->det)
+    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'",
+                    rv_det_arch_name(d->cfg.arch));
+  rv_tensor feats[4];
+  RV_TRY(r->features(r->features_user, feats, 4, r->img, a, ctx));
+  return rv_detector_forward(d, r->det, feats, r->meta, r->trace, a, ctx);
+}
+
+static rv_status family_set_precision(void *head, rv_precision p, rv_ctx *ctx) {
+  return rv_detector_set_bf16(head, p == RV_PRECISION_BF16, ctx);
+}
+
+static void family_free(void *head) { rv_detector_free(head); }
+
+const rv_family_ops rv_detector_family_ops = {family_load, family_forward, family_set_precision, family_free};

@@ -80,11 +80,12 @@ rv_status rv_detector_forward(const rv_detector *d, rv_detections *out, const rv
 
 /* rv_detections_class_order (mmdet bbox2result order): <ravlt/model.h>. */
 
-/* A detection family's loader and forward (the ops column of models/family.h), defined in
- * models/detector.c; the detector dispatches every per-family step through them. */
-typedef struct rv_family_ops rv_family_ops;
-struct rv_family_ops {
-  int two_stage;           /* 1: RPN + RoI heads (test_cfg.rpn / .rcnn); 0: one dense head */
+/* A detection family's head part (the detector's own per-family code, defined in
+ * models/detector.c and found by family id): the detector (load, forward, bf16, the
+ * test_cfg of a meta config) dispatches every per-family step through it. The model does
+ * not see it: it runs a detector through rv_detector_family_ops (models/family.h). */
+typedef struct rv_det_head_ops rv_det_head_ops;
+struct rv_det_head_ops {
   int fpn_first_level;     /* backbone level of the FPN's first input (RetinaNet: 1) */
   rv_fpn_config (*fpn_config)(void);
   /* the head from p (the neck is loaded before): sets d's head, classes, input channels */
@@ -95,9 +96,18 @@ struct rv_family_ops {
                        const rv_img_meta *meta, const rv_det_trace *trace, rv_arena *arena,
                        rv_ctx *ctx);
   int (*has_masks)(const rv_detector *d);
+  /* the head's convs in bf16 (on 1) or float32 (on 0); on failure float32 again */
+  rv_status (*set_bf16)(rv_detector *d, int on, rv_ctx *ctx);
+  /* the family's part of an mmdet test_cfg (cJSON dict) into cfg */
+  void (*test_cfg)(rv_detector_config *cfg, const struct cJSON *test_cfg);
 };
-/* The ops of a detection family id; NULL when a is not one. */
-const rv_family_ops *rv_det_arch_ops(rv_det_arch a);
+/* The head part of a detection family id; NULL when a is not one. */
+const rv_det_head_ops *rv_det_arch_ops(rv_det_arch a);
+
+/* cfg's test settings from an mmdet meta config (model: its model dict, config: the whole
+ * config, either may be NULL): model.test_cfg, else the older top-level test_cfg. */
+void rv_detector_config_from_meta(rv_detector_config *cfg, const struct cJSON *model,
+                                  const struct cJSON *config);
 
 /* The bf16 mode of the neck and heads (necks/fpn.h, heads/det.h: the classifiers and
  * regressors stay float32); on 0 frees it (float32 results bit for bit again). */

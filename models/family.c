@@ -1,11 +1,13 @@
 /* The model family table. See family.h. */
 #include "models/family.h"
 
+#include "backbone/ravlt.h"
+
 #include <string.h>
 
 static const rv_family FAMILIES[RV_FAMILY_COUNT] = {
-#define RV_FAMILY_ROW_(id, arch, alias, title, prefix, type, head, sniff, task, det_ops, seg_ops) \
-  {RV_FAMILY_##id, arch, alias, title, prefix, type, head, sniff, task},
+#define RV_FAMILY_ROW_(id, arch, alias, title, prefix, type, head, sniff, task, classes, ops) \
+  {RV_FAMILY_##id, arch, alias, title, prefix, type, head, sniff, task, classes},
     RV_MODEL_FAMILIES(RV_FAMILY_ROW_)
 #undef RV_FAMILY_ROW_
 };
@@ -46,4 +48,27 @@ const rv_family *rv_family_sniff(const rv_weights *w, int task) {
     if ((task < 0 || (int)FAMILIES[i].task == task) && rv_weights_find(w, FAMILIES[i].sniff_key))
       return &FAMILIES[i];
   return NULL;
+}
+
+rv_status rv_family_ravlt_features(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
+                                   rv_arena *a, rv_ctx *ctx) {
+  const rv_ravlt *m = user;
+  if (num_feats < 1 || num_feats > RV_RAVLT_STAGES)
+    return rv_error(ctx, RV_ERR_MODEL, "the head takes %d features, RAVLT gives at most %d", num_feats,
+                    RV_RAVLT_STAGES);
+  rv_tensor out[RV_RAVLT_STAGES];
+  RV_TRY(rv_ravlt_forward(m, a, img, out, ctx));
+  /* the present outputs, in stage order, are the head's inputs (in_index 0..3) */
+  int k = 0;
+  for (int i = 0; i < RV_RAVLT_STAGES; i++)
+    if (out[i].data) {
+      if (k == num_feats)
+        return rv_error(ctx, RV_ERR_MODEL, "the backbone gives more outputs than the head's %d inputs",
+                        num_feats);
+      feats[k++] = out[i];
+    }
+  if (k != num_feats)
+    return rv_error(ctx, RV_ERR_MODEL, "the backbone gives %d outputs (out_indices), the head takes %d", k,
+                    num_feats);
+  return RV_OK;
 }

@@ -1,5 +1,6 @@
 /* Whole models: architecture discovery (meta config text, weights, name), loading and the
- * end-to-end test path (pre-processing, backbone, decoder or detector). */
+ * end-to-end test path: pre-processing, then the family's ops (models/family.h) with the
+ * backbone as its features function, the same for every family. */
 #include "models/model.h"
 
 #include "core/ops.h"
@@ -12,19 +13,25 @@
 #include <string.h>
 
 struct rv_model {
+  const rv_family *family;
   rv_task task;
   char arch[32];
   const char *source;
   rv_ravlt *backbone;
-  rv_seg_decoder *decoder;
-  rv_segmentor seg;
-  rv_detector *detector;
+  const rv_family_ops *ops;     /* the family's (models/family.h) */
+  void *head;                   /* its state: the neck and heads after the backbone */
+  rv_family_load parts;         /* what its load reported (classes, masks, parts) */
+  rv_seg_test_cfg seg_test;     /* whole / slide (segmentation families use it) */
   rv_preprocess_params pre;
   int num_classes;
   char **class_names;           /* from meta CLASSES, or NULL */
   unsigned char (*palette)[3];  /* from meta PALETTE (RGB), or NULL */
   const rv_class_set *builtin;  /* COCO / ADE20K when the class count matches */
   char *config_text;            /* meta config text (a copy), or NULL */
+  /* the calls in flight (core/rv.h "Calls"): the one mutable member, changed atomically by
+   * the calls that share the model (its storage is the heap's, so the const of the entry
+   * points is cast away legally) */
+  rv_share share;
 };
 
 static const char *const MODEL_NAMES[] = {
@@ -46,12 +53,6 @@ static int get_num(const cJSON *o, const char *key, double *v) {
   if (!cJSON_IsNumber(x)) return 0;
   *v = x->valuedouble;
   return 1;
-}
-
-/* nms=dict(iou_threshold=...) (mmdet >= 2.4) or nms_thr=... (older configs). */
-static void get_nms_iou(const cJSON *o, float *iou) {
-  double v;
-  if (get_num(get(o, "nms"), "iou_threshold", &v) || get_num(o, "nms_thr", &v)) *iou = (float)v;
 }
 
 /* The first MultiScaleFlipAug (or Resize) img_scale and Pad size_divisor of the test
@@ -129,52 +130,10 @@ static rv_status load_classes(rv_model *m, const rv_weights *w, rv_ctx *ctx) {
     }
     cJSON_Delete(a);
   }
-  if (m->task == RV_TASK_DETECT && m->num_classes == RV_COCO_NUM_CLASSES)
-    m->builtin = rv_class_set_find("coco");
-  else if (m->task == RV_TASK_SEGMENT && m->num_classes == RV_ADE20K_NUM_CLASSES)
-    m->builtin = rv_class_set_find("ade20k");
+  /* the family's data set's names when the class count is theirs */
+  const rv_class_set *cs = m->family->classes ? rv_class_set_find(m->family->classes) : NULL;
+  if (cs && cs->n == m->num_classes) m->builtin = cs;
   return RV_OK;
-}
-
-/* Detector test_cfg from the meta config (model.test_cfg or the older top-level test_cfg). */
-static void det_cfg_from_meta(rv_detector_config *dc, const cJSON *model, const cJSON *cfg) {
-  const cJSON *tc = get(model, "test_cfg");
-  if (!tc) tc = get(cfg, "test_cfg");
-  if (!tc) return;
-  double v;
-  if (!rv_det_arch_ops(dc->arch)->two_stage) {
-    if (get_num(tc, "nms_pre", &v)) dc->retina.nms_pre = (int)v;
-    if (get_num(tc, "score_thr", &v)) dc->retina.score_thr = (float)v;
-    if (get_num(tc, "max_per_img", &v)) dc->retina.max_per_img = (int)v;
-    get_nms_iou(tc, &dc->retina.iou_thr);
-    return;
-  }
-  const cJSON *rpn = get(tc, "rpn"), *rcnn = get(tc, "rcnn");
-  if (get_num(rpn, "nms_pre", &v)) dc->rpn.nms_pre = (int)v;
-  if (get_num(rpn, "max_per_img", &v) || get_num(rpn, "max_num", &v)) dc->rpn.max_per_img = (int)v;
-  if (get_num(rpn, "min_bbox_size", &v)) dc->rpn.min_bbox_size = (float)v;
-  get_nms_iou(rpn, &dc->rpn.iou_thr);
-  if (get_num(rcnn, "score_thr", &v)) dc->rcnn.score_thr = (float)v;
-  if (get_num(rcnn, "max_per_img", &v)) dc->rcnn.max_per_img = (int)v;
-  if (get_num(rcnn, "mask_thr_binary", &v)) dc->rcnn.mask_thr = (float)v;
-  get_nms_iou(rcnn, &dc->rcnn.iou_thr);
-}
-
-static void seg_cfg_from_meta(rv_seg_test_cfg *t, const cJSON *model, const cJSON *cfg) {
-  const cJSON *tc = get(model, "test_cfg");
-  if (!tc) tc = get(cfg, "test_cfg");
-  const char *mode = cJSON_GetStringValue(get(tc, "mode"));
-  if (!mode || strcmp(mode, "slide") != 0) return;
-  t->mode = RV_SEG_MODE_SLIDE;
-  const cJSON *crop = get(tc, "crop_size"), *stride = get(tc, "stride");
-  if (cJSON_GetArraySize(crop) == 2) {
-    t->crop_h = cJSON_GetArrayItem(crop, 0)->valueint;
-    t->crop_w = cJSON_GetArrayItem(crop, 1)->valueint;
-  }
-  if (cJSON_GetArraySize(stride) == 2) {
-    t->stride_h = cJSON_GetArrayItem(stride, 0)->valueint;
-    t->stride_w = cJSON_GetArrayItem(stride, 1)->valueint;
-  }
 }
 
 /* The family of the meta config's model (model.type, decode_head.type). */
@@ -182,18 +141,21 @@ static const rv_family *family_of_config(const char *model_type, const cJSON *mo
   return rv_family_by_mmcv(model_type, cJSON_GetStringValue(get(get(model, "decode_head"), "type")));
 }
 
-/* The mmcv types of task's families, from the table: "FPNHead/UPerHead" (segmentation:
- * decode_head.type), "RetinaNet, CascadeRCNN, MaskRCNN" (detection: model.type). */
-static void family_types(char *buf, size_t cap, rv_task task) {
+/* The mmcv types of task's families, from the table, sep between them: "FPNHead/UPerHead"
+ * (segmentation: decode_head.type), "RetinaNet, CascadeRCNN, MaskRCNN" (detection:
+ * model.type). */
+static void family_types(char *buf, size_t cap, rv_task task, const char *sep) {
   size_t o = 0;
   buf[0] = 0;
   for (int i = 0; i < RV_FAMILY_COUNT && o < cap; i++) {
     const rv_family *f = rv_family_get(i);
-    if (f->task != task) continue;
-    o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? (task == RV_TASK_SEGMENT ? "/" : ", ") : "",
-                          task == RV_TASK_SEGMENT && f->mmcv_head ? f->mmcv_head : f->mmcv_type);
+    if (f->task == task)
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? sep : "", f->mmcv_head ? f->mmcv_head : f->mmcv_type);
   }
 }
+
+/* the table's ops column, by family id */
+static const rv_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {RV_MODEL_FAMILIES(RV_FAMILY_OPS)};
 
 /* Keys a dense-prediction checkpoint carries that no test-time model uses. */
 static const char *const UNUSED_OK[] = {"auxiliary_head.", NULL};
@@ -240,8 +202,8 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
     } else if (type) {
       if (!fam || !bbtype || strcmp(bbtype, "GLTA") != 0) {
         char seg[128], det[128];
-        family_types(seg, sizeof seg, RV_TASK_SEGMENT);
-        family_types(det, sizeof det, RV_TASK_DETECT);
+        family_types(seg, sizeof seg, RV_TASK_SEGMENT, "/");
+        family_types(det, sizeof det, RV_TASK_DETECT, ", ");
         st = rv_error(ctx, RV_ERR_MODEL, "%s: the meta config describes a %s with a %s backbone; ravlt runs RAVLT (GLTA) "
                       "segmentors (EncoderDecoder with %s) and detectors (%s)",
                       path, type, bbtype ? bbtype : "unknown", seg, det);
@@ -288,39 +250,21 @@ static rv_status build(rv_model *m, rv_params *P, const char *name, rv_ctx *ctx)
     }
   }
   snprintf(m->arch, sizeof m->arch, "%s", fam->arch);
+  m->family = fam;
   m->task = fam->task;
-  m->pre = m->task == RV_TASK_SEGMENT ? rv_preprocess_mmseg_params() : rv_preprocess_mmdet_params();
-  if (cfg) read_pipeline(cfg, &m->pre);
 
   st = rv_ravlt_create_params(&m->backbone, &bc, P, "backbone.", ctx);
   if (st != RV_OK) goto done;
 
-  if (m->task == RV_TASK_SEGMENT) {
-    rv_seg_decoder_config dc = rv_seg_decoder_default_config();
-    dc.arch = (rv_seg_arch)fam->id;
-    double v;
-    const cJSON *head = get(model, "decode_head");
-    if (get_num(head, "num_classes", &v)) dc.num_classes = (int)v;
-    const cJSON *ps = get(head, "pool_scales");
-    if (cJSON_IsArray(ps) && cJSON_GetArraySize(ps) > 0 && cJSON_GetArraySize(ps) <= RV_UPER_MAX_SCALES) {
-      dc.uper.num_pool_scales = cJSON_GetArraySize(ps);
-      for (int i = 0; i < dc.uper.num_pool_scales; i++) dc.uper.pool_scales[i] = cJSON_GetArrayItem(ps, i)->valueint;
-    }
-    st = rv_seg_decoder_load_params(&m->decoder, &dc, P, ctx);
-    if (st != RV_OK) goto done;
-    m->seg.decoder = m->decoder;
-    m->seg.backbone = rv_seg_ravlt_backbone;
-    m->seg.backbone_user = m->backbone;
-    m->seg.test = rv_seg_default_test_cfg();
-    seg_cfg_from_meta(&m->seg.test, model, cfg);
-    m->num_classes = rv_seg_decoder_num_classes(m->decoder);
-  } else {
-    rv_detector_config dc = rv_detector_default_config((rv_det_arch)fam->id);
-    det_cfg_from_meta(&dc, model, cfg);
-    st = rv_detector_load_params(&m->detector, &dc, P, ctx);
-    if (st != RV_OK) goto done;
-    m->num_classes = rv_detector_num_classes(m->detector);
-  }
+  /* the family: the part after the backbone, its test settings and pipeline */
+  m->ops = FAMILY_OPS[fam->id];
+  m->seg_test = rv_seg_default_test_cfg();
+  m->parts = (rv_family_load){.family = fam, .model = model, .config = cfg, .seg_test = &m->seg_test};
+  st = m->ops->load(&m->head, &m->parts, P, ctx);
+  if (st != RV_OK) goto done;
+  m->pre = m->parts.pre;
+  if (cfg) read_pipeline(cfg, &m->pre);
+  m->num_classes = m->parts.num_classes;
   st = load_classes(m, w, ctx);
   goto done;
 
@@ -376,8 +320,7 @@ rv_status rv_model_load_ex(rv_model **out, const char *path, const char *name,
 void rv_model_free(rv_model *m) {
   if (!m) return;
   rv_ravlt_free(m->backbone);
-  rv_seg_decoder_free(m->decoder);
-  rv_detector_free(m->detector);
+  if (m->ops && m->head) m->ops->free(m->head);
   if (m->class_names)
     for (int i = 0; i < m->num_classes; i++) free(m->class_names[i]);
   free(m->class_names);
@@ -392,16 +335,10 @@ rv_status rv_model_set_precision(rv_model *m, rv_precision p, rv_ctx *ctx) {
   RV_ASSERT(m);
   if (p != RV_PRECISION_F32 && p != RV_PRECISION_BF16)
     return rv_error(ctx, RV_ERR_ARG, "unknown precision %d (f32 or bf16)", (int)p);
-  const int on = p == RV_PRECISION_BF16;
-  RV_TRY(rv_ravlt_set_bf16(m->backbone, on, ctx));
-  /* the neck and heads (nn/conv.h, bf16 mode; their classifiers stay float32) */
-  rv_status st = RV_OK;
-  if (m->decoder) st = rv_seg_decoder_set_bf16(m->decoder, on, ctx);
-  if (st == RV_OK && m->detector) st = rv_detector_set_bf16(m->detector, on, ctx);
-  if (st != RV_OK && on) { /* back to float32 everywhere */
-    if (m->decoder) rv_seg_decoder_set_bf16(m->decoder, 0, ctx);
-    rv_ravlt_set_bf16(m->backbone, 0, ctx);
-  }
+  RV_TRY(rv_ravlt_set_bf16(m->backbone, p == RV_PRECISION_BF16, ctx));
+  /* the neck and heads (their classifiers stay float32): float32 again on failure */
+  rv_status st = m->ops->set_precision(m->head, p, ctx);
+  if (st != RV_OK && p == RV_PRECISION_BF16) rv_ravlt_set_bf16(m->backbone, 0, ctx);
   return st;
 }
 
@@ -424,10 +361,11 @@ const char *rv_model_source(const rv_model *m) { return m->source ? m->source : 
 const char *rv_model_config_text(const rv_model *m) { return m->config_text; }
 int rv_model_num_classes(const rv_model *m) { return m->num_classes; }
 const rv_ravlt *rv_model_backbone(const rv_model *m) { return m->backbone; }
-const rv_detector *rv_model_detector(const rv_model *m) { return m->detector; }
-const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m) { return m->decoder; }
+const rv_detector *rv_model_detector(const rv_model *m) { return m->parts.detector; }
+const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m) { return m->parts.decoder; }
+int rv_model_has_masks(const rv_model *m) { return m->parts.has_masks; }
 rv_preprocess_params rv_model_preprocess(const rv_model *m) { return m->pre; }
-rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m) { return &m->seg.test; }
+rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m) { return &m->seg_test; }
 
 const char *rv_model_class_name(const rv_model *m, int i) {
   if (i < 0 || i >= m->num_classes) return "?";
@@ -451,7 +389,8 @@ void rv_model_class_color(const rv_model *m, int i, unsigned char rgb[3]) {
 }
 
 int rv_model_category_id(const rv_model *m, int i) {
-  if (m->task == RV_TASK_DETECT && m->num_classes == RV_COCO_NUM_CLASSES && i >= 0 && i < RV_COCO_NUM_CLASSES)
+  /* the built-in COCO classes (a model of the 80 COCO classes): their category ids */
+  if (m->builtin && !strcmp(m->builtin->name, "coco") && i >= 0 && i < RV_COCO_NUM_CLASSES)
     return rv_coco_category_ids[i];
   return i + 1;
 }
@@ -461,19 +400,40 @@ rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES],
   return rv_ravlt_forward(m->backbone, arena, input, feats, ctx);
 }
 
+/* The features of one input: the model's backbone (the same function for every family). */
+static rv_status model_features(void *user, rv_tensor *feats, int num_feats, rv_tensor img, rv_arena *a,
+                                rv_ctx *ctx) {
+  return rv_family_ravlt_features(((const rv_model *)user)->backbone, feats, num_feats, img, a, ctx);
+}
+
+/* A forward of the model's family on x with its meta: r's output fields say what is asked. */
+static rv_status family_forward(const rv_model *m, rv_family_run *r, rv_tensor x, const rv_img_meta *meta,
+                                rv_arena *arena, rv_ctx *ctx) {
+  r->img = x;
+  r->meta = meta;
+  r->features = model_features;
+  r->features_user = (void *)m;
+  r->seg_test = &m->seg_test;
+  return m->ops->forward(m->head, r, arena, ctx);
+}
+
 static const double DEFAULT_RATIOS[] = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75};
 
-rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
-                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
-  if (m->task != RV_TASK_SEGMENT)
-    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s detector, not a segmentor: use 'ravlt detect'", m->arch);
+rv_share *rv_model_share(const rv_model *m) { return (rv_share *)&m->share; }
+
+static rv_status segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                         const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
   rv_arena_mark mark = rv_arena_get_mark(arena);
   rv_status st = RV_OK;
   if (!opts || !opts->aug_test) {
     rv_tensor x;
     rv_img_meta meta;
+    rv_family_run r = {0};
+    r.labels = labels;
+    r.ori_h = bgr->h;
+    r.ori_w = bgr->w;
     st = rv_preprocess(&x, &meta, bgr, &m->pre, arena, ctx);
-    if (st == RV_OK) st = rv_seg_simple_test(&m->seg, labels, x, bgr->h, bgr->w, arena, ctx);
+    if (st == RV_OK) st = family_forward(m, &r, x, &meta, arena, ctx);
     rv_arena_release(arena, mark);
     return st;
   }
@@ -491,8 +451,14 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
     rv_arena_mark inner = rv_arena_get_mark(arena);
     rv_tensor x;
     rv_img_meta meta;
-    st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
-    if (st == RV_OK) st = rv_seg_aug_add(&m->seg, acc, x, list[i].flip, bgr->h, bgr->w, arena, ctx);
+    rv_family_run r = {0};
+    r.probs = acc;
+    r.flipped = list[i].flip;
+    r.ori_h = bgr->h;
+    r.ori_w = bgr->w;
+    st = rv_ctx_check(ctx); /* between the passes: cancelled, or the call's threads anew */
+    if (st == RV_OK) st = rv_preprocess(&x, &meta, bgr, &list[i], arena, ctx);
+    if (st == RV_OK) st = family_forward(m, &r, x, &meta, arena, ctx);
     rv_arena_release(arena, inner);
   }
   if (st == RV_OK) rv_seg_aug_labels(labels, acc, C, bgr->h, bgr->w, n);
@@ -500,19 +466,26 @@ rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *b
   return st;
 }
 
-rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
-                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
-  if (m->task != RV_TASK_DETECT)
-    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'", m->arch);
+rv_status rv_model_segment(const rv_model *m, int32_t *labels, const rv_image *bgr,
+                           const rv_seg_run_opts *opts, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, segment(m, labels, bgr, opts, arena, ctx));
+}
+
+static rv_status detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                        const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
   rv_tensor x;
   rv_img_meta meta;
+  rv_family_run r = {0};
+  r.det = det;
   RV_TRY(rv_preprocess(&x, &meta, bgr, &m->pre, arena, ctx));
-  rv_tensor feats[RV_RAVLT_STAGES];
-  RV_TRY(rv_ravlt_forward(m->backbone, arena, x, feats, ctx));
-  for (int i = 0; i < RV_RAVLT_STAGES; i++)
-    if (!feats[i].data)
-      return rv_error(ctx, RV_ERR_MODEL, "the detector needs all 4 backbone outputs (out_indices 0..3)");
-  RV_TRY(rv_detector_forward(m->detector, det, feats, &meta, NULL, arena, ctx));
+  RV_TRY(family_forward(m, &r, x, &meta, arena, ctx));
   if (meta_out) *meta_out = meta;
   return RV_OK;
+}
+
+rv_status rv_model_detect(const rv_model *m, rv_detections *det, rv_img_meta *meta_out,
+                          const rv_image *bgr, rv_arena *arena, rv_ctx *ctx) {
+  rv_call_begin(ctx, rv_model_share(m));
+  return rv_call_end(ctx, detect(m, det, meta_out, bgr, arena, ctx));
 }

@@ -52,10 +52,16 @@ rv_status rv_model_from_weights_ex(rv_model **out, const rv_weights *w, const ch
 const rv_ravlt *rv_model_backbone(const rv_model *m);
 const rv_detector *rv_model_detector(const rv_model *m);
 const rv_seg_decoder *rv_model_seg_decoder(const rv_model *m);
+/* 1 if the model gives instance masks (a detector with a mask branch). */
+int rv_model_has_masks(const rv_model *m);
 /* The test pipeline (Resize/Normalize/Pad) the model's config asks for. */
 rv_preprocess_params rv_model_preprocess(const rv_model *m);
 /* Segmentation test config (whole / slide) from the model config; may be changed. */
 rv_seg_test_cfg *rv_model_seg_test_cfg(rv_model *m);
+
+/* The model's count of calls in flight (core/rv.h "Calls"; tests hold calls in flight with
+ * it to check the thread rule). */
+rv_share *rv_model_share(const rv_model *m);
 
 /* Backbone features for an already pre-processed input (for parity checks). */
 rv_status rv_model_features(const rv_model *m, rv_tensor feats[RV_RAVLT_STAGES], rv_tensor input,

@@ -577,7 +577,7 @@ void rv_py_model_free(rv_model *m) { rv_model_free(m); }
 void rv_py_model_info(const rv_model *m, int info[3]) {
   info[0] = rv_model_task(m) == RV_TASK_DETECT;
   info[1] = rv_model_num_classes(m);
-  info[2] = info[0] ? rv_detector_has_masks(rv_model_detector(m)) : 0;
+  info[2] = rv_model_has_masks(m);
 }
 
 const char *rv_py_model_arch(const rv_model *m) { return rv_model_arch(m); }

@@ -2,6 +2,7 @@
 #include "models/segmentor.h"
 #include "backbone/ravlt.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,7 @@
 
 struct rv_seg_decoder {
   rv_seg_arch arch;
-  const rv_seg_family_ops *ops;
+  const rv_seg_head_ops *ops;
   int num_classes;
   int num_ins;
   int in_channels[RV_FPN_MAX_LEVELS];
@@ -103,8 +104,12 @@ static rv_status semantic_fpn_forward(const rv_seg_decoder *d, rv_tensor *logits
   return rv_fpn_head_forward(d->head, logits, outs, fc->num_outs, a, ctx);
 }
 
-static const rv_seg_family_ops rv_seg_family_ops_SEMANTIC_FPN = {semantic_fpn_load, semantic_fpn_free,
-                                                                 semantic_fpn_forward};
+static rv_status semantic_fpn_set_bf16(rv_seg_decoder *d, int on, rv_ctx *ctx) {
+  return d->head ? rv_fpn_head_set_bf16(d->head, on, ctx) : RV_OK;
+}
+
+static const rv_seg_head_ops SEMANTIC_FPN_HEAD = {semantic_fpn_load, semantic_fpn_free, semantic_fpn_forward,
+                                                  semantic_fpn_set_bf16};
 
 /* ---- UperNet: UPerHead fusion (necks/uper.h) + conv_seg -------------------------------- */
 
@@ -152,17 +157,24 @@ static rv_status upernet_forward(const rv_seg_decoder *d, rv_tensor *logits, con
   return st;
 }
 
-static const rv_seg_family_ops rv_seg_family_ops_UPERNET = {upernet_load, upernet_free, upernet_forward};
+static rv_status upernet_set_bf16(rv_seg_decoder *d, int on, rv_ctx *ctx) {
+  return d->head ? rv_uper_set_bf16(((uper_head *)d->head)->uper, on, ctx) : RV_OK;
+}
 
-/* ---- the decoder: the family's ops ------------------------------------------------------ */
+static const rv_seg_head_ops UPERNET_HEAD = {upernet_load, upernet_free, upernet_forward, upernet_set_bf16};
 
-/* the table's seg_ops column (models/family.h), indexed by family id */
-static const rv_seg_family_ops *const FAMILY_OPS[RV_FAMILY_COUNT] = {
-    RV_MODEL_FAMILIES(RV_FAMILY_SEG_OPS)};
+/* ---- the decoder: the family's part ----------------------------------------------------- */
 
-const rv_seg_family_ops *rv_seg_arch_ops(rv_seg_arch a) {
+/* each segmentation family's part, by family id (the rows of models/family.h whose ops are
+ * rv_segmentor_family_ops) */
+static const rv_seg_head_ops *const HEADS[RV_FAMILY_COUNT] = {
+    [RV_FAMILY_SEMANTIC_FPN] = &SEMANTIC_FPN_HEAD,
+    [RV_FAMILY_UPERNET] = &UPERNET_HEAD,
+};
+
+const rv_seg_head_ops *rv_seg_arch_ops(rv_seg_arch a) {
   const rv_family *f = rv_family_get((int)a);
-  return f && f->task == RV_TASK_SEGMENT ? FAMILY_OPS[f->id] : NULL;
+  return f && f->task == RV_TASK_SEGMENT ? HEADS[f->id] : NULL;
 }
 
 rv_status rv_seg_decoder_load(rv_seg_decoder **out, const rv_seg_decoder_config *cfg,
@@ -233,15 +245,6 @@ rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, con
 
 /* ---- test-time inference ---------------------------------------------------------------- */
 
-static void set_threads(rv_ctx *ctx) {
-#ifdef _OPENMP
-  int t = rv_ctx_threads(ctx);
-  if (t > 0) omp_set_num_threads(t);
-#else
-  (void)ctx;
-#endif
-}
-
 /* backbone + decoder: logits at 1/4 of the input (from the arena, scratch left below them). */
 static rv_status decode_small(const rv_segmentor *s, rv_tensor *small, rv_tensor img, rv_arena *a,
                               rv_ctx *ctx) {
@@ -251,6 +254,7 @@ static rv_status decode_small(const rv_segmentor *s, rv_tensor *small, rv_tensor
   const rv_seg_decoder *d = s->decoder;
   rv_tensor feats[RV_FPN_MAX_LEVELS];
   RV_TRY(s->backbone(s->backbone_user, feats, d->num_ins, img, a, ctx));
+  RV_TRY(rv_ctx_check(ctx)); /* cancelled; the threads of the call (core/rv.h) */
   return rv_seg_decoder_forward(d, small, feats, d->num_ins, NULL, a, ctx);
 }
 
@@ -275,24 +279,7 @@ rv_status rv_seg_encode_decode(const rv_segmentor *s, rv_tensor *logits, rv_tens
 
 rv_status rv_seg_ravlt_backbone(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
                                 rv_arena *a, rv_ctx *ctx) {
-  const rv_ravlt *m = user;
-  if (num_feats < 1 || num_feats > RV_RAVLT_STAGES)
-    return rv_error(ctx, RV_ERR_MODEL, "the decoder takes %d features, RAVLT gives at most %d", num_feats,
-                    RV_RAVLT_STAGES);
-  rv_tensor out[RV_RAVLT_STAGES];
-  RV_TRY(rv_ravlt_forward(m, a, img, out, ctx));
-  /* the present outputs, in stage order, are the decoder inputs (in_index 0..3) */
-  int k = 0;
-  for (int i = 0; i < RV_RAVLT_STAGES; i++)
-    if (out[i].data) {
-      if (k == num_feats)
-        return rv_error(ctx, RV_ERR_MODEL, "the backbone gives more outputs than the decoder's %d inputs",
-                        num_feats);
-      feats[k++] = out[i];
-    }
-  if (k != num_feats)
-    return rv_error(ctx, RV_ERR_MODEL, "the backbone gives %d outputs, the decoder takes %d", k, num_feats);
-  return RV_OK;
+  return rv_family_ravlt_features(user, feats, num_feats, img, a, ctx);
 }
 
 static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
@@ -319,6 +306,7 @@ static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tenso
       y1 = y2 - t->crop_h > 0 ? y2 - t->crop_h : 0;
       x1 = x2 - t->crop_w > 0 ? x2 - t->crop_w : 0;
       const int ch = y2 - y1, cw = x2 - x1;
+      if ((st = rv_ctx_check(ctx)) != RV_OK) break;
       rv_arena_mark mc = rv_arena_get_mark(a);
       rv_tensor crop = rv_tensor_new(a, 1, img.c, ch, cw), cl;
       if (!crop.data) {
@@ -361,7 +349,7 @@ static rv_status slide_logits(const rv_segmentor *s, rv_tensor *logits, rv_tenso
 
 rv_status rv_seg_logits(const rv_segmentor *s, rv_tensor *logits, rv_tensor img, rv_arena *a,
                         rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   if (!img.data || img.n != 1 || img.h <= 0 || img.w <= 0)
     return rv_error(ctx, RV_ERR_SHAPE, "segmentation input must be one non-empty image [1, C, H, W]");
   if (s->test.mode == RV_SEG_MODE_SLIDE) return slide_logits(s, logits, img, a, ctx);
@@ -388,7 +376,7 @@ rv_status rv_seg_labels_from_logits(int32_t *labels, rv_tensor logits, int ori_h
 
 rv_status rv_seg_simple_test(const rv_segmentor *s, int32_t *labels, rv_tensor img, int ori_h,
                              int ori_w, rv_arena *a, rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st;
@@ -418,7 +406,7 @@ rv_status rv_seg_probs_add(float *acc, rv_tensor logits, int flipped, int ori_h,
 
 rv_status rv_seg_aug_add(const rv_segmentor *s, float *acc, rv_tensor img, int flipped, int ori_h,
                          int ori_w, rv_arena *a, rv_ctx *ctx) {
-  set_threads(ctx);
+  rv_ctx_apply_threads(ctx);
   rv_arena_mark m = rv_arena_get_mark(a);
   rv_tensor logits;
   rv_status st;
@@ -451,10 +439,79 @@ rv_status rv_seg_decoder_set_bf16(rv_seg_decoder *d, int on, rv_ctx *ctx) {
   /* the neck and head convs; the classifiers (conv_seg) stay float32 */
   rv_status st = RV_OK;
   if (d->fpn) st = rv_fpn_set_bf16(d->fpn, on, ctx);
-  if (st == RV_OK && d->head && d->ops == &rv_seg_family_ops_SEMANTIC_FPN)
-    st = rv_fpn_head_set_bf16(d->head, on, ctx);
-  if (st == RV_OK && d->head && d->ops == &rv_seg_family_ops_UPERNET)
-    st = rv_uper_set_bf16(((uper_head *)d->head)->uper, on, ctx);
+  if (st == RV_OK) st = d->ops->set_bf16(d, on, ctx);
   if (st != RV_OK && on) rv_seg_decoder_set_bf16(d, 0, ctx);
   return st;
 }
+
+/* ---- the meta config ---------------------------------------------------------------------- */
+
+static const cJSON *get(const cJSON *o, const char *key) {
+  return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+void rv_seg_test_cfg_from_meta(rv_seg_test_cfg *t, const cJSON *model, const cJSON *config) {
+  const cJSON *tc = get(model, "test_cfg");
+  if (!tc) tc = get(config, "test_cfg");
+  const char *mode = cJSON_GetStringValue(get(tc, "mode"));
+  if (!mode || strcmp(mode, "slide") != 0) return;
+  t->mode = RV_SEG_MODE_SLIDE;
+  const cJSON *crop = get(tc, "crop_size"), *stride = get(tc, "stride");
+  if (cJSON_GetArraySize(crop) == 2) {
+    t->crop_h = cJSON_GetArrayItem(crop, 0)->valueint;
+    t->crop_w = cJSON_GetArrayItem(crop, 1)->valueint;
+  }
+  if (cJSON_GetArraySize(stride) == 2) {
+    t->stride_h = cJSON_GetArrayItem(stride, 0)->valueint;
+    t->stride_w = cJSON_GetArrayItem(stride, 1)->valueint;
+  }
+}
+
+void rv_seg_decoder_config_from_meta(rv_seg_decoder_config *c, const cJSON *model) {
+  const cJSON *head = get(model, "decode_head");
+  const cJSON *n = get(head, "num_classes");
+  if (cJSON_IsNumber(n)) c->num_classes = (int)n->valuedouble;
+  const cJSON *ps = get(head, "pool_scales");
+  if (cJSON_IsArray(ps) && cJSON_GetArraySize(ps) > 0 && cJSON_GetArraySize(ps) <= RV_UPER_MAX_SCALES) {
+    c->uper.num_pool_scales = cJSON_GetArraySize(ps);
+    for (int i = 0; i < c->uper.num_pool_scales; i++) c->uper.pool_scales[i] = cJSON_GetArrayItem(ps, i)->valueint;
+  }
+}
+
+/* ---- the family ops (models/family.h) of every segmentation family --------------------- */
+
+static rv_status family_load(void **head, rv_family_load *L, rv_params *p, rv_ctx *ctx) {
+  rv_seg_decoder_config dc = rv_seg_decoder_default_config();
+  dc.arch = (rv_seg_arch)L->family->id;
+  rv_seg_decoder_config_from_meta(&dc, L->model);
+  rv_seg_decoder *d = NULL;
+  RV_TRY(rv_seg_decoder_load_params(&d, &dc, p, ctx));
+  *head = d;
+  if (L->seg_test) {
+    *L->seg_test = rv_seg_default_test_cfg();
+    rv_seg_test_cfg_from_meta(L->seg_test, L->model, L->config);
+  }
+  L->num_classes = d->num_classes;
+  L->has_masks = 0;
+  L->pre = rv_preprocess_mmseg_params();
+  L->decoder = d;
+  return RV_OK;
+}
+
+static rv_status family_forward(const void *head, const rv_family_run *r, rv_arena *a, rv_ctx *ctx) {
+  const rv_seg_decoder *d = head;
+  if (!r->labels && !r->probs)
+    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use 'ravlt segment'",
+                    rv_seg_arch_name(d->arch));
+  rv_segmentor s = {d, r->features, r->features_user, r->seg_test ? *r->seg_test : rv_seg_default_test_cfg()};
+  if (r->labels) return rv_seg_simple_test(&s, r->labels, r->img, r->ori_h, r->ori_w, a, ctx);
+  return rv_seg_aug_add(&s, r->probs, r->img, r->flipped, r->ori_h, r->ori_w, a, ctx);
+}
+
+static rv_status family_set_precision(void *head, rv_precision p, rv_ctx *ctx) {
+  return rv_seg_decoder_set_bf16(head, p == RV_PRECISION_BF16, ctx);
+}
+
+static void family_free(void *head) { rv_seg_decoder_free(head); }
+
+const rv_family_ops rv_segmentor_family_ops = {family_load, family_forward, family_set_precision, family_free};

@@ -30,8 +30,10 @@
  * output rows (models/seg_post.h), bit-identical to resizing twice. Slide mode keeps the
  * input-size window average (it needs it) and fuses the rescale.
  *
- * The backbone is a callback so any feature extractor (backbone/ravlt.h, a fixture's stored
- * features in tests) can drive the same pipeline.
+ * The backbone is a callback (rv_features_fn, models/family.h: slide mode runs it per
+ * window) so any feature extractor (backbone/ravlt.h, a fixture's stored features in tests)
+ * can drive the same pipeline. A whole model runs a segmentor through
+ * rv_segmentor_family_ops (models/family.h), the same ops shape as a detector's.
  */
 #ifndef RV_MODELS_SEGMENTOR_H
 #define RV_MODELS_SEGMENTOR_H
@@ -91,10 +93,11 @@ const rv_fpn *rv_seg_decoder_fpn(const rv_seg_decoder *d);
 rv_status rv_seg_decoder_forward(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
                                  int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx);
 
-/* A segmentation family's decoder (the seg_ops column of models/family.h), defined in
- * models/segmentor.c; the decoder dispatches every per-family step through them. */
-typedef struct rv_seg_family_ops rv_seg_family_ops;
-struct rv_seg_family_ops {
+/* A segmentation family's part of the decoder (the decoder's own per-family code, defined in
+ * models/segmentor.c and found by family id); the decoder dispatches every per-family step
+ * through it. */
+typedef struct rv_seg_head_ops rv_seg_head_ops;
+struct rv_seg_head_ops {
   /* neck and head from p (cfg's part for the family): sets the decoder's head state,
    * classes, inputs and their channels, and its FPN neck when the family has one */
   rv_status (*load)(rv_seg_decoder *d, const rv_seg_decoder_config *cfg, rv_params *p,
@@ -103,21 +106,32 @@ struct rv_seg_family_ops {
   /* backbone features -> logits at the resolution of feats[0] (rv_seg_decoder_forward) */
   rv_status (*forward)(const rv_seg_decoder *d, rv_tensor *logits, const rv_tensor *feats,
                        int num_feats, rv_tensor *neck_outs, rv_arena *a, rv_ctx *ctx);
+  /* the head's convs (not the FPN neck's: the decoder does those) in bf16 (on 1) or
+   * float32 (on 0) */
+  rv_status (*set_bf16)(rv_seg_decoder *d, int on, rv_ctx *ctx);
 };
-/* The ops of a segmentation family id; NULL when a is not one. */
-const rv_seg_family_ops *rv_seg_arch_ops(rv_seg_arch a);
+/* The part of a segmentation family id; NULL when a is not one. */
+const rv_seg_head_ops *rv_seg_arch_ops(rv_seg_arch a);
 
 /* ---- test-time inference ---------------------------------------------------------------- */
-typedef rv_status (*rv_seg_backbone_fn)(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
-                                        rv_arena *a, rv_ctx *ctx);
+/* The features of one input (models/family.h). */
+typedef rv_features_fn rv_seg_backbone_fn;
 
 typedef enum { RV_SEG_MODE_WHOLE = 0, RV_SEG_MODE_SLIDE } rv_seg_mode;
 
-typedef struct {
+typedef struct rv_seg_test_cfg {
   rv_seg_mode mode;
   int crop_h, crop_w;      /* slide only */
   int stride_h, stride_w;
 } rv_seg_test_cfg;
+
+/* t from an mmseg meta config (model: its model dict, config: the whole config, either may
+ * be NULL): model.test_cfg (else the top-level test_cfg) mode='slide' with its crop_size
+ * and stride; anything else leaves t as it is. */
+void rv_seg_test_cfg_from_meta(rv_seg_test_cfg *t, const struct cJSON *model, const struct cJSON *config);
+/* The decoder's settings in an mmseg meta config's model.decode_head (num_classes,
+ * pool_scales) into c. */
+void rv_seg_decoder_config_from_meta(rv_seg_decoder_config *c, const struct cJSON *model);
 
 /* whole; crop 512x512, stride 341x341 for slide. */
 rv_seg_test_cfg rv_seg_default_test_cfg(void);
@@ -130,7 +144,8 @@ typedef struct {
 } rv_segmentor;
 
 /* Backbone callback for a RAVLT backbone: user = const rv_ravlt * (backbone/ravlt.h) built
- * with out_indices 0..3. Its features are allocated from the arena. */
+ * with out_indices 0..3. Its features are allocated from the arena. The same as
+ * rv_family_ravlt_features (models/family.h). */
 rv_status rv_seg_ravlt_backbone(void *user, rv_tensor *feats, int num_feats, rv_tensor img,
                                 rv_arena *a, rv_ctx *ctx);
 

@@ -96,6 +96,7 @@ void rv_convmod_out_size(const rv_convmod *m, int h, int w, int *oh, int *ow) {
 rv_status rv_convmod_run(const rv_convmod *m, float *y, size_t y_batch_stride, rv_tensor x,
                          rv_act act, int accumulate, rv_arena *a, rv_ctx *ctx) {
   RV_ASSERT(m && m->w && y && x.data);
+  RV_TRY(rv_ctx_check(ctx)); /* each conv layer: cancelled, or the call's threads anew */
   if (x.c != m->cin)
     return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
   rv_conv_params p = rv_conv_default_params(m->k, m->stride, m->pad);
@@ -140,6 +141,7 @@ rv_status rv_convmod_upsampled_into(const rv_convmod *m, float *y, size_t y_batc
                                    rv_tensor x, int oh, int ow, int accumulate, rv_arena *a,
                                    rv_ctx *ctx) {
   RV_ASSERT(m && m->w && y && x.data);
+  RV_TRY(rv_ctx_check(ctx));
   if (x.c != m->cin)
     return rv_error(ctx, RV_ERR_SHAPE, "conv expects %d input channels, got %d", m->cin, x.c);
   if (m->k != 3 || m->stride != 1 || m->pad != 1 || (m->act != RV_ACT_NONE && m->act != RV_ACT_RELU))

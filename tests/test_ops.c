@@ -49,6 +49,52 @@ static void test_gemm(void **state) {
   assert_true(c[0] == 0.5f && c[3] == 2.0f);
 }
 
+/* The GEMMs that rv_gemm_f32 splits into ranges (core/gemm.c: over 2^20 multiply-adds, the
+ * larger of C's dimensions cut into ranges set by the shape and the CPU count), and some it
+ * does not, with transposes, strides and beta: equal to the naive twin within float32
+ * rounding, and bit for bit the same with 1, 2 and 3 threads and from inside a parallel
+ * region (the split never follows the thread count). */
+static void test_gemm_blocks(void **state) {
+  (void)state;
+  static const int shapes[][3] = {{64, 1000, 40}, {7, 4099, 64}, {300, 100, 50}, {33, 64, 900},
+                                  {150, 777, 31}};
+  const int saved = omp_get_max_threads();
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        const int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+        float *a = kc_rand((size_t)(ta ? k : m) * lda, 11 + s);
+        float *b = kc_rand((size_t)(tb ? n : k) * ldb, 12 + s);
+        float *c0 = kc_rand((size_t)m * ldc, 13), *ref = kc_rand((size_t)m * ldc, 13);
+        float *c = malloc(sizeof(float) * (size_t)m * ldc);
+        const float beta = (ta + tb) & 1 ? 0.5f : 0.0f;
+        rv_gemm_naive_f32(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, beta, ref, ldc);
+        float *first = NULL;
+        for (int t = 1; t <= 4; t++) { /* 4: one thread of a team of 2 runs it */
+          memcpy(c, c0, sizeof(float) * (size_t)m * ldc);
+          if (t < 4) {
+            omp_set_num_threads(t);
+            rv_gemm_f32(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, beta, c, ldc);
+          } else {
+            omp_set_num_threads(2);
+#pragma omp parallel num_threads(2)
+            if (omp_get_thread_num() == 1)
+              rv_gemm_f32(ta, tb, m, n, k, 1.25f, a, lda, b, ldb, beta, c, ldc);
+          }
+          if (!first) {
+            kc_assert_close(c, ref, (size_t)m * ldc, 2e-5 * sqrt((double)k), "gemm blocks");
+            first = malloc(sizeof(float) * (size_t)m * ldc);
+            memcpy(first, c, sizeof(float) * (size_t)m * ldc);
+          } else {
+            assert_memory_equal(c, first, sizeof(float) * (size_t)m * ldc);
+          }
+        }
+        free(a), free(b), free(c0), free(ref), free(c), free(first);
+      }
+  omp_set_num_threads(saved);
+}
+
 /* ---- convolution ---- */
 static void conv_case(rv_arena *ar, int n, int cin, int h, int wd, int cout, rv_conv_params p,
                       double tol) {
@@ -780,6 +826,7 @@ int main(void) {
   assert_string_equal(rv_blas_init(), core); /* idempotent: OPENBLAS_CORETYPE is now set */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm),          cmocka_unit_test(test_pointwise),
+      cmocka_unit_test(test_gemm_blocks),
       cmocka_unit_test(test_blas_serial),
       cmocka_unit_test(test_conv_sweep),
       cmocka_unit_test(test_conv_values),   cmocka_unit_test(test_dwconv_sweep),

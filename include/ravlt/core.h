@@ -40,7 +40,8 @@ typedef enum {
   RV_ERR_NOTFOUND,    /* missing tensor / key / entry */
   RV_ERR_MODEL,       /* checkpoint does not match the requested architecture */
   RV_ERR_INTERRUPTED, /* stopped by the caller (signal, cancel) */
-  RV_ERR_INTERNAL
+  RV_ERR_INTERNAL,
+  RV_ERR_CANCELLED    /* the call was cancelled with rv_ctx_cancel (the model stays usable) */
 } rv_status;
 
 /* "ok", "I/O error", ... (static strings). */
@@ -49,17 +50,32 @@ RV_API const char *rv_status_str(rv_status st);
 typedef enum { RV_LOG_DEBUG = 0, RV_LOG_INFO, RV_LOG_WARN, RV_LOG_ERROR } rv_log_level;
 typedef void (*rv_log_fn)(void *user, rv_log_level level, const char *msg);
 
-/* A context carries the last error message and the log hook. One context per thread of
- * control; it is not shared between threads concurrently. */
+/* A context carries the last error message, the log hook, the thread budget and a
+ * cancellation request. One context per thread of control; it is not shared between threads
+ * concurrently (except rv_ctx_cancel, which any thread or a signal handler may call). */
 typedef struct rv_ctx rv_ctx;
 
 RV_API rv_ctx *rv_ctx_create(void);
 RV_API void rv_ctx_free(rv_ctx *ctx);
 RV_API void rv_ctx_set_log(rv_ctx *ctx, rv_log_fn fn, void *user);
 RV_API void rv_ctx_set_log_level(rv_ctx *ctx, rv_log_level min_level);
-/* Number of threads kernels may use (OpenMP and OpenBLAS); 0 = all cores. */
+/* Threads of a call made with this context (OpenMP and OpenBLAS): its budget T; 0 (the
+ * default) = the calling thread's OpenMP default (OMP_NUM_THREADS, else all cores).
+ * A call on a model (rv_model_segment, rv_model_detect) shares T with the other calls in
+ * flight on the same model: it runs on max(1, T / calls in flight) threads, recomputed
+ * between layers, so N threads sharing one model use about T threads in all, never N x T.
+ * The outputs do not depend on the thread count (docs/embedding.md: the rule, its
+ * exceptions and how to size threads). */
 RV_API void rv_ctx_set_threads(rv_ctx *ctx, int n);
 RV_API int rv_ctx_threads(const rv_ctx *ctx);
+/* The most threads the last call made with ctx ran on (0 before any call). */
+RV_API int rv_ctx_last_call_threads(const rv_ctx *ctx);
+/* Asks the call running with ctx to stop: it returns RV_ERR_CANCELLED at its next check
+ * (between backbone blocks, heads, aug-test passes and sliding-window tiles: well under a
+ * second), leaving the model usable. With no call running, the next call made with ctx is
+ * the one cancelled. The request is consumed when that call returns, whatever its status.
+ * An atomic store: safe from another thread and from a signal handler. */
+RV_API void rv_ctx_cancel(rv_ctx *ctx);
 /* Largest image (width x height) the image readers decode; checked from the file's header
  * before decoding. Default RV_DEFAULT_MAX_PIXELS (2^27); n < 1 restores it. */
 #define RV_DEFAULT_MAX_PIXELS (1LL << 27)

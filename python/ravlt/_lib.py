@@ -2,6 +2,7 @@
 import ctypes
 import ctypes.util
 import os
+import _thread
 import sys
 import sysconfig
 import threading
@@ -143,6 +144,8 @@ class _Lib:
 
     def __getattr__(self, name):
         f = getattr(_open(), name)
+        if name in _INTERRUPTIBLE and _cancel_fn() is not None:
+            f = interruptible(f)  # Ctrl-C cancels the call (below)
         self.__dict__[name] = f
         return f
 
@@ -265,6 +268,94 @@ _sig('rv_py_write_report', c_int, c_char_p, pp_char, c_size, c_char_p, c_void_p)
 _sig('rv_ctx_set_log', None, c_void_p, c_void_p, c_void_p)
 _sig('rv_ctx_set_log_level', None, c_void_p, c_int)
 
+
+RV_ERR_CANCELLED = 11  # rv_status of <ravlt/core.h>
+
+
+def interruptible(fn):
+    """fn(..., ctx), a long foreign call, made interruptible by Ctrl-C.
+
+    Python runs signal handlers in the main thread only, between bytecodes: while the main
+    thread waits in a foreign call, Ctrl-C would be seen when the call returns (seconds later
+    for an aug-test segmentation). Called from the main thread, fn runs in a helper thread
+    while the main thread waits in short slices; an exception there (KeyboardInterrupt from
+    Ctrl-C, or whatever a handler raises) cancels the call through its context
+    (rv_ctx_cancel: the library stops at its next check between layers, RV_ERR_CANCELLED),
+    waits for the helper to return (the context and the arrays stay alive until then; a
+    further Ctrl-C meanwhile does not abandon it), then propagates. The model stays usable.
+    From other threads (which receive no signals) fn is called directly. The helper is a
+    fresh thread: its OpenMP settings are the defaults, as in any thread of the process."""
+    def call(*args):
+        if threading.current_thread() is not threading.main_thread():
+            return fn(*args)
+        box = []
+        done = threading.Event()
+        lock = threading.Lock()
+        state = ['new']  # -> 'running' -> done, or -> 'abandoned' (never started: nothing to wait for)
+
+        def run():
+            try:
+                with lock:
+                    if state[0] == 'abandoned':
+                        return
+                    state[0] = 'running'
+                box.append((True, fn(*args)))
+            except BaseException as e:  # ctypes argument errors: raised in the caller
+                box.append((False, e))
+            finally:
+                done.set()
+
+        # (_thread and an Event, not threading.Thread and join: a Ctrl-C inside Thread.start()
+        # or Python 3.11's Thread.join() can leave a running thread marked as stopped)
+        try:
+            _thread.start_new_thread(run, ())
+            while not done.wait(0.05):
+                pass
+        except BaseException:
+            _stop(lock, state, done, args[-1])
+            raise
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+    call.__name__ = getattr(fn, '__name__', 'call')
+    call.__doc__ = fn.__doc__
+    return call
+
+
+def _stop(lock, state, done, ctx):
+    """After an exception in the waiting caller: a helper that has not started never will
+    (abandoned); one that has is cancelled and waited for, whatever else arrives meanwhile."""
+    while True:
+        try:
+            with lock:
+                if state[0] == 'new':
+                    state[0] = 'abandoned'
+                    return
+            break
+        except BaseException:
+            continue
+    _cancel_fn()(ctx)
+    while True:
+        try:
+            if done.wait(0.05):
+                return
+        except BaseException:
+            pass
+
+
+# The inference entry points (their last argument is the context): lib.rv_py_segment and
+# lib.rv_py_detect are these wrapped by interruptible, where the library has rv_ctx_cancel (one
+# older than the package runs them directly, not interruptible).
+_INTERRUPTIBLE = ('rv_py_segment', 'rv_py_detect')
+
+
+def _cancel_fn():
+    f = getattr(_real, 'rv_ctx_cancel', None)
+    if f is not None:
+        f.restype = None
+        f.argtypes = [c_void_p]
+    return f
 
 
 def enc(s):
