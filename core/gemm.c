@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -42,8 +43,9 @@ static void gemm_serial(const other_omp *o, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE 
 }
 
 /* The split of a GEMM: the larger of C's two dimensions cut into R contiguous ranges, aligned
- * to 16, R = min(the CPUs the process may use, that dimension / GEMM_MIN_RANGE): a property of
- * the shape and the machine, never of the thread count. The calling thread's OpenMP team (its
+ * to 16, R = min(the machine's online CPUs, that dimension / GEMM_MIN_RANGE): a property of
+ * the shape and the machine, never of the thread count nor of the process's CPU affinity (the
+ * ranks of an MPI job bound to a core each compute the bits of one unbound process). The calling thread's OpenMP team (its
  * omp_get_max_threads(): the call's share, core/rv.h "Calls") shares the ranges; a team of one
  * (a call's share of 1, or inside a parallel region) runs them one after another. Each range
  * is one serial OpenBLAS call, so its bits are those of that call whoever runs it: the result
@@ -54,6 +56,18 @@ static void gemm_serial(const other_omp *o, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE 
  * ranges of at least GEMM_MIN_RANGE rows / columns keep that to a few percent where blocks of
  * 64 cost 5-65% on this library's shapes (bench/RESULTS.md). */
 enum { GEMM_MIN_WORK = 1 << 20, GEMM_MIN_RANGE = 192 };
+
+/* The machine's online CPUs, read once (sysconf reads /sys on each call): a constant of the
+ * machine memoised, not state (a race stores the same value twice). */
+static int machine_cpus(void) {
+  static int cpus; /* 0: not read yet */
+  int n = __atomic_load_n(&cpus, __ATOMIC_RELAXED);
+  if (n > 0) return n;
+  long v = sysconf(_SC_NPROCESSORS_ONLN);
+  n = v < 1 ? 1 : v > 4096 ? 4096 : (int)v;
+  __atomic_store_n(&cpus, n, __ATOMIC_RELAXED);
+  return n;
+}
 
 void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc) {
@@ -73,7 +87,7 @@ void rv_gemm_f32(int trans_a, int trans_b, int m, int n, int k, float alpha, con
   const int by_cols = n >= m, len = by_cols ? n : m;
   int ranges = len / GEMM_MIN_RANGE, team = 1;
 #ifdef _OPENMP
-  if (ranges > omp_get_num_procs()) ranges = omp_get_num_procs();
+  if (ranges > machine_cpus()) ranges = machine_cpus();
   if (!omp_in_parallel()) team = omp_get_max_threads();
 #else
   ranges = 1;
