@@ -12,7 +12,7 @@
 #ifndef RV_APPS_CHECK_FIXTURE_H
 #define RV_APPS_CHECK_FIXTURE_H
 
-#include "core/weights.h"
+#include "formats/weights.h"
 #include <cjson/cJSON.h>
 #include <stddef.h>
 

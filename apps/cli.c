@@ -3,7 +3,7 @@
 #include "apps/cli.h"
 #include "apps/mpi_run.h"
 #include "core/fs.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <stdarg.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include "apps/image_run.h"
 #include "apps/model_run.h"
 #include "backbone/ravlt.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "models/model.h"
 #include "models/seg_post.h"
 #include "apps/commands.h"
@@ -547,7 +547,7 @@ int rv_cmd_bench(int argc, char **argv) {
   if (bo.mo.strict) return rv_cli_usage_error(cmd, "--strict needs --weights (a checkpoint loaded as a whole model)");
   if (name) return rv_cli_usage_error(cmd, "--name needs --weights");
   if (!model) return rv_cli_usage_error(cmd, "missing MODEL (a checkpoint, or a preset with --random-weights)");
-  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h); main may have done it */
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (kernels/ops.h); main may have done it */
   if (strcmp(model, "sgemm") == 0) return bench_sgemm(a.h, a.threads, a.runs, a.json);
   if (random && rv_bench_is_model_name(model)) { /* a whole dense model (bench_models.h) */
     if (backbone) return rv_cli_usage_error(cmd, "--backbone applies to classifier presets, not to '%s'", model);

@@ -4,7 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/check_fixture.h"
 #include "apps/cli.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "apps/commands.h"
 #include "models/family.h"
 
@@ -90,7 +90,7 @@ int rv_cmd_check_fixture(int argc, char **argv) {
   int use_pth = co.pth, verbose = rv_cli.verbose;
   const char *dir = npos ? argv[0] : NULL;
   if (!dir) return rv_cli_usage_error(cmd, "missing fixture folder");
-  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (kernels/ops.h) */
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { fprintf(stderr, "ravlt %s: out of memory\n", cmd); return 1; }
   rv_check_state s;

@@ -4,7 +4,7 @@
  * short side to 256/224 * size with PIL bicubic, center crop, normalise). */
 #include "apps/commands.h"
 #include "apps/image_run.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "datasets/classes.h"
 
 #include <cjson/cJSON.h>
@@ -99,7 +99,7 @@ int rv_cmd_classify(int argc, char **argv) {
   int prc = rv_cli_parse(&rv_spec_classify, &o, argc, argv, &nimg);
   if (prc >= 0) return prc;
   if (nimg == 0) return rv_cli_usage_error("classify", "no IMAGE given");
-  rv_blas_init(); /* OpenBLAS kernels for this CPU (core/ops.h) */
+  rv_blas_init(); /* OpenBLAS kernels for this CPU (kernels/ops.h) */
   classify_run u = {&o};
   const char *outs[1] = {rv_cli_json_stdout(o.json) ? NULL : o.json};
   rv_image_cmd c = {{.cmd = "classify", .user = &u, .image = one}, RV_RUN_CLASSIFY, NULL, &o.mo, argv, nimg, NULL, NULL,

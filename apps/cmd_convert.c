@@ -1,6 +1,6 @@
 /* `ravlt convert IN.pth OUT.safetensors`: a PyTorch checkpoint's state_dict as safetensors. */
 #include "apps/cli.h"
-#include "core/weights.h"
+#include "formats/weights.h"
 #include "apps/commands.h"
 
 #include <string.h>

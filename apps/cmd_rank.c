@@ -7,8 +7,8 @@
 #include "apps/model_run.h"
 #include "backbone/rank.h"
 #include "core/fs.h"
-#include "core/image.h"
-#include "core/ops.h"
+#include "formats/image.h"
+#include "kernels/ops.h"
 #include "datasets/preprocess.h"
 #include "apps/commands.h"
 

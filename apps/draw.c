@@ -1,5 +1,5 @@
 /* Visualisations for the CLI: label overlays with a legend, detections with masks. Uses
- * the drawing primitives of core/image.h only. */
+ * the drawing primitives of formats/image.h only. */
 #include "apps/draw.h"
 #include "datasets/classes.h"
 

@@ -10,7 +10,7 @@
 #ifndef RV_APPS_DRAW_H
 #define RV_APPS_DRAW_H
 
-#include "core/image.h"
+#include "formats/image.h"
 
 /* Blend the colour of each pixel's class over img (3 channels, labels img->h x img->w):
  * px = px*(1-opacity) + palette[label]*opacity, like mmseg show_result (opacity 0.5).

@@ -42,7 +42,7 @@
 #include "apps/model_run.h"
 #include "apps/shard.h"
 #include "backbone/ravlt.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/mpi_run.h"
-#include "core/image.h"
-#include "core/ops.h"
+#include "formats/image.h"
+#include "kernels/ops.h"
 
 #include <ravlt/version.h>
 
@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
 
 static int run(int argc, char **argv) {
   /* OpenBLAS 0.3.21 falls back to generic kernels on CPUs newer than its table (5-6x slower
-   * SGEMM); pick the kernels the CPU supports unless OPENBLAS_CORETYPE is set (core/ops.h) */
+   * SGEMM); pick the kernels the CPU supports unless OPENBLAS_CORETYPE is set (kernels/ops.h) */
   rv_blas_init();
   int i = 1; /* the options before the command: their extent from the globals' table */
   for (; i < argc && rv_opts_is_option(argv[i]); i += rv_opts_global_span(argc, argv, i)) {

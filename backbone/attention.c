@@ -12,18 +12,18 @@
  * fewer tasks than threads at N ~ 1000 (bench/RESULTS.md, "Measurements behind the code's
  * rules").
  *
- * Where the CPU has AVX-512 both products run on core/ukernel.c's kernel instead (the
+ * Where the CPU has AVX-512 both products run on kernels/ukernel.c's kernel instead (the
  * section "float32 on the AVX-512 kernel" below), with the same online softmax; the BLAS
  * tiles (rv_softmax_attention_tiles_f32) are the other CPUs' path.
  *
  * Tiles run in an OpenMP loop, each calling cblas_sgemm on its own tile. OpenBLAS's
  * OpenMP build runs a GEMM called from inside a parallel region on the calling thread
  * only (num_cpu_avail() checks omp_in_parallel()), so there is no oversubscription; where
- * OpenBLAS's runtime is not ours, rv_blas_serial_begin (core/gemm.c) keeps it so.
+ * OpenBLAS's runtime is not ours, rv_blas_serial_begin (kernels/gemm.c) keeps it so.
  */
 #include "backbone/attention.h"
-#include "core/ops.h"
-#include "core/vmath.h"
+#include "kernels/ops.h"
+#include "kernels/vmath.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -188,7 +188,7 @@ static void f32_task(const att_job *j, int t, int tid) {
 }
 
 
-/* ---- float32 on the AVX-512 kernel (core/ukernel.c) --------------------------------------
+/* ---- float32 on the AVX-512 kernel (kernels/ukernel.c) --------------------------------------
  * Where rv_ukernel_supported(): flash_tile's products computed transposed, as the bf16 ones
  * below, on rv_ukernel_f32 / rv_ukernel_acc_f32 and no BLAS call, for each block of 48
  * queries against each key tile of BKU:
@@ -203,10 +203,10 @@ static void f32_task(const att_job *j, int t, int tid) {
  * time) and stored the 512 x 64 output tile row-major, transposed at the end: 1.03-1.15x
  * with SkylakeX kernels, 1.5-1.8x with Haswell ones (bench/RESULTS.md). */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include "core/lanes16.h"
+#include "kernels/lanes16.h"
 #define ATT_F32 __attribute__((target("avx512f,fma")))
 
-/* rv_vexpf (core/vmath.h) on 16 lanes, operation for operation */
+/* rv_vexpf (kernels/vmath.h) on 16 lanes, operation for operation */
 ATT_F32 static inline __m512 exp16_f32(__m512 x) {
   x = _mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f));
   x = _mm512_max_ps(x, _mm512_set1_ps(-87.3365f));
@@ -461,7 +461,7 @@ rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const fl
 #include <immintrin.h>
 #define ATT_BF16 __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 
-/* rv_vexpf_bf16 (core/vmath.h) on 16 lanes, operation for operation as GCC compiles the
+/* rv_vexpf_bf16 (kernels/vmath.h) on 16 lanes, operation for operation as GCC compiles the
  * scalar one in this file (-ffp-contract=fast: x log2e + 1.5 2^23 and x log2e - n fused) */
 ATT_BF16 static inline __m512 exp16_bf16(__m512 x) {
   x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));

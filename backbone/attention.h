@@ -79,7 +79,7 @@ rv_status rv_rala_naive_f32(float *res, int ldr, const float *q, const float *k,
  * computed in query tiles x key tiles with an online softmax: the N x N matrix is never
  * stored (scratch O(threads * tile^2), plus K and V packed: 2 heads d N floats where the
  * AVX-512 kernel runs). Where rv_ukernel_supported(), both products on rv_ukernel_f32
- * (core/ukernel.c), else rv_softmax_attention_tiles_f32. */
+ * (kernels/ukernel.c), else rv_softmax_attention_tiles_f32. */
 rv_status rv_softmax_attention_f32(float *res, int ldr, const float *q, const float *k,
                                    const float *v, int ld, int heads, int d, int n,
                                    float scale, rv_arena *arena);

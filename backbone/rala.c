@@ -11,8 +11,8 @@
  * The official code scales both factors of kv by N^-1/2; we scale once by 1/N.
  */
 #include "backbone/attention.h"
-#include "core/ops.h"
-#include "core/vmath.h"
+#include "kernels/ops.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 #include <stdlib.h>

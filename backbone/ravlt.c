@@ -2,8 +2,8 @@
  * of the GLTA backbone and of the ImageNet classifier. Semantics: backbone/ravlt.h. */
 #include "backbone/ravlt.h"
 #include "backbone/attention.h"
-#include "core/ops.h"
-#include "core/vmath.h"
+#include "kernels/ops.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -442,7 +442,7 @@ RESIDUAL_CLONES static void residual_post(void *arg, float *p, size_t ldp, int c
   } while (0)
 
 
-/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (core/vmath.h polynomial, |err| ~2e-7) on
+/* exact GELU 0.5 x (1 + erf(x / sqrt 2)) in place (kernels/vmath.h polynomial, |err| ~2e-7) on
  * each block of fc1's output while in cache (a separate pass over the FF x N map before) */
 static void gelu_post(void *arg, float *blk, size_t ldy, int c0, int rows, size_t p0,
                       size_t len) {
@@ -457,7 +457,7 @@ static rv_status stage_blocks(fwd *F, int si, float *const x_io, int H, int W) {
   const int C = st->dim, FF = st->ffn, N = H * W, hd = st->hd;
   if (st->depth == 0) return RV_OK;
   rv_arena_mark mk = rv_arena_get_mark(F->A);
-  /* the 3x3 depthwise convs in place where the rows fit core/dwconv.c's band buffer (they
+  /* the 3x3 depthwise convs in place where the rows fit kernels/dwconv.c's band buffer (they
    * move their maps at the memory's rate: no second map to write, 1.2-1.35x on stage 1's,
    * and the FFN needs one FF x N map, not two); otherwise x and t swap roles after each pos
    * conv, and the FFN's depthwise conv writes h2 */
@@ -550,7 +550,7 @@ static rv_status conv3x3(fwd *F, float *y, const float *x, const float *w, const
 }
 
 /* The stem's 3x3 convs (few input channels: 3, then embed_dims[0] / 2) on the direct kernel
- * where the CPU has it (core/conv3x3_direct.c: at 512x512 the stem of RAVLT-S went 19.2 ->
+ * where the CPU has it (kernels/conv3x3_direct.c: at 512x512 the stem of RAVLT-S went 19.2 ->
  * 13.5 ms, bench/RESULTS.md), else as conv3x3 above; the stride-2 ones give conv3x3's bits
  * (the same sums in the same order as im2col + the GEMM), the stride-1 ones the direct sums
  * instead of Winograd F(2x2)'s. */

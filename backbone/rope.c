@@ -2,7 +2,7 @@
  * Tables are separable: row angles for the first half of a head's channels, column angles
  * for the second half. */
 #include "backbone/attention.h"
-#include "core/vmath.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 

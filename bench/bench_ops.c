@@ -14,7 +14,7 @@
  *                                      rv_conv3x3_bf16, alternating calls, min of reps)
  * Prints GFLOP/s (2 flops per multiply-add) or GB/s-equivalent times per kernel. */
 #define _POSIX_C_SOURCE 200809L
-#include "core/ops.h"
+#include "kernels/ops.h"
 
 #include <math.h>
 #include <omp.h>
@@ -262,7 +262,7 @@ static void bench_upconv(rv_arena *ar) {
 }
 
 /* The backbone's dense 3x3 convs: rv_conv2d_f32 (RV_CONV_AUTO) against the panel kernels
- * of core/conv3x3.c, float32 and bf16, alternating call by call, best of reps. */
+ * of kernels/conv3x3.c, float32 and bf16, alternating call by call, best of reps. */
 static void bench_conv3x3_panel(rv_arena *ar) {
   static const struct {
     const char *name;

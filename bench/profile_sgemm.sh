@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the GEMM time goes: runs a command with bench/sgemm_profile.c preloaded and prints,
 # at its exit, the cblas_sgemm calls grouped by shape with their time and rate (the
-# AVX-512 1x1 kernel of core/ukernel.c does not go through cblas_sgemm: use `perf record`
+# AVX-512 1x1 kernel of kernels/ukernel.c does not go through cblas_sgemm: use `perf record`
 # for the whole picture; bench/RESULTS.md has both for RAVLT-S). Not a test.
 #
 #   bash bench/profile_sgemm.sh build/ravlt bench ravlt-s-backbone --random-weights \

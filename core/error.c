@@ -82,7 +82,7 @@ void rv_ctx_cancel(rv_ctx *ctx) {
  * the natural unit (the library owns no global state, and the calls that compete are those
  * sharing a model's weights: an application running two models at once sizes their
  * contexts itself, docs/embedding.md). OpenBLAS never starts threads of its own here
- * (core/gemm.c): it is called on one thread, inside the library's OpenMP teams. */
+ * (kernels/gemm.c): it is called on one thread, inside the library's OpenMP teams. */
 static int omp_threads(void) {
 #ifdef _OPENMP
   return omp_get_max_threads();

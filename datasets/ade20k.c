@@ -1,7 +1,7 @@
 /* ADE20K folder helpers and label-PNG evaluation (see ade20k.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/ade20k.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <dirent.h>
 #include <errno.h>

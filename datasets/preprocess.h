@@ -25,14 +25,14 @@
 #ifndef RV_DATASETS_PREPROCESS_H
 #define RV_DATASETS_PREPROCESS_H
 
-#include "core/image.h"
+#include "formats/image.h"
 #include "core/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* rv_img_meta (ori/img/pad shapes, scale_factor, flip) is defined in core/image.h. */
+/* rv_img_meta (ori/img/pad shapes, scale_factor, flip) is defined in formats/image.h. */
 
 typedef struct {
   int scale_w, scale_h;   /* Resize img_scale tuple, e.g. (1333, 800) or (2048, 512);

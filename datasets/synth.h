@@ -34,7 +34,7 @@
 #ifndef RV_DATASETS_SYNTH_H
 #define RV_DATASETS_SYNTH_H
 
-#include "core/image.h"
+#include "formats/image.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
  * bytes, then the mmdet test pipeline and the Pillow resampler on a downscaled copy, so
  * any size the decoder accepts goes through our pre-processing under ASan/UBSan. Images
  * over 4 Mpixel are skipped after decoding (the decoder, not ravlt, is then the cost). */
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/preprocess.h"
 
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* libFuzzer target: the pickle-subset interpreter on arbitrary bytes; an accepted value
  * graph is walked (bounded depth: it may contain cycles). */
-#include "core/pickle.h"
+#include "formats/pickle.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
  *         byteorder entry ("little", or "big" when the first byte is 3 mod 4), so the
  *         mutations reach tensor reconstruction instead of dying on the CRC check.
  * Every accepted tensor is read in full. */
-#include "core/pth.h"
+#include "formats/pth.h"
 
 #include <stdio.h>
 #include <stdlib.h>

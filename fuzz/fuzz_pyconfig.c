@@ -1,5 +1,5 @@
 /* libFuzzer target: the mmcv config parser on arbitrary text; an accepted tree is printed. */
-#include "core/pyconfig.h"
+#include "formats/pyconfig.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* libFuzzer target: rv_safetensors_parse on arbitrary bytes; every accepted tensor is read
  * end to end (so an offset or size that escaped validation shows up under ASan). */
-#include "core/weights.h"
+#include "formats/weights.h"
 
 #include <stdlib.h>
 

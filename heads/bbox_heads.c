@@ -17,7 +17,7 @@ rv_status rv_bbox_head_load(rv_bbox_head *h, rv_params *p, const char *prefix,
     if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.shared_convs.%d", prefix, i);
     if ((st = rv_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
-    h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
+    h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: kernels/conv.c */
     h->num_convs = i + 1;
   }
   for (int i = 0; i < 4; i++) {

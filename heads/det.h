@@ -16,7 +16,7 @@
 #ifndef RV_HEADS_DET_H
 #define RV_HEADS_DET_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "heads/det_ops.h"
 #include "nn/layer.h"
 #include <ravlt/model.h>

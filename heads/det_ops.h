@@ -14,7 +14,7 @@
 #ifndef RV_HEADS_DET_OPS_H
 #define RV_HEADS_DET_OPS_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,8 +22,8 @@ extern "C" {
 
 /* ---- image meta ------------------------------------------------------------------------ */
 /* rv_img_meta (ori/img/pad shapes, float32 scale_factor [w,h,w,h]) is defined once, in
- * core/image.h, and filled by datasets/preprocess.c. */
-#include "core/image.h"
+ * formats/image.h, and filled by datasets/preprocess.c. */
+#include "formats/image.h"
 
 /* ---- anchors (heads/anchors.c) --------------------------------------------------------- */
 /* mmdet AnchorGenerator base anchors, centre offset 0, float32 arithmetic:

@@ -16,7 +16,7 @@ rv_status rv_mask_head_load(rv_mask_head *h, rv_params *p, const char *prefix,
     if (!rv_param_find(p, key)) break;
     snprintf(key, sizeof key, "%s.convs.%d", prefix, i);
     if ((st = rv_layer_load_convmodule(&h->convs[i], p, key, 3, ctx)) != RV_OK) goto fail;
-    h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: core/conv.c */
+    h->convs[i].algo = RV_CONV_AUTO_FAST; /* RoI stack; fixture errors with F(4x4) here: kernels/conv.c */
     h->num_convs = i + 1;
   }
   snprintf(key, sizeof key, "%s.upsample", prefix);

@@ -1,7 +1,7 @@
 /* NMS family: greedy NMS (mmcv nms CPU kernel, offset 0), batched NMS by index (mmcv
  * batched_nms per-class semantics) and mmdet multiclass_nms. */
 #include "heads/det.h"
-#include "core/vmath.h"
+#include "kernels/vmath.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -31,7 +31,7 @@ rv_status rv_retina_head_load(rv_retina_head *h, rv_params *p, const char *prefi
   if ((st = rv_layer_load(&h->cls, p, key, 3, ctx)) != RV_OK) goto fail;
   snprintf(key, sizeof key, "%s.retina_reg", prefix);
   if ((st = rv_layer_load(&h->reg, p, key, 3, ctx)) != RV_OK) goto fail;
-  /* F(4x4) where the size rule allows (core/conv.c): the scores come straight from these
+  /* F(4x4) where the size rule allows (kernels/conv.c): the scores come straight from these
    * convs, no RoI in between to amplify their rounding, and the fixture errors stay well
    * within tolerance (bench/RESULTS.md, "Measurements behind the code's rules") */
   for (int i = 0; i < h->stacked_convs; i++)

@@ -1,7 +1,7 @@
 /* RoIAlign (mmcv 1.7 CPU kernel semantics: avg pooling, aligned, adaptive sampling) and the
  * SingleRoIExtractor level mapping of mmdet 2.11. */
 #include "heads/det.h"
-#include "core/vmath.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 #include <omp.h>

@@ -79,7 +79,7 @@ rv_status rv_fpn_head_load(rv_fpn_head **out, const rv_fpn_head_config *cfg, rv_
       st = rv_convmod_load(&h->conv[i][k], p, name, k == 0 ? c->in_channels[i] : c->channels,
                            c->channels, 3, 1, RV_ACT_RELU, ctx);
       if (st != RV_OK) break;
-      h->conv[i][k].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see core/conv.c */
+      h->conv[i][k].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see kernels/conv.c */
       if (k == 0) c->in_channels[i] = h->conv[i][k].cin;
       c->channels = h->conv[i][k].cout;
     }

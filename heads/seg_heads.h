@@ -21,7 +21,7 @@
 #ifndef RV_HEADS_SEG_HEADS_H
 #define RV_HEADS_SEG_HEADS_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "nn/conv.h"
 
 #ifdef __cplusplus

@@ -45,7 +45,7 @@
 #ifndef RV_MODELS_FAMILY_H
 #define RV_MODELS_FAMILY_H
 
-#include "core/weights.h"
+#include "formats/weights.h"
 #include "datasets/preprocess.h"
 #include "heads/det.h"
 #include "nn/param.h"

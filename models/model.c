@@ -3,8 +3,8 @@
  * backbone as its features function, the same for every family. */
 #include "models/model.h"
 
-#include "core/ops.h"
-#include "core/pyconfig.h"
+#include "kernels/ops.h"
+#include "formats/pyconfig.h"
 #include "datasets/classes.h"
 
 #include <cjson/cJSON.h>

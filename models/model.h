@@ -29,7 +29,7 @@
 #define RV_MODELS_MODEL_H
 
 #include "backbone/ravlt.h"
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/preprocess.h"
 #include "models/detector.h"
 #include "models/segmentor.h"

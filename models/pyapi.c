@@ -1,9 +1,9 @@
 /* The flat C entry points of the Python package (models/pyapi.h). */
 #include "models/pyapi.h"
 
-#include "core/image.h"
-#include "core/ops.h"
-#include "core/pyconfig.h"
+#include "formats/image.h"
+#include "kernels/ops.h"
+#include "formats/pyconfig.h"
 #include "core/tensor.h"
 #include "eval/cocoeval.h"
 #include "eval/rle.h"

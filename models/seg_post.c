@@ -2,8 +2,8 @@
  * See seg_post.h. */
 #include "models/seg_post.h"
 
-#include "core/ops.h"
-#include "core/vmath.h"
+#include "kernels/ops.h"
+#include "kernels/vmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 /* Output rows per band: the horizontally resampled source rows of a band are kept in scratch. */
 #define BAND 16
 
-/* Taps: rv_bilinear_tap (core/ops.h), the same formula as the resize kernels. */
+/* Taps: rv_bilinear_tap (kernels/ops.h), the same formula as the resize kernels. */
 /* One bilinear stage h x w -> oh x ow over C planes. Source row r of plane c is at
  * x + c * plane_stride + (r - row0) * w (the source may itself be a band of rows). */
 typedef struct {
@@ -261,7 +261,7 @@ INLINE void class_rows(const chain *ch, int c, int lo, int hi, class_bufs *b, co
   if (!s2->hid) hpass_one(s2, *src, *row0, lo, hi - lo + 1, b->h2);
 }
 
-/* compiled for AVX-512, AVX2 and the baseline (core/vmath.h: -std=c11 keeps a * b + c as
+/* compiled for AVX-512, AVX2 and the baseline (kernels/vmath.h: -std=c11 keeps a * b + c as
  * two roundings in every clone, so the bits do not depend on the CPU) */
 RV_CLONES4 static void argmax_band(const chain *ch, int num_classes, int y0, int y1,
                                    class_bufs *b, int32_t *labels) {

@@ -7,7 +7,7 @@
  *   rv_seg_resize_softmax_add(acc, x, C, h, w, oh, ow, flip, scratch);
  *
  * Every resize is bilinear with align_corners=False and gives bit for bit the values of
- * rv_resize_bilinear_f32 (core/resize.c, PyTorch's CPU formula
+ * rv_resize_bilinear_f32 (kernels/resize.c, PyTorch's CPU formula
  *   y = l0h * (l0w * x[i0h][i0w] + l1w * x[i0h][i1w]) + l1h * (l0w * x[i1h][i0w] + l1w * x[i1h][i1w])):
  * the inner brackets are computed once per (input row, output column) over a band of output
  * rows (separable evaluation, same operations in the same order), then blended per output row

@@ -34,7 +34,7 @@
 #ifndef RV_MODELS_VIDEO_PIPELINE_H
 #define RV_MODELS_VIDEO_PIPELINE_H
 
-#include "core/image.h"
+#include "formats/image.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,7 +18,7 @@
 #ifndef RV_MODELS_ZOO_H
 #define RV_MODELS_ZOO_H
 
-#include "core/download.h"
+#include "formats/download.h"
 
 #ifdef __cplusplus
 extern "C" {

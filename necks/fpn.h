@@ -28,7 +28,7 @@
 #ifndef RV_NECKS_FPN_H
 #define RV_NECKS_FPN_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "nn/param.h"
 
 #ifdef __cplusplus

@@ -88,7 +88,7 @@ rv_status rv_uper_load(rv_uper **out, const rv_uper_config *cfg, rv_params *p,
     c->in_channels[i] = u->lateral[i].cin;
     snprintf(name, sizeof name, "%sfpn_convs.%d", prefix, i);
     st = rv_convmod_load(&u->fpn[i], p, name, c->channels, c->channels, 3, 1, RV_ACT_RELU, ctx);
-    u->fpn[i].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see core/conv.c */
+    u->fpn[i].algo = RV_CONV_AUTO_FAST; /* Winograd F(4x4) allowed: see kernels/conv.c */
   }
   if (st == RV_OK) {
     snprintf(name, sizeof name, "%slateral_convs.%d", prefix, last);
@@ -190,7 +190,7 @@ rv_status rv_uper_forward(const rv_uper *u, rv_tensor *out, const rv_tensor *inp
    * lat[last], up = bilinear to level 0's size), accumulated in `out`, the bias and ReLU
    * with the last: the same sum as one conv over the concatenation without its buffer
    * (num_ins x channels at level 0: 537 MB for UperNet-S at 512x2048), and the 3x3
-   * convs' input transforms done once per input channel (core/winograd.c). The coarse
+   * convs' input transforms done once per input channel (kernels/winograd.c). The coarse
    * levels' terms are computed at their own resolution without up(F_i) (upsampled_cheaper). */
   const size_t item = (size_t)ch * (size_t)h0 * (size_t)w0;
   for (int i = 0; i <= last && st == RV_OK; i++) {

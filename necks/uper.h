@@ -22,7 +22,7 @@
 #ifndef RV_NECKS_UPER_H
 #define RV_NECKS_UPER_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "nn/param.h"
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /* ConvModule: an mmcv ConvModule (conv [+ BN] [+ ReLU]) or a plain nn.Conv2d loaded from a
  * checkpoint (through nn/param.h), with eval-mode BatchNorm folded into the convolution at
  * load time. Its algorithms are options of the one type: m.algo picks direct / im2col-GEMM /
- * Winograd (core/conv.c's rule), rv_convmod_upsampled_into the conv of a bilinearly
+ * Winograd (kernels/conv.c's rule), rv_convmod_upsampled_into the conv of a bilinearly
  * upsampled input without the upsampled map.
  *
  *   rv_convmod m;
@@ -21,7 +21,7 @@
 #ifndef RV_NN_CONV_H
 #define RV_NN_CONV_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "nn/param.h"
 
 #ifdef __cplusplus
@@ -114,7 +114,7 @@ rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0
  * rounded to bfloat16, products summed in float32, bias and act in float32.
  *
  *   kind / shape                      bf16 forward
- *   linear                            rv_linear_bf16 (core/gemm_bf16.c)
+ *   linear                            rv_linear_bf16 (kernels/gemm_bf16.c)
  *   conv 1x1 stride 1                 rv_pointwise_bf16
  *   conv 3x3 stride 1 pad 1, where    rv_conv2d_winograd_bf16_m: the float32 rule's Winograd
  *   the float32 rule takes Winograd   tile, the GEMMs on the bf16 kernel, the transforms in

@@ -12,7 +12,7 @@
 #ifndef RV_NN_LAYER_H
 #define RV_NN_LAYER_H
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "nn/conv.h"
 #include "nn/param.h"
 

@@ -1,7 +1,7 @@
 /* The one checkpoint parameter loader. See param.h. */
 #include "nn/param.h"
 
-#include "core/ops.h"
+#include "kernels/ops.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -23,7 +23,7 @@
 #ifndef RV_NN_PARAM_H
 #define RV_NN_PARAM_H
 
-#include "core/weights.h"
+#include "formats/weights.h"
 
 #ifdef __cplusplus
 extern "C" {

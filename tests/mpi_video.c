@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 #include "video_test_util.h"
 
 #include <unistd.h>

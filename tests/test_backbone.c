@@ -6,7 +6,7 @@
 #include "test_util.h"
 #include "backbone/attention.h"
 #include "backbone/ravlt.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 
 #include <omp.h>
 

@@ -25,7 +25,7 @@
  * (ctest SKIP_RETURN_CODE), after checking the refusal. */
 #define _POSIX_C_SOURCE 200809L /* setenv, popen */
 #include "test_util.h"
-#include "core/weights.h"
+#include "formats/weights.h"
 #include <ravlt/model.h>
 
 #include <cjson/cJSON.h>

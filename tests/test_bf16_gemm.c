@@ -1,4 +1,4 @@
-/* The bf16 GEMM of core/gemm_bf16.c: its rounding (the scalar converter the twin uses
+/* The bf16 GEMM of kernels/gemm_bf16.c: its rounding (the scalar converter the twin uses
  * against fixed values and, where the CPU has AVX512_BF16, against the vector instruction
  * bit for bit), and rv_pointwise_bf16 against its naive twin (both operands rounded the same
  * way, double accumulation) over a sweep of odd shapes. Tolerance: |d| <= 2e-5 *
@@ -7,7 +7,7 @@
  * without AVX512_BF16 the kernel parts print a message and are skipped (cmocka skip). */
 #include "test_util.h"
 #include "backbone/attention.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "kernel_check.h"
 
 static float from_bits(uint32_t u) {

@@ -1,5 +1,5 @@
-/* The dense 3x3 convs on the GEMM kernels (core/conv3x3.c) and the direct kernel
- * (core/conv3x3_direct.c, test_conv3x3_direct below) over odd shapes: cin 3, 5, 32,
+/* The dense 3x3 convs on the GEMM kernels (kernels/conv3x3.c) and the direct kernel
+ * (kernels/conv3x3_direct.c, test_conv3x3_direct below) over odd shapes: cin 3, 5, 32,
  * 67; maps odd and even, smaller and larger than one panel (up to 4 x 48 pixels) and with
  * several wide panels; stride 1 and 2; cout not a multiple of 8; with and without GELU and
  * bias; 1, 2 and 3 threads. Tolerances, all relative to S = max|ref| over the output:
@@ -106,7 +106,7 @@ static void test_conv3x3_f32(void **state) {
   rv_arena_free(scratch);
 }
 
-/* rv_conv3x3_direct_f32 (core/conv3x3_direct.c) against the naive conv: the shapes above
+/* rv_conv3x3_direct_f32 (kernels/conv3x3_direct.c) against the naive conv: the shapes above
  * and wider rows, so that each of the kernel's variants runs (2 and 3 vectors a cell, cells
  * inside the row with unmasked loads and cells at its borders, strides 1 and 2, cout not a
  * multiple of 8, 1x1 maps); |d| <= 1e-5 S as rv_conv3x3_f32 (the same sums over 9 cin terms

@@ -4,7 +4,7 @@
 #include "test_util.h"
 #include "core/fs.h"
 #include "core/tensor.h"
-#include "core/weights.h"
+#include "formats/weights.h"
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -13,7 +13,7 @@
  *     and every roi.stageS.* row): PASS, "2 near-tied proposals". */
 #define _DEFAULT_SOURCE /* mkdtemp */
 #include "test_util.h"
-#include "core/weights.h"
+#include "formats/weights.h"
 
 #include <unistd.h>
 

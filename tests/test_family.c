@@ -7,7 +7,7 @@
  *    for bit (the model drives the same ops: a model path that did something else differs);
  *  - a family asked for the other task's output refuses with RV_ERR_MODEL;
  *  - set_precision through the ops: f32 after bf16 gives the f32 output bit for bit again. */
-#include "core/pyconfig.h"
+#include "formats/pyconfig.h"
 #include "models/model.h"
 #include "test_util.h"
 

@@ -1,4 +1,4 @@
-/* core/image.h (OpenCV wrapper): decode/encode round trips on OpenCV's sample images,
+/* formats/image.h (OpenCV wrapper): decode/encode round trips on OpenCV's sample images,
  * label PNG rules, error cases (missing, non-image, truncated JPEG, unwritable output),
  * resize, flip, drawing primitives, video read/write; apps/draw.c overlays and
  * apps/inputs.c input lists (compiled in here: apps/ is not part of libravlt).
@@ -7,7 +7,7 @@
  * palette, 8-bit grey 7x5 with values (37x+11y) mod 256, RGB, a text file). */
 #define _GNU_SOURCE
 #include "test_util.h"
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/classes.h"
 
 #include "apps/draw.c"

@@ -1,4 +1,4 @@
-/* Kernels against their naive twins (core/naive.c and the others) over sweeps of odd shapes,
+/* Kernels against their naive twins (kernels/ref/) over sweeps of odd shapes,
  * and the AVX-512 micro-kernels against a plain micro-GEMM (tests/kernel_check.h).
  * Tolerances: element-wise kernels (resize nearest, its _add) exact; the _add forms of
  * bilinear |d| <= 1e-6 (relative to max(1, max|ref|)); reductions in float (layernorm,
@@ -6,7 +6,7 @@
  * conv of an upsampled map, micro-kernels) against double accumulation:
  * |d| <= 2e-5 * max(1, max|ref|). */
 #include "test_util.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "kernel_check.h"
 
 static void test_layernorm_rows(void **state) {
@@ -126,7 +126,7 @@ static void test_upconv(void **state) {
   rv_arena_free(scratch);
 }
 
-/* The micro-kernels of core/ukernel.c on their packed operands against a plain micro-GEMM. */
+/* The micro-kernels of kernels/ukernel.c on their packed operands against a plain micro-GEMM. */
 static void test_ukernels(void **state) {
   (void)state;
   if (!rv_ukernel_supported()) {

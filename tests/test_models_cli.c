@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <unistd.h>

@@ -1,12 +1,12 @@
-/* core/ops: every fast kernel against its naive twin over sweeps of odd shapes, plus
+/* kernels/ops: every fast kernel against its naive twin over sweeps of odd shapes, plus
  * hand-checked values. Expected values marked "torch" were computed once with PyTorch
  * 1.13 (CPU, float32 unless noted) by the script quoted in the comment and hard-coded.
  * Tolerances: fast vs naive (double accumulation) |diff| <= 2e-5 * max(1, max|ref|) for
  * GEMM-based kernels, 2e-6 for direct kernels; torch values 2e-6 relative. */
 #include "test_util.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "kernel_check.h"
-#include "core/vmath.h"
+#include "kernels/vmath.h"
 
 #include <dlfcn.h>
 #include <omp.h>
@@ -49,7 +49,7 @@ static void test_gemm(void **state) {
   assert_true(c[0] == 0.5f && c[3] == 2.0f);
 }
 
-/* The GEMMs that rv_gemm_f32 splits into ranges (core/gemm.c: over 2^20 multiply-adds, the
+/* The GEMMs that rv_gemm_f32 splits into ranges (kernels/gemm.c: over 2^20 multiply-adds, the
  * larger of C's dimensions cut into ranges set by the shape and the CPU count), and some it
  * does not, with transposes, strides and beta: equal to the naive twin within float32
  * rounding, and bit for bit the same with 1, 2 and 3 threads and from inside a parallel
@@ -136,7 +136,7 @@ static void twice_plus_one(float *row, size_t n) {
 static void test_pointwise(void **state) {
   (void)state;
   rv_arena *ar = rv_arena_create(0);
-  /* the kernel takes rows of 4096 pixels and more (core/ukernel.c), BLAS the others */
+  /* the kernel takes rows of 4096 pixels and more (kernels/ukernel.c), BLAS the others */
   static const int cs[][3] = {{8, 16, 8208},  {1, 1, 1},       {21, 37, 4230}, {13, 300, 97},
                               {64, 24, 4096}, {5, 3, 8209},    {256, 64, 481}, {17, 9, 4100},
                               {3, 300, 9000}, {40, 7, 12345}};
@@ -463,7 +463,7 @@ static void test_norms(void **state) {
   free(x), free(g), free(b), free(y1), free(y2), free(xt), free(yt);
 }
 
-/* ---- vectorisable math (core/vmath.h) against double precision on dense grids ---- */
+/* ---- vectorisable math (kernels/vmath.h) against double precision on dense grids ---- */
 static void test_vmath(void **state) {
   (void)state;
   double ee = 0, ef = 0, eg = 0;
@@ -780,7 +780,7 @@ static void test_resize_sweep(void **state) {
   free(x), free(y);
 }
 
-/* rv_blas_serial_begin / end (core/gemm.c): where libgomp (OpenBLAS's OpenMP runtime) is
+/* rv_blas_serial_begin / end (kernels/gemm.c): where libgomp (OpenBLAS's OpenMP runtime) is
  * loaded and is not this build's runtime (clang: libomp), libgomp's thread count of the
  * calling thread is 1 between them and restored after; where it is this build's runtime
  * (gcc) or not loaded, they change nothing. */

@@ -4,8 +4,8 @@
  * Tolerances: decode and resize exact (0 grey levels); Normalize within 1e-5 of the
  * float64 formula (float32 arithmetic), padding exactly 0. */
 #include "test_util.h"
-#include "core/image.h"
-#include "core/weights.h"
+#include "formats/image.h"
+#include "formats/weights.h"
 #include "datasets/preprocess.h"
 
 #include <cjson/cJSON.h>

@@ -5,9 +5,9 @@
  * message and never crash. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
-#include "core/pickle.h"
-#include "core/pth.h"
-#include "core/weights.h"
+#include "formats/pickle.h"
+#include "formats/pth.h"
+#include "formats/weights.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

@@ -4,8 +4,8 @@
  * config parses; malformed snippets fail with "name:line:col: message". */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
-#include "core/pth.h"
-#include "core/pyconfig.h"
+#include "formats/pth.h"
+#include "formats/pyconfig.h"
 
 #include <dirent.h>
 

@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "backbone/rank.h"
 #include "backbone/ravlt.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <cjson/cJSON.h>
 #include <float.h>

@@ -5,7 +5,7 @@
  * reduce_zero_label wrap, ignore index, out-of-range values, merging, bad PNG inputs. */
 #define _POSIX_C_SOURCE 200809L
 #include "eval_test_util.h"
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/ade20k.h"
 #include "eval/segmetrics.h"
 #include <unistd.h>

@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 #include "datasets/ade20k.h"
 #include "datasets/coco.h"
 #include "datasets/synth.h"

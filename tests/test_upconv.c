@@ -1,4 +1,4 @@
-/* core/upconv.c: rv_conv3x3_upsampled_f32 against its definition, rv_resize_bilinear_naive_f32
+/* kernels/upconv.c: rv_conv3x3_upsampled_f32 against its definition, rv_resize_bilinear_naive_f32
  * then a 3x3 pad-1 conv summed in double, over upsamplings by 2 and 4, sizes that do not
  * divide (13x21 from 3x5), a 1x1 source, the same size, downsampling, 1x1 and 1-wide
  * outputs, batches, chunks of output channels with a short last one (G planes over 12 MB),
@@ -8,7 +8,7 @@
  * of the sum: the rounding of a sum of products is relative to it). Measured worst
  * |y - ref| / S is printed (1-2e-7 here). */
 #include "test_util.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 
 static double worst;
 

@@ -13,8 +13,8 @@
 #include <math.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include "core/ops.h"
-#include "core/weights.h"
+#include "kernels/ops.h"
+#include "formats/weights.h"
 #include "eval/compare.h"
 
 /* Every test runs with the OpenBLAS kernels the CPU supports, as the CLI does (rv_blas_init

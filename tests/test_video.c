@@ -12,7 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 #include "video_test_util.h"
 #include "eval/rle.h"
 #include "models/video_pipeline.h"

@@ -1,4 +1,4 @@
-/* core/winograd.c: rv_conv2d_winograd_f32 (m = 2 and 4) and the dispatching rv_conv2d_f32
+/* kernels/winograd.c: rv_conv2d_winograd_f32 (m = 2 and 4) and the dispatching rv_conv2d_f32
  * against rv_conv2d_naive_f32 (double accumulation) over sweeps of odd shapes: images 1x1 to
  * 31x37 (sizes not multiples of m: partial tiles), pads 0/1/2 (also unequal), n up to 5
  * (tiles of several images in one block), cin/cout 1..300, with and without bias, every
@@ -11,9 +11,9 @@
  * RV_CONV_AUTO_FAST. Measured worst |y - ref| / S (printed by the last test): AUTO 1.1e-7,
  * AUTO_FAST 3.9e-7, m = 2 1.9e-7, m = 4 1.5e-6 (2.3e-6 with Lavin's points +-2 for m = 4,
  * which the 3e-6 would still pass: the bound is for gross errors, the points' gain is
- * stated in core/winograd.c). */
+ * stated in kernels/winograd.c). */
 #include "test_util.h"
-#include "core/ops.h"
+#include "kernels/ops.h"
 #include "kernel_check.h"
 
 static double worst[5]; /* worst error / bound per algo below */
@@ -225,7 +225,7 @@ static void test_winograd_channels(void **state) {
 }
 
 /* the dispatching rv_conv2d_f32 on shapes where it picks F(2x2), F(4x4) (AUTO_FAST only) or
- * im2col (rule in core/conv.c); tolerance that of m = 2 for AUTO, m = 4 for AUTO_FAST */
+ * im2col (rule in kernels/conv.c); tolerance that of m = 2 for AUTO, m = 4 for AUTO_FAST */
 static void test_conv_dispatch(void **state) {
   (void)state;
   rv_arena *ar = rv_arena_create(0);

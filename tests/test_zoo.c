@@ -1,4 +1,4 @@
-/* Model zoo and downloads (models/zoo.h, core/download.h) against a tiny HTTP server on
+/* Model zoo and downloads (models/zoo.h, formats/download.h) against a tiny HTTP server on
  * 127.0.0.1 run by this test in a thread: full download + conversion, an interrupted
  * transfer resumed with Range (by a second call and by retries), a server that ignores
  * Range, cache reuse without network, offline / 404 / corrupt-file errors, and the CLI path
@@ -6,8 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include "core/download.h"
-#include "core/weights.h"
+#include "formats/download.h"
+#include "formats/weights.h"
 #include "models/model.h"
 #include "models/zoo.h"
 

@@ -2,7 +2,7 @@
 #ifndef RV_TESTS_VIDEO_TEST_UTIL_H
 #define RV_TESTS_VIDEO_TEST_UTIL_H
 
-#include "core/image.h"
+#include "formats/image.h"
 
 /* Frames of a video and its size as OpenCV reads it back (-1 if it does not open or breaks). */
 static inline long test_video_frames(const char *path, int *w, int *h) {

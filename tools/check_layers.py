@@ -8,13 +8,15 @@ Usage: python3 tools/check_layers.py [REPO_ROOT] [--build BUILD_DIR]
 The rule (DESIGN.md "Layers"): a file includes only its own layer or lower, and no two
 modules include each other. Layers, lowest first:
 
-    core < nn < {backbone, necks, heads, eval} < datasets < models < apps
+    core < {kernels, formats} < nn < {backbone, necks, heads, eval} < datasets < models < apps
 
-backbone, necks, heads and eval are one tier (the model parts and the evaluators): a file
-there may include core/ and nn/ and its own directory, but not another directory of the
-tier (a head does not reach into the backbone or a neck; the detector in models/ joins
-them). A module is a path without its extension (core/pth.c and core/pth.h are module
-core/pth); a cycle is a chain of "#include" edges between modules that returns to its
+core/ is the runtime (context, errors, log, arena, files), kernels/ the compute kernels with
+their naive twins in kernels/ref/, formats/ the file formats (checkpoints, pickle, configs,
+the image codec wrapper). kernels and formats are one tier, as are backbone, necks, heads and
+eval (the model parts and the evaluators): a file there may include the layers below and its
+own directory, but not another directory of the tier (a head does not reach into the backbone or a neck; the detector in models/ joins
+them). A module is a path without its extension (formats/pth.c and formats/pth.h are module
+formats/pth); a cycle is a chain of "#include" edges between modules that returns to its
 start (A.c includes B.h and B.c includes A.h is the shortest). A header X_internal.h is the
 private part of module X (declarations its .c files share), not a module of its own.
 System includes (<...>) and
@@ -24,8 +26,8 @@ With --build, the same rules are checked on calls (any use of a symbol: a functi
 variable), from the layer libraries CMake builds in BUILD_DIR (libravlt_LAYER.a, and
 libravlt_cli.a for apps/): `nm` lists each object's defined and undefined global symbols; an
 object of layer L that uses a symbol defined in a layer it may not include is an upward call,
-and a chain of uses between modules that returns to its start is a call cycle (core/conv.c
-calls core/winograd.c, which calls core/conv.c). Symbols no object defines (libc, OpenMP,
+and a chain of uses between modules that returns to its start is a call cycle (kernels/conv.c
+calls kernels/winograd.c, which calls kernels/conv.c). Symbols no object defines (libc, OpenMP,
 BLAS, ...) are not checked. The build itself fails on an upward call too (CMakeLists.txt
 links each layer as a shared object against the layers below with -Wl,--no-undefined);
 this check also covers the sanitizer and fuzz builds, which skip that link, and cycles.
@@ -41,7 +43,7 @@ import re
 import subprocess
 import sys
 
-LAYERS = [["core"], ["nn"], ["backbone", "necks", "heads", "eval"], ["datasets"], ["models"], ["apps"]]
+LAYERS = [["core"], ["kernels", "formats"], ["nn"], ["backbone", "necks", "heads", "eval"], ["datasets"], ["models"], ["apps"]]
 RANK = {d: i for i, tier in enumerate(LAYERS) for d in tier}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -123,7 +125,7 @@ def calls(build):
                 continue
             kind, sym = f[-2], f[-1]
             stem = member[:-2] if member.endswith(".o") else member
-            mod = d + "/" + os.path.splitext(stem)[0]  # conv.c.o -> core/conv
+            mod = d + "/" + os.path.splitext(stem)[0]  # conv.c.o -> kernels/conv
             if kind in ("U", "w"):
                 uses.append((mod, sym))
             elif kind in DEFINED:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference for core/pyconfig.c: evaluate mmcv-style config files with Python itself and
+"""Reference for formats/pyconfig.c: evaluate mmcv-style config files with Python itself and
 write what rv_pyconfig_parse must produce (every top-level name in assignment order, tuples
 and range() as JSON arrays, int dict keys as strings).
 

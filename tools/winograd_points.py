@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Float32 error of Winograd F(m x m, 3 x 3) for a choice of interpolation points, as
-core/winograd.c uses it: the transforms built exactly (Toom-Cook, fractions), the weight
+kernels/winograd.c uses it: the transforms built exactly (Toom-Cook, fractions), the weight
 transform in float64 rounded once, the input transform, the a^2 channel GEMMs and the output
 transform in float32, against a float64 direct correlation. Inputs are ReLU-like feature
 maps over 256 channels, weights scaled as a trained conv's. Prints, per point set, the RMS
 and the 99.9th percentile of |error| over the output RMS. Needs numpy only.
 
-  python3 tools/winograd_points.py            # the sets compared for core/winograd.c
+  python3 tools/winograd_points.py            # the sets compared for kernels/winograd.c
   python3 tools/winograd_points.py --show 4 0 1 -1 1/2 -2   # print A^T, G, B^T of one set
 """
 import argparse

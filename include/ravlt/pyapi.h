@@ -193,7 +193,7 @@ RV_API void rv_py_dets_copy(const rv_py_dets *d, float *bboxes5, int32_t *labels
 RV_API void rv_py_dets_free(rv_py_dets *d);
 
 /* ---- ABI 2 ---- */
-/* An mmcv config text (a checkpoint's meta['config'], a config.py; core/pyconfig.h's subset)
+/* An mmcv config text (a checkpoint's meta['config'], a config.py; formats/pyconfig.h's subset)
  * as JSON text (dicts as objects, tuples and lists as arrays): *out malloc'd (rv_py_free).
  * name is used in messages ("name:LINE:COL: ..."). */
 RV_API rv_status rv_py_config_json(const char *text, const char *name, char **out, rv_ctx *ctx);

@@ -6,7 +6,7 @@
     cfg.data.test.pipeline[1].img_scale
     print(cfg.pretty_text); cfg.dump('config.py')
 
-The text is parsed by the library (core/pyconfig.h: mmcv's literal subset -- dict(...), {...},
+The text is parsed by the library (formats/pyconfig.h: mmcv's literal subset -- dict(...), {...},
 lists, tuples, strings, numbers, True / False / None, names of earlier variables), without
 running it as Python. Tuples become lists. `_base_` files are not merged (a checkpoint's config
 is already the merged one).
