@@ -1,7 +1,7 @@
 /* JSON helpers and thumbnails for the analyses (analysis_util.h). */
 #include "datasets/analysis_util.h"
 
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #include "datasets/classes.h"
 #include "eval/confusion.h"
 #include "eval/segmetrics.h"
-#include "core/image.h"
+#include "formats/image.h"
 
 #include <ravlt/analysis.h>
 #include <ravlt/classes.h>
