@@ -3,6 +3,7 @@
  * and head (backbone/rank.h), as a table, JSON and a PNG chart. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
+#include "apps/image_run.h"
 #include "apps/model_args.h"
 #include "apps/model_run.h"
 #include "backbone/rank.h"
@@ -38,15 +39,16 @@ static const char RANK_ABOUT[] =
 ;
 
 typedef struct {
-  const char *weights, *json, *plot, *block;
+  rv_model_opts mo; /* --weights only (rank reads the backbone itself) */
+  const char *json, *plot, *block;
   double tol;
   int size[2];
 } rank_opts;
 
 static const rv_opt OPTS[] = {
-    {"--weights", NULL, RV_OPT_STR, offsetof(rank_opts, weights), 0, 0, NULL, "W",
-     "whole-model checkpoint (mmdet/mmseg .pth or .safetensors), a backbone or\n"
-     "ImageNet classifier checkpoint, or a model-zoo name", 0},
+    RV_MODEL_OPT_WEIGHTS(rank_opts, mo,
+                         "whole-model checkpoint (mmdet/mmseg .pth or .safetensors), a backbone or\n"
+                         "ImageNet classifier checkpoint, or a model-zoo name"),
     {"--json", NULL, RV_OPT_STR, offsetof(rank_opts, json), 0, 0, NULL, "FILE",
      "everything (ranks and singular values per block, head and quantity)\n"
      "to FILE ('-': stdout, instead of the table)", 0},
@@ -458,11 +460,11 @@ static const char *base_name(const char *p) {
 }
 
 int rv_cmd_rank(int argc, char **argv) {
-  rank_opts ro = {NULL, NULL, NULL, NULL, 0.0, {0, 0}};
+  rank_opts ro = {0};
   int npos;
   int prc = rv_cli_parse(&rv_spec_rank, &ro, argc, argv, &npos);
   if (prc >= 0) return prc;
-  const char *weights = ro.weights, *image = npos ? argv[0] : NULL, *json = ro.json, *plot = ro.plot, *block = ro.block;
+  const char *weights = ro.mo.weights, *image = npos ? argv[0] : NULL, *json = ro.json, *plot = ro.plot, *block = ro.block;
   double tol = ro.tol;
   if (!weights) return rv_cli_usage_error(CMD, "--weights W is required");
   if (!image) return rv_cli_usage_error(CMD, "no IMAGE given");

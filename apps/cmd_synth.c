@@ -26,16 +26,16 @@ typedef struct {
 static const rv_opt OPTS[] = {
     {"--task", NULL, RV_OPT_CHOICE, offsetof(synth_opts, task), 0, 0, "seg|det", "T", "seg or det (required)", 0},
     {"--out-dir", "--out", RV_OPT_STR, offsetof(synth_opts, out_dir), 0, 0, NULL, "DIR", "the dataset's folder (required unless --raw)", 0},
-    {"--count", NULL, RV_OPT_INT, offsetof(synth_opts, count), 1, 10000000, NULL, "N", "images (default 10)", 0},
+    {"--count", NULL, RV_OPT_INT, offsetof(synth_opts, count), 1, 10000000, NULL, "N", "images", 0, "10"},
     {"--seed", NULL, RV_OPT_U64, offsetof(synth_opts, seed), 0, 0, NULL, "S",
-     "random seed (default 0); use different seeds for train and val", 0},
+     "random seed; use different seeds for train and val", 0, "0"},
     {"--size", NULL, RV_OPT_SIZE, offsetof(synth_opts, size), 64, 4096, NULL, "HxW",
-     "image size, height first, sides 64..4096 (default 240x320)", 0},
-    {"--shapes", NULL, RV_OPT_STR, offsetof(synth_opts, shapes), 0, 0, NULL, "MIN-MAX", "shapes per image (default 2-6, at most 16)", 0},
+     "image size, height first, sides 64..4096", 0, "240x320"},
+    {"--shapes", NULL, RV_OPT_STR, offsetof(synth_opts, shapes), 0, 0, NULL, "MIN-MAX", "shapes per image, at most 16", 0, "2-6"},
     {"--backgrounds", NULL, RV_OPT_STR, offsetof(synth_opts, backgrounds), 0, 0, NULL, "DIR",
      "photographs (.jpg/.png) used for half of the backgrounds\n"
      "(default " OPENCV_DATA "\nif present; 'none' = textures only)", 0},
-    {"--split", NULL, RV_OPT_STR, offsetof(synth_opts, split), 0, 0, NULL, "NAME", "seg sub-folder (default validation)", 0},
+    {"--split", NULL, RV_OPT_STR, offsetof(synth_opts, split), 0, 0, NULL, "NAME", "seg sub-folder", 0, "validation"},
     {"--raw", NULL, RV_OPT_STR, offsetof(synth_opts, raw), 0, 0, NULL, "FILE",
      "instead of folders, one binary file for training tools:\n"
      "\"RVSYNTH1\", int32 n, h, w, then n*h*w*3 BGR bytes (after a JPEG\n"
@@ -94,7 +94,7 @@ static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx
 int rv_cmd_synth(int argc, char **argv) {
   rv_synth_opts o;
   rv_synth_defaults(&o);
-  synth_opts so = {NULL, NULL, NULL, o.split, NULL, NULL, o.count, o.seed, {o.height, o.width}};
+  synth_opts so = {0}; /* the table's defaults */
   int npos;
   int prc = rv_cli_parse(&rv_spec_synth, &so, argc, argv, &npos);
   if (prc >= 0) return prc;

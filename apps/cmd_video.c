@@ -4,6 +4,7 @@
  * MPI ranks run apps/mpi_video.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
+#include "apps/image_run.h"
 #include "apps/model_args.h"
 #include "apps/model_run.h"
 #include "apps/mpi_run.h"
@@ -59,11 +60,10 @@ typedef struct {
 
 #define VO(f) offsetof(video_cli_opts, v.f)
 static const rv_opt OPTS[] = {
-    {"--weights", NULL, RV_OPT_STR, VO(weights), 0, 0, NULL, "W",
-     "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
-     "(default): the built-in demo segmentation model (synthetic shapes);\n"
-     "'demo-det': the built-in demo detector (the same shapes, boxes)", 0},
-    {"--model", NULL, RV_OPT_STR, VO(model), 0, 0, NULL, "NAME", "architecture when the checkpoint has no config", 0},
+    RV_MODEL_OPTS(video_cli_opts, v,
+                  "checkpoint (.pth or .safetensors), a 'ravlt models' name, or 'demo'\n"
+                  "(default): the built-in demo segmentation model (synthetic shapes);\n"
+                  "'demo-det': the built-in demo detector (the same shapes, boxes)"),
     {"--output", NULL, RV_OPT_STR, offsetof(video_cli_opts, output), 0, 0, NULL, "OUT",
      "overlay video (input size and fps; .mp4 H.264 or MPEG-4, .avi MJPG)", 0},
     {"--out-dir", NULL, RV_OPT_STR, VO(out_dir), 0, 0, NULL, "DIR",
@@ -96,8 +96,6 @@ static const rv_opt OPTS[] = {
     {"--no-seek", NULL, RV_OPT_FLAG, VO(no_seek), 0, 0, NULL, NULL,
      "under mpirun: ranks reach their first frame by decoding from frame 0\n"
      "instead of seeking (for files whose seeking is not frame-exact)", 0},
-    RV_CLI_PRECISION_OPT(video_cli_opts, v.precision),
-    RV_OPT_STRICT(video_cli_opts, v.strict),
     RV_OPT_END};
 #undef VO
 

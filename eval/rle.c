@@ -635,7 +635,7 @@ static inline int boundary_point(int u, int v, int pu, int pv, uint32_t h, uint3
  * edge on its own (consecutive edges share their end point, so no x step happens between
  * them), keeping the y-boundary points as they come; on shallow edges (x moves every step)
  * only the steps whose x lands on a pixel centre column compute their y. Same points, in the
- * same order, as rv_rle_from_poly_naive's arrays give (tests/test_rle.c compares them). */
+ * same order, as rv_rle_from_poly_naive's arrays give (tests/unit/eval/test_rle.c compares them). */
 rv_status rv_rle_from_poly(rv_rle *R, const double *xy, size_t k, uint32_t h, uint32_t w, rv_ctx *ctx) {
   if (k == 0) return rv_error(ctx, RV_ERR_FORMAT, "polygon has no points");
   for (size_t j = 0; j < 2 * k; j++)

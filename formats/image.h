@@ -88,7 +88,7 @@ long rv_video_frames_read(const rv_video_reader *r);
  * and frames are counted from there. exact = 0 sets CAP_PROP_POS_FRAMES: OpenCV's FFmpeg
  * backend seeks to the keyframe before the frame and decodes forward to it by timestamp,
  * frame-exact when the timestamps are regular (checked on AVI MPEG-4 and MP4 H.264
- * in tests/test_video.c); it fails when the position read back is another frame. exact = 1
+ * in tests/cli/test_video.c); it fails when the position read back is another frame. exact = 1
  * decodes and drops the frames before index (exact on any file, costs their decoding).
  * RV_ERR_FORMAT when the file ends before index. */
 rv_status rv_video_seek(rv_video_reader *r, long index, int exact, rv_ctx *ctx);

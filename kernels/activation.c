@@ -4,7 +4,7 @@
  * form, nn.GELU()); silu x * sigmoid(x); sigmoid 1 / (1 + e^-x); elu x > 0 ? x : a (e^x - 1)
  * (computed as exp(x) - 1, as PyTorch's vectorised CPU kernel).
  * exp and erf come from kernels/vmath.h (branch-free polynomials, vectorised by the compiler;
- * accuracy stated there and tested in tests/test_ops.c against double precision).
+ * accuracy stated there and tested in tests/unit/kernels/test_ops.c against double precision).
  * The *_serial variants never open an OpenMP region (for use inside callers' parallel
  * loops); the plain ones split large arrays over the OpenMP team.
  */

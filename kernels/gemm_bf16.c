@@ -111,7 +111,7 @@ BF16_TARGET static void pack_panel(uint32_t *vp, const float *x, size_t ldx, int
 /* rv_vgeluf_bf16 (kernels/vmath.h) on 16 lanes, its operations in its order with the
  * multiply-adds GCC's vectorised loop fuses (the function's callers are compiled with
  * -ffp-contract=fast): x log2(e) + 1.5 2^23 and x log2(e) - n in e^{-a^2}, the Horner steps;
- * bit for bit the loop's results on the inputs tests/test_bf16_gemm.c sweeps (where
+ * bit for bit the loop's results on the inputs tests/unit/backbone/test_bf16_gemm.c sweeps (where
  * e^{-a^2} underflows, |x| > 13.2, GCC folds the clamped exponential to a constant: there
  * both results are below 1e-30). */
 BF16_TARGET static inline __m512 gelu16_bf16(__m512 x) {

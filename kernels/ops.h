@@ -293,7 +293,7 @@ rv_status rv_conv2d_winograd_bf16(float *y, const float *x, const uint32_t *wp, 
                                   rv_arena *scratch);
 /* The same for m = 2 or 4 (the functions above are m = 4): F(2x2)'s 16 GEMMs in bf16; its
  * transforms have entries 0, +-1 (and 1/2 in G), so they amplify the bf16 rounding far
- * less than F(4x4)'s (tests/test_bf16_gemm.c states both bounds). wp from
+ * less than F(4x4)'s (tests/unit/backbone/test_bf16_gemm.c states both bounds). wp from
  * rv_winograd_bf16_pack_m with the same m (rv_winograd_bf16_words_m words). The bf16
  * mode's 3x3 convs under RV_CONV_AUTO (nn/conv.h: the detection FPN / RPN) take m = 2. */
 size_t rv_winograd_bf16_words_m(int cout, int cin, int m);

@@ -11,7 +11,7 @@
  * kernel's store instead of a pass that fills y first. Each output sums over ci in order
  * with FMA and then adds b, as OpenBLAS's kernel does with beta 1 over a y filled with b:
  * the same bits on this machine where OpenBLAS does not split the sum over ci
- * (tests/test_ops.c compares with the BLAS path to a tolerance, not bits). Threads take
+ * (tests/unit/kernels/test_ops.c compares with the BLAS path to a tolerance, not bits). Threads take
  * (48-pixel column, 64-channel group) tasks. */
 #include "kernels/ops.h"
 

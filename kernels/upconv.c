@@ -16,7 +16,7 @@
  * (the bilinear taps of rv_bilinear_tap, the same as rv_resize_bilinear_f32's), and for
  * every output row Y, conv[Y] = sum_ky [0 <= Y+ky-1 < oh] vresize(R_ky)(Y+ky-1). The sum is
  * the same in real arithmetic as rv_resize_bilinear_f32 followed by rv_conv2d_f32; only
- * the rounding differs (float sums in another order; tests/test_upconv.c states the
+ * the rounding differs (float sums in another order; tests/unit/kernels/test_upconv.c states the
  * tolerance against that pair computed in double).
  */
 #include "kernels/ops.h"

@@ -78,7 +78,7 @@ static inline float rv_vexpf(float x) {
  * rounds to bf16, relative error up to 2^-9, right after): x = (n + f) ln 2 with n =
  * round(x log2 e), f in [-1/2, 1/2], 2^f by a degree-3 minimax polynomial (relative error
  * 7.48e-5 in exact arithmetic; measured against exp in double over [-87.3, 0]: < 8e-5,
- * tests/test_ops.c), scaled by 2^n through the exponent bits. x clamped to [-87.3365, 88]:
+ * tests/unit/kernels/test_ops.c), scaled by 2^n through the exponent bits. x clamped to [-87.3365, 88]:
  * no denormal or infinite result. Half the operations of rv_vexpf. */
 static inline float rv_vexpf_bf16(float x) {
   x = x < 88.0f ? x : 88.0f;
@@ -161,7 +161,7 @@ static inline float rv_vgeluf(float x) {
  * bf16, relative error up to 2^-9, after the depthwise conv): erfc(a) = t P(t) e^{-a^2},
  * t = 1 / (1 + p a), P of degree 4 (Abramowitz & Stegun 7.1.26: absolute error <= 1.5e-7),
  * e^{-a^2} by rv_vexpf_bf16; the same erfc form as rv_vgeluf (no branch). About half of
- * rv_vgeluf's operations; error measured in tests/test_ops.c (test_vmath). */
+ * rv_vgeluf's operations; error measured in tests/unit/kernels/test_ops.c (test_vmath). */
 static inline float rv_vgeluf_bf16(float x) {
   const float a = fabsf(x) * 0.70710678118654752440f;
   const float t = 1.0f / (1.0f + 0.3275911f * a);

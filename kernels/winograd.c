@@ -15,7 +15,7 @@
  * so a tile costs a^2 multiplies per (co, ci) instead of 9 m^2: 2.25x fewer for m = 2,
  * 4x fewer for m = 4 (nominally; the clipped parts of edge tiles are wasted work).
  * Rounding: the transforms have entries up to 8 (A^T, m = 4) and 1/30 (G), so the float32
- * error is larger than a direct conv's: tests/test_winograd.c states the measured bounds.
+ * error is larger than a direct conv's: tests/unit/kernels/test_winograd.c states the measured bounds.
  * For m = 4 the points 1/2, -2 replace Lavin's +-2 (rows of B^T and G scaled by powers of two
  * to integer B^T entries, which changes no rounding), because they give the smaller float32
  * error (tools/winograd_points.py; the figures: bench/RESULTS.md, "Measurements behind the

@@ -35,7 +35,7 @@
  * slide-mode segmentor once per window, and the model keeps only pre-processing: one input
  * per forward (an aug-test is the model's list of (scale, flip) inputs, pre-processed and
  * passed one forward each, their probabilities summed by the family). Tests drive the same
- * forward with a function that counts its calls (tests/test_family.c).
+ * forward with a function that counts its calls (tests/unit/models/test_family.c).
  *
  * A new detection head: one row here (ops: &rv_detector_family_ops), its file in heads/,
  * and its part in models/detector.c (rv_det_head_ops: FPN config, load, forward, test_cfg,

@@ -122,7 +122,7 @@ rv_status rv_convmod_slice_inputs(rv_convmod *dst, const rv_convmod *src, int c0
  *   packed for                        detection FPN and RPN, UperNet's PPM bottleneck), else
  *                                     F(4x4) (RV_CONV_AUTO_FAST: dense heads). The transforms
  *                                     amplify bf16's rounding: F(2x2) ~3x, F(4x4) ~10x a
- *                                     direct conv's (tests/test_bf16_gemm.c)
+ *                                     direct conv's (tests/unit/backbone/test_bf16_gemm.c)
  *   RoI conv stacks (heads/det.h)     rv_conv2d_winograd_rois_bf16 (rv_convmods_set_bf16_rois)
  *   conv of an upsampled map          rv_conv3x3_upsampled_bf16_packed (the taps' GEMM in
  *                                     bf16, its weights packed by

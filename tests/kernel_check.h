@@ -28,24 +28,14 @@ static inline float *kc_rand(size_t n, uint64_t seed) {
   return p;
 }
 
-/* The element with the largest excess over its bound atol + rtol |ref_i| (or the largest
- * |d| when none exceeds): its index, and whether every element is within bounds. */
+/* Whether |got_i - ref_i| <= atol + rtol |ref_i| for every i, by the fixture comparer's mixed
+ * rule (eval/compare.h: the one tensor comparer of check-fixture and the tests); *worst: the
+ * index of the largest |d| / (atol + rtol |ref|). */
 static inline int kc_within(const float *got, const float *ref, size_t n, double rtol,
                             double atol, size_t *worst) {
-  int ok = 1;
-  double we = -INFINITY;
-  *worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)got[i] - (double)ref[i]);
-    if (d != d) d = INFINITY;
-    double excess = d - (atol + rtol * fabs((double)ref[i]));
-    if (excess > 0) ok = 0;
-    if (excess > we) {
-      we = excess;
-      *worst = i;
-    }
-  }
-  return ok;
+  rv_cmp c = rv_compare_f32_mixed(got, ref, n, atol, rtol);
+  *worst = c.worst;
+  return c.rel <= 1.0;
 }
 
 /* |got_i - ref_i| <= atol + rtol |ref_i| for every i, else a message naming the worst index. */
@@ -59,13 +49,17 @@ static inline void kc_assert_near(const float *got, const float *ref, size_t n, 
   }
 }
 
-/* max|got - ref| <= tol * max(1, max|ref|) (one scale for the whole tensor), else a message
- * naming the worst index. */
+/* max|got - ref| <= tol * max(1, max|ref|) (one scale for the whole tensor: the comparer's
+ * scale rule, rv_compare_f32), else a message naming the worst index. */
 static inline void kc_assert_close(const float *got, const float *ref, size_t n, double tol,
                                    const char *what) {
-  double scale = max_abs(ref, n);
-  if (scale < 1.0) scale = 1.0;
-  kc_assert_near(got, ref, n, 0.0, tol * scale, what);
+  rv_cmp c = rv_compare_f32(got, ref, n);
+  if (!(c.rel <= tol)) {
+    size_t w = c.worst;
+    fprintf(stderr, "%s: worst at [%zu]: got %.9g, want %.9g (|d| %.3g > %.3g x max(1, max|want|) %.3g)\n",
+            what, w, got[w], ref[w], fabs((double)got[w] - ref[w]), tol, c.scale);
+    fail();
+  }
 }
 
 /* A context post function for the kernels' block epilogues (rv_block_fn): z += 3 y over the

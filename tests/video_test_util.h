@@ -1,4 +1,4 @@
-/* Video helpers shared by tests/test_video.c and tests/mpi_video.c. */
+/* Video helpers shared by tests/cli/test_video.c and tests/mpi_video.c. */
 #ifndef RV_TESTS_VIDEO_TEST_UTIL_H
 #define RV_TESTS_VIDEO_TEST_UTIL_H
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the small synthetic PyTorch checkpoints used by tests/test_pth.c into tests/data/pth/.
+"""Write the small synthetic PyTorch checkpoints used by tests/unit/formats/test_pth.c into tests/data/pth/.
 
 Needs only the Python standard library: the pickles are produced by Python's own pickler
 with stand-in `torch` / `torch._utils` modules, so the byte stream has exactly the shape

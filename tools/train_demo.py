@@ -19,7 +19,7 @@ noisy) 1.35 at iteration 0, 0.078 at 500, 0.076 at 1000, 0.067 at 1500, 0.017 at
 0.018 at the end. Validation (seed 1001,
 60 images): mIoU 96.51 in PyTorch and 96.51 with `ravlt eval ade20k --weights demo` on the
 converted, embedded file (aAcc 99.36, class IoU 95.6-99.3); a fresh seed (9001, 40 images,
-tests/test_demo_cli.c asserts >= 80): mIoU 95.69. A 300 s pilot of the same settings (1051
+tests/cli/test_demo_cli.c asserts >= 80): mIoU 95.69. A 300 s pilot of the same settings (1051
 iterations) reached 96.22 on 40 validation images.
 
 Before `ravlt synth` gave each class a colour family (random colours: only geometry told the

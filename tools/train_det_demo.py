@@ -20,7 +20,7 @@ as the machine's load varied); loss (focal + L1, one batch, noisy) 1.83 at itera
 at 50, 0.28 at 625, 0.19 at 1500, 0.13 at the end. Validation (seed 1002, 60 images): box AP
 81.91 (AP50 98.14) in PyTorch and 81.91 (AP50 98.14) with `ravlt eval coco --weights` on the
 converted file; all 1822 detections match (same image and label), boxes within 3.8e-5 px,
-scores within 1.6e-6. A fresh seed (9001, 40 images; tests/test_demo_cli.c asserts AP >= 50):
+scores within 1.6e-6. A fresh seed (9001, 40 images; tests/cli/test_demo_cli.c asserts AP >= 50):
 box AP 80.05 (AP50 98.13) in both, 1379 of 1379 detections matched (3.1e-5 px, 9.5e-7). A
 300 s pilot of the same settings on 1000 training images (324 iterations) reached 50.85 on
 40 validation images, identical in PyTorch and ravlt.

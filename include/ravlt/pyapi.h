@@ -5,7 +5,7 @@
  * read by counts/copy calls and released by its _free. Each call takes its own rv_ctx (created
  * with rv_py_ctx_new, one per call so threads never share one); on a status other than RV_OK
  * the message is rv_py_errmsg(ctx). These are the functions the shared library must export
- * for the package (tests/test_python.sh): installed as <ravlt/pyapi.h>, RV_API like the rest
+ * for the package (tests/cli/test_python.sh): installed as <ravlt/pyapi.h>, RV_API like the rest
  * of the public API, but not part of the umbrella <ravlt/ravlt.h> (C programs use that).
  *
  *   rv_ctx *ctx = rv_py_ctx_new(0);

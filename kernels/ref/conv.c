@@ -1,5 +1,5 @@
 /* The naive twin of kernels/conv.c: plain loops, double accumulation, the references
- * tests/test_kernels.c compares the fast kernels with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernels with. Never on a hot path. */
 #include "kernels/ops.h"
 
 static void check_params(const rv_conv_params *p, int cin, int cout) {

@@ -1,5 +1,5 @@
 /* The naive twin of kernels/conv3x3.c: plain loops, double accumulation, the references
- * tests/test_kernels.c compares the fast kernels with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernels with. Never on a hot path. */
 #include "kernels/ops.h"
 
 static float act1(float v, rv_act act) {

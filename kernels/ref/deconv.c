@@ -1,5 +1,5 @@
 /* The naive twin of kernels/deconv.c: plain loops, double accumulation, the reference
- * tests/test_kernels.c compares the fast kernel with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernel with. Never on a hot path. */
 #include "kernels/ops.h"
 
 /* floats of stack per thread: 4*h*wd <= TMAX uses the GEMM path */

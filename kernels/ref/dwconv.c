@@ -1,5 +1,5 @@
 /* The naive twin of kernels/dwconv.c: plain loops, double accumulation, the reference
- * tests/test_kernels.c compares the fast kernel with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernel with. Never on a hot path. */
 #include "kernels/ops.h"
 
 void rv_dwconv2d_naive_f32(float *y, const float *x, const float *w, const float *b,

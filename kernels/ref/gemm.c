@@ -1,5 +1,5 @@
 /* The naive twin of kernels/gemm.c: plain loops, double accumulation, the reference
- * tests/test_kernels.c compares the fast kernel with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernel with. Never on a hot path. */
 #include "kernels/ops.h"
 
 /* Reference: plain triple loop, double accumulation. beta == 0 ignores C's old contents

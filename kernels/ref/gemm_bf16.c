@@ -1,5 +1,5 @@
 /* The naive twin of kernels/gemm_bf16.c: plain loops, double accumulation, the reference
- * tests/test_kernels.c compares the fast kernel with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernel with. Never on a hot path. */
 #include "kernels/ops.h"
 
 void rv_pointwise_bf16_naive(float *y, const float *w, const float *b, const float *x,

@@ -1,5 +1,5 @@
 /* The naive twins of kernels/resize.c: plain loops, double accumulation, the references
- * tests/test_kernels.c compares the fast kernels with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernels with. Never on a hot path. */
 #include "kernels/ops.h"
 
 #include <math.h>

@@ -1,5 +1,5 @@
 /* The naive twin of kernels/upconv.c: plain loops, double accumulation, the reference
- * tests/test_kernels.c compares the fast kernel with. Never on a hot path. */
+ * tests/unit/kernels/test_kernels.c compares the fast kernel with. Never on a hot path. */
 #include "kernels/ops.h"
 
 rv_status rv_conv3x3_upsampled_naive_f32(float *y, const float *x, const float *w,

@@ -113,7 +113,7 @@ def _candidates():
             p = os.path.join(d, n)
             if os.path.exists(p):
                 yield p
-    p = os.path.join(bdir, 'libravlt_dev.so')  # a development build (tests/test_python.sh)
+    p = os.path.join(bdir, 'libravlt_dev.so')  # a development build (tests/cli/test_python.sh)
     if os.path.exists(p):
         yield p
     found = ctypes.util.find_library('ravlt')

@@ -1,5 +1,5 @@
 """Paths for the Python tests: env RAVLT_FIXTURES (default tests/fixtures of this checkout),
-RAVLT_BIN (the CLI, default build/ravlt), set by tests/test_python.sh."""
+RAVLT_BIN (the CLI, default build/ravlt), set by tests/cli/test_python.sh."""
 import os
 
 import pytest
@@ -18,7 +18,7 @@ def fx(*parts):
     return os.path.join(FIXTURES, *parts)
 
 
-# tests/test_python_pip.sh runs these tests against an installed wheel: the package and its
+# tests/cli/test_python_pip.sh runs these tests against an installed wheel: the package and its
 # library must then come from there, not from the source tree
 _EXPECT = os.environ.get('RAVLT_EXPECT_PACKAGE_DIR')
 if _EXPECT:
