@@ -3,7 +3,7 @@
  * thumbnails inline JPEG (data URIs), the style sheet and the one small script (sorting the
  * tables) are inline: the file loads nothing. Sections carry ids (<part>-summary, -categories,
  * -pr, -tide, -confusion, -f1, -worst, -compare; ADE20K: -summary, -classes, -confusion,
- * -worst) that tests/test_report_browser.sh checks. Readable on a laptop (max width ~1100 px)
+ * -worst) that tests/cli/test_report_browser.sh checks. Readable on a laptop (max width ~1100 px)
  * and in print (@media print: no navigation, sections kept together where they fit). */
 #define _POSIX_C_SOURCE 200809L
 #include "datasets/analysis_util.h"

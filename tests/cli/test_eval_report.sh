@@ -5,7 +5,7 @@
 # TIDE's own code (tests/data/analysis/tide, within 0.01 AP points), the 12 stats equal to
 # --json's, the report's sections, and clear errors. (The report in a browser: the `once` test
 # test_report_browser.)
-#   bash tests/test_eval_report.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_eval_report.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -u
 BIN=$1
 FIX=$2

@@ -4,10 +4,10 @@
 # the demo detector's model-mode report with thumbnails, and an ADE20K report: every section
 # present and laid out, no console error, no network request. A `once` test (CMakeLists.txt
 # RV_ONCE_TESTS): the release suite runs it, the sanitizer and clang suites leave it out.
-#   bash tests/test_report_browser.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
+#   bash tests/cli/test_report_browser.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
 BIN=$(readlink -f "$1"); FIX=$(readlink -f "$2"); DATA=$(readlink -f "$3")
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PY=/usr/bin/python3
 for x in chromium chromedriver; do
   command -v $x > /dev/null || { echo "test_report_browser: $x missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
