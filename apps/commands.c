@@ -22,6 +22,7 @@ static const rv_cli_command COMMANDS[] = {
     {"models", rv_cmd_models, "list the official checkpoints", SPECS(&rv_spec_models)},
     {"synth", rv_cmd_synth, "generate a synthetic dataset", SPECS(&rv_spec_synth)},
     {"merge", rv_cmd_merge, "merge sharded evaluation results", SPECS(&rv_spec_merge)},
+    {"serve", rv_cmd_serve, "an HTTP inference service (REST, KServe v2, live video streams)", SPECS(&rv_spec_serve)},
 };
 
 const rv_cli_command *rv_cli_commands(int *n) {

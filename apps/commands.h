@@ -20,6 +20,7 @@ RV_CMD(rank);
 RV_CMD(models);
 RV_CMD(synth);
 RV_CMD(merge);
+RV_CMD(serve);
 #undef RV_CMD
 int rv_cmd_eval(int argc, char **argv);
 extern const rv_cmd_spec rv_spec_eval_coco, rv_spec_eval_ade20k;

@@ -113,6 +113,12 @@ static int store(const rv_opt *o, const char *name, const char *v, char *base, r
   switch (o->kind) {
   case RV_OPT_FLAG: *(int *)d = 1; return 0;
   case RV_OPT_STR: *(const char **)d = v; return 0;
+  case RV_OPT_LIST: {
+    rv_opt_list *l = d;
+    if (l->n >= RV_OPT_LIST_MAX) return fail(r, "%s: at most %d of them", name, RV_OPT_LIST_MAX);
+    l->v[l->n++] = v;
+    return 0;
+  }
   case RV_OPT_CHOICE:
     if (!choice_ok(o->choices, v)) { /* "a|b|c" -> "a, b or c" */
       char list[128];

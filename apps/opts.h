@@ -37,7 +37,15 @@ typedef enum {
   RV_OPT_U64,    /* unsigned long long (decimal digits only) */
   RV_OPT_DOUBLE, /* double in [lo, hi] (an end excluded with RV_OPT_OPEN_LO / _HI) */
   RV_OPT_SIZE,   /* int[2] {height, width} from "HxW" (height first) or "N" (square); sides in [lo, hi] */
+  RV_OPT_LIST,   /* rv_opt_list: a repeatable option; each value appended (at most RV_OPT_LIST_MAX) */
 } rv_opt_kind;
+
+/* The destination of an RV_OPT_LIST option: the values in the order given (into argv). */
+#define RV_OPT_LIST_MAX 32
+typedef struct {
+  int n;
+  const char *v[RV_OPT_LIST_MAX];
+} rv_opt_list;
 
 enum { RV_OPT_OPEN_LO = 1, RV_OPT_OPEN_HI = 2, RV_OPT_HIDDEN = 4 };
 

@@ -21,12 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t g_interrupted; /* q or Esc in the --show window */
 
 static int cancelled(void *user) {
-  (void)user;
+  const rv_video_job *j = user;
+  if (j && j->cancelled && j->cancelled(j->hook_user)) return 1;
   return g_interrupted != 0 || rv_cli_stop_signal() != 0;
 }
 
@@ -64,6 +66,8 @@ struct rv_video_app {
   int dd_cap;
   /* the job being run, its reader and its encode-thread state */
   rv_video_job *job;
+  int live;       /* the job's input is a camera or a URL */
+  double t_start; /* realtime: when the job's first frame was read */
   rv_video_reader *vr;
   rv_video_writer *vw;
   int vw_owned; /* vw is ours to close (else the job's writer) */
@@ -233,7 +237,7 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
   app *a = user;
   const result *r = res;
   if (a->json && fi->processed && r) RV_TRY(write_json(a, fi, r, ctx));
-  if (!a->vw && !a->show) return RV_OK;
+  if (!a->vw && !a->show && !a->job->on_frame) return RV_OK;
   if (r && a->task == RV_TASK_SEGMENT) {
     RV_TRY(rv_draw_label_overlay(frame, r->labels, (const unsigned char (*)[3])a->palette, a->names, a->n_classes,
                                  a->opacity, 1, ctx));
@@ -263,6 +267,7 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
     RV_TRY(rv_image_show("ravlt video", frame, 1, &key, ctx));
     if (key == 'q' || key == 27) g_interrupted = 1; /* stop like Ctrl-C: outputs finalised */
   }
+  if (a->job->on_frame) RV_TRY(a->job->on_frame(a->job->hook_user, frame, fi, ctx));
   if (!a->vw) return RV_OK;
   RV_TRY(rv_video_write(a->vw, frame, ctx));
   a->frames_out++;
@@ -306,10 +311,12 @@ typedef struct {
   int enabled, drawn;
   long total;
   double last;
+  const rv_video_job *job;
 } progress;
 
 static void on_progress(void *user, const rv_vp_stats *s) {
   progress *p = user;
+  if (p->job->on_stats) p->job->on_stats(p->job->hook_user, s);
   if (!p->enabled) return;
   double t = rv_now();
   if (t - p->last < 0.2 && !(p->total > 0 && s->written >= p->total)) return;
@@ -336,9 +343,20 @@ uint64_t rv_video_frame_hash(const rv_image *f) {
   return h;
 }
 
-/* Decode thread: the job's reader; the first frame's hash for the seam check. */
+/* Decode thread: the job's reader (--realtime: a file's frame k no sooner than k / fps
+ * after the first); the first frame's hash for the seam check. */
 static rv_status read_frame(void *user, rv_image *frame, int *got, rv_ctx *ctx) {
   app *a = user;
+  if (a->o.realtime && !a->live) {
+    double fps = a->job->info.fps > 0 && a->job->info.fps <= 1000 ? a->job->info.fps : 25.0;
+    long k = rv_video_frames_read(a->vr);
+    if (k == 0) a->t_start = rv_now();
+    for (double due = a->t_start + (double)k / fps, t; (t = rv_now()) < due && !cancelled(a->job);) {
+      double s = due - t < 0.05 ? due - t : 0.05;
+      struct timespec ts = {0, (long)(s * 1e9)};
+      nanosleep(&ts, NULL);
+    }
+  }
   RV_TRY(rv_video_read(a->vr, frame, got, ctx));
   if (*got && !a->job->have_first) {
     a->job->first_hash = rv_video_frame_hash(frame);
@@ -355,7 +373,7 @@ void rv_video_app_free(rv_video_app *a) {
   free(a->names);
   free(a->palette);
   rv_arena_free(a->arena);
-  rv_model_free(a->m);
+  if (!a->o.shared_model) rv_model_free(a->m);
   free(a);
 }
 
@@ -365,9 +383,13 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
   if (!A) return nomem(ctx);
   A->o = *o;
   A->show = o->show;
-  rv_status st = o->demo ? rv_cli_load_demo(&A->m, 0, ctx) : rv_cli_load_model_ex(&A->m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
-  if (st == RV_OK) st = rv_cli_set_precision(A->m, o->precision, ctx);
-  if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
+  rv_status st = RV_OK;
+  if (o->shared_model) A->m = o->shared_model;
+  else {
+    st = o->demo ? rv_cli_load_demo(&A->m, 0, ctx) : rv_cli_load_model_ex(&A->m, o->weights, o->model, &(rv_model_load_opts){o->strict}, ctx);
+    if (st == RV_OK) st = rv_cli_set_precision(A->m, o->precision, ctx);
+    if (st == RV_OK && o->demo) rv_cli_demo_notice("video", A->m);
+  }
   if (st == RV_OK) {
     A->task = rv_model_task(A->m);
     A->n_classes = rv_model_num_classes(A->m);
@@ -484,6 +506,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   const rv_video_info info = j->info;
   const char *input = j->input;
   int live = rv_video_is_live(input);
+  A->live = live;
   if (st != RV_OK) goto out;
   if (!j->output && !j->writer && !j->json && !j->json_stream) rv_log(ctx, RV_LOG_INFO, "no --output or --json: results are not saved");
   if (o->drop && !live) rv_log(ctx, RV_LOG_INFO, "--drop applies to cameras and streams only: a file never drops frames");
@@ -501,6 +524,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   c.user = A;
   progress prog = {0};
   prog.enabled = !rv_cli.quiet && !j->quiet && isatty(2);
+  prog.job = j;
   prog.total = info.frame_count > 0 ? info.frame_count - j->first : 0;
   /* a range's own count, else --max-frames counted from frame 0 (the last range of a split
    * file runs to the end: it stops where one process would) */
@@ -509,6 +533,7 @@ rv_status rv_video_run(rv_video_app *A, rv_video_job *j, rv_ctx *ctx) {
   c.progress = on_progress;
   c.progress_user = &prog;
   c.cancelled = cancelled;
+  c.cancel_user = j;
   c.log = log_stderr;
   c.log_level = rv_cli.quiet ? RV_LOG_WARN : rv_cli.verbose ? RV_LOG_DEBUG : RV_LOG_INFO;
   c.width = info.width;

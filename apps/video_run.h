@@ -13,6 +13,7 @@
 #define RV_APPS_VIDEO_RUN_H
 
 #include "models/video_pipeline.h"
+#include <ravlt/model.h>
 
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +29,11 @@ typedef struct {
   int strict;                    /* --strict: unexpected checkpoint keys are an error */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
   const char *precision;         /* --precision: NULL / "f32" or "bf16" */
+  rv_model *shared_model;        /* a model already loaded (borrowed, not freed; weights, model,
+                                    demo, precision and strict are then not read): `ravlt serve`'s
+                                    streams share the model of its workers */
+  int realtime;                  /* files are read no faster than their frame rate (25 fps when
+                                    unknown), as a camera delivers them */
 } rv_video_opts;
 
 typedef struct rv_video_app rv_video_app;
@@ -45,6 +51,12 @@ typedef struct {
   long first, count;           /* frames first .. first + count - 1 of a file (count 0: to
                                   the end); frame indices, times and --every stay global */
   int quiet;                   /* no header and summary lines */
+  /* hooks of an embedding program (`ravlt serve`); NULL: none */
+  rv_status (*on_frame)(void *user, const rv_image *frame, const rv_vp_frame *fi,
+                        rv_ctx *ctx); /* encode thread: every frame, drawn as --output writes it */
+  void (*on_stats)(void *user, const rv_vp_stats *s); /* encode thread: counters after each frame */
+  int (*cancelled)(void *user); /* polled with the signal flag: nonzero stops the run */
+  void *hook_user;
   /* results */
   int rc;                      /* exit status of this input: 0, 3 (ended early / stalled),
                                   130 (Ctrl-C); 1 or 2 when an error is returned */

@@ -325,6 +325,14 @@ rv_status rv_image_read(const char *path, rv_image *img, rv_ctx *ctx) {
   RV_CATCH(ctx, path)
 }
 
+int rv_image_header_size(const void *buf, size_t len, long long *w, long long *h) {
+  long long ww = 0, hh = 0;
+  if (!buf || !header_dims(static_cast<const unsigned char *>(buf), len, ww, hh)) return 0;
+  *w = ww;
+  *h = hh;
+  return 1;
+}
+
 rv_status rv_image_decode(const void *buf, size_t len, const char *name, rv_image *img, rv_ctx *ctx) {
   const char *nm = name ? name : "(memory)";
   try {

@@ -34,6 +34,12 @@ extern "C" {
 
 /* JPEG at a given quality (1-100) into memory (*buf malloc'ed); rv_image_encode uses 95. */
 rv_status rv_image_encode_jpeg(const rv_image *img, int quality, unsigned char **buf, size_t *len, rv_ctx *ctx);
+
+/* Width and height from the header of an encoded image, without decoding: the figures
+ * rv_image_decode checks against rv_ctx_max_pixels before it decodes. 1 when found, 0 when
+ * the format is not one whose header is read or the header is cut short. */
+int rv_image_header_size(const void *buf, size_t len, long long *w, long long *h);
+
 typedef enum { RV_INTERP_LINEAR = 0, RV_INTERP_NEAREST, RV_INTERP_AREA, RV_INTERP_CUBIC } rv_interp;
 /* dst = cv2.resize(src, (w, h), interpolation). dst is (re)allocated; dst != src. */
 rv_status rv_image_resize(rv_image *dst, const rv_image *src, int w, int h, rv_interp interp,

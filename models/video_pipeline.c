@@ -43,6 +43,7 @@ typedef struct {
   char sink_err[1024];
   double *lat;           /* latencies of processed frames (sink thread) */
   size_t nlat, caplat;
+  long nlat_seen; /* processed frames written (the running mean of the snapshots) */
   int width, height;
 } pipe_t;
 
@@ -249,6 +250,10 @@ static void *sink_main(void *arg) {
         if (p->nlat < p->caplat) p->lat[p->nlat++] = lat;
       }
       pthread_mutex_lock(&p->mu);
+      if (it.fi.processed) { /* the running mean in the progress snapshots */
+        p->nlat_seen++;
+        p->st.latency_mean_s += (lat - p->st.latency_mean_s) / (double)p->nlat_seen;
+      }
       p->st.written++;
       p->st.wall_s = now_s() - p->t0;
       rv_vp_stats snap = p->st;

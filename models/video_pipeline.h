@@ -62,7 +62,8 @@ typedef struct {
   double sink_s;      /* total time inside sink() (encode thread) */
   double wait_in_s;   /* inference stage waiting for a decoded frame */
   double wait_out_s;  /* inference stage blocked on a full encode queue */
-  double latency_mean_s, latency_p95_s; /* decode done -> sink done, processed frames */
+  double latency_mean_s, latency_p95_s; /* decode done -> sink done, processed frames (the
+                                           progress snapshots: the mean so far) */
   double fps;         /* written / wall_s */
   char fault[256];    /* message of the source fault (ended early / stalled), or "" */
 } rv_vp_stats;

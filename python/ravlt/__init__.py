@@ -34,6 +34,7 @@ from ._lib import (Error, ArgumentError, ArgumentTypeError, FormatError, FileErr
 from .config import Config, ConfigDict
 from .apis import (Model, cpu_has_bf16, init_segmentor, inference_segmentor, init_detector, inference_detector,
                    show_result_pyplot, imread, imwrite)
+from .client import Client, ServerError  # `ravlt serve`'s client (urllib only)
 
 __all__ = ['Error', 'ArgumentError', 'ArgumentTypeError', 'FormatError', 'FileError', 'MissingFileError',
            'FilePermissionError', 'IsAFolderError', 'OutOfMemoryError', 'ClosedError', 'RavltWarning',

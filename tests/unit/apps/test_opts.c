@@ -208,7 +208,7 @@ static void test_numeric_options_of_every_command(void **state) {
     for (int s = 0; cmds[c].specs[s]; s++) {
       const rv_cmd_spec *spec = cmds[c].specs[s];
       for (const rv_opt *o = spec->opts; o->name; o++) {
-        if (o->kind == RV_OPT_FLAG || o->kind == RV_OPT_STR || o->kind == RV_OPT_CHOICE) continue;
+        if (o->kind == RV_OPT_FLAG || o->kind == RV_OPT_STR || o->kind == RV_OPT_CHOICE || o->kind == RV_OPT_LIST) continue;
         char vals[8][64];
         int nv = bad_values(o, vals);
         for (int v = 0; v < nv; v++) {
