@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/eval_report.h"
 #include "apps/image_run.h"
+#include "apps/tile_cli.h"
 #include "datasets/coco.h"
 #include "datasets/det_json.h"
 #include "apps/commands.h"
@@ -19,6 +20,7 @@ typedef struct {
   const char *out_dir, *json, *shard, *ann;
   double thr;
   int no_draw;
+  rv_tile_cli tile;
 } detect_opts;
 
 static const rv_opt OPTS[] = {
@@ -43,6 +45,7 @@ static const rv_opt OPTS[] = {
      "only images k (sorted input order, from 0) with k mod N == i; with --json\n"
      "image ids stay those of the whole list and FILE.shard.json describes the\n"
      "part for `ravlt merge`", 0},
+    RV_TILE_OPTS_DET(detect_opts, tile),
     RV_MODEL_OPT_PRECISION(detect_opts, mo),
     RV_OPT_STRICT(detect_opts, mo.strict),
     RV_OPT_END};
@@ -53,7 +56,9 @@ const rv_cmd_spec rv_spec_detect = {
     "RetinaNet checkpoint (mmdet .pth or its safetensors conversion). The test pipeline is\n"
     "mmdet's: keep-ratio resize to the checkpoint's img_scale ((1333, 800) for the official\n"
     "ones, (320, 240) for the demo detector), normalize, pad to 32, the checkpoint's test_cfg\n"
-    "(score > 0.05, NMS, at most 100 per image).\n",
+    "(score > 0.05, NMS, at most 100 per image). With --tile, the image is cut into\n"
+    "overlapping tiles of its own resolution, each run through that pipeline, and their\n"
+    "detections merged class by class (SAHI; docs/large-images.md).\n",
     OPTS, -1,
     "COCO image ids of the --json results: with --ann, the id of the image of the same file\n"
     "name in GT.json (an input missing there is an error); without --ann, when every input's\n"
@@ -69,7 +74,8 @@ const rv_cmd_spec rv_spec_detect = {
     "  ravlt detect --weights cascade_ravlt_s.pth --out-dir out photo.jpg\n"
     "  ravlt detect --weights cascade_ravlt_s.pth --ann instances_val2017.json --json dets.json --no-draw val2017/\n"
     "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
-    "  ravlt detect --json dets.json synth_det/images/      # the built-in demo detector\n",
+    "  ravlt detect --json dets.json synth_det/images/      # the built-in demo detector\n"
+    "  ravlt detect --weights cascade_ravlt_s.pth --tile 800x1333 --tile-merge nmm drone.jpg\n",
     sizeof(detect_opts)};
 
 /* Stem of a path (file name without folder and extension) when it is all digits: its number. */
@@ -130,6 +136,9 @@ typedef struct {
   rv_part_image *part; /* --shard with --json: the images done */
   size_t n_part;
   long total;         /* detections */
+  int tiled;          /* --tile */
+  rv_tile_opts to;
+  rv_tile_cli_progress bar;
 } detect_run;
 
 static rv_status prepare(void *user, rv_image_run *r, rv_ctx *ctx) {
@@ -148,13 +157,43 @@ static rv_status prepare(void *user, rv_image_run *r, rv_ctx *ctx) {
   return RV_OK;
 }
 
+/* One tiled image: its drawing, then its results. */
+static rv_status one_tiled(detect_run *u, rv_image_run *r, size_t k, const char *path, rv_image *img, rv_ctx *ctx) {
+  rv_tile_detections det = {0};
+  int *order = NULL;
+  const int w = img->w, h = img->h;
+  rv_status st = rv_task_detect_tiled(&r->model, img, &u->to, r->arena, &det, &order, ctx);
+  if (st == RV_OK && !u->o->no_draw) {
+    char out[4096];
+    rv_cli_out_name(out, sizeof out, u->o->out_dir, path, "_det.jpg");
+    st = rv_task_draw_tiled(&r->model, img, &det, (float)u->o->thr, ctx);
+    if (st == RV_OK) st = rv_image_write(out, img, ctx);
+  }
+  if (st == RV_OK && u->res)
+    st = rv_det_json_add_rle(u->res, u->ids[k], det.n, det.bboxes, det.scores, det.labels, det.masks, order, u->cat_ids, ctx);
+  if (st == RV_OK && u->part) u->part[u->n_part++] = (rv_part_image){u->ids[k], w, h, r->list.paths[k]};
+  if (st == RV_OK) {
+    int shown = 0;
+    for (int i = 0; i < det.n; i++) shown += det.scores[i] >= u->o->thr;
+    u->total += det.n;
+    rv_log(ctx, RV_LOG_DEBUG, "%s: %d tiles, %d detections merged (%d >= %.2f)", path, det.runs, det.n, shown, u->o->thr);
+  }
+  free(order);
+  return st;
+}
+
 /* One image: its drawing, then its results. */
 static rv_status one(void *user, rv_image_run *r, size_t k, const char *path, rv_image *img, rv_ctx *ctx) {
   detect_run *u = user;
+  if (u->tiled) return one_tiled(u, r, k, path, img, ctx);
   rv_detections det = {0};
   int *order = NULL;
   const int w = img->w, h = img->h;
   rv_status st = rv_task_detect(&r->model, img, r->arena, &det, &order, ctx);
+  if (st == RV_OK && u->o->tile.max_dets > 0 && det.n > u->o->tile.max_dets) { /* the best N (det is by score) */
+    det.n = u->o->tile.max_dets;
+    rv_detections_class_order(order, &det);
+  }
   if (st == RV_OK && !u->o->no_draw) {
     char out[4096];
     rv_cli_out_name(out, sizeof out, u->o->out_dir, path, "_det.jpg");
@@ -185,7 +224,9 @@ static rv_status finish(void *user, rv_image_run *r, rv_ctx *ctx) {
   rv_digest items;
   rv_digest_init(&items);
   for (size_t i = 0; i < r->n; i++) rv_digest_str(&items, r->list.paths[i]);
-  rv_part_run_id(&run, r->model.weights, o->mo.model ? o->mo.model : "", o->ann, &items);
+  char model_key[512];
+  rv_tile_cli_key(model_key, sizeof model_key, o->mo.model, &o->tile);
+  rv_part_run_id(&run, r->model.weights, model_key, o->ann, &items);
   return rv_part_write_coco(u->side, &r->shard, r->n, NULL, o->json, u->masks ? u->segm : NULL, u->part, u->n_part, &run,
                             ctx);
 }
@@ -204,7 +245,9 @@ int rv_cmd_detect(int argc, char **argv) {
   if (prc >= 0) return prc;
   if (rv_cli_json_stdout(o.json) && o.shard) return rv_cli_usage_error("detect", "--json - (stdout) with --shard: give the part a file name");
   if (o.ann && !o.json) return rv_cli_usage_error("detect", "--ann numbers the images of --json FILE: give --json too");
+  if (rv_tile_cli_check("detect", &o.tile)) return 2;
   detect_run u = {&o};
+  if ((u.tiled = rv_tile_cli_opts(&o.tile, &u.to))) rv_tile_cli_progress_attach(&u.bar, &u.to, "detect tiles");
   if (o.json) {
     rv_cli_sibling_path(u.segm, sizeof u.segm, o.json, ".segm.json");
     rv_cli_sibling_path(u.side, sizeof u.side, o.json, ".shard.json");

@@ -20,6 +20,7 @@
 #include "apps/eval_analysis.h"
 #include "apps/eval_report.h"
 #include "apps/image_run.h"
+#include "apps/tile_cli.h"
 #include "core/fs.h"
 #include "apps/mpi_run.h"
 #include "apps/outputs.h"
@@ -118,6 +119,7 @@ typedef struct {
   int mmdet_maxdets, resume;
   rv_shard shard;
   rv_cli_report_opts rep; /* --report, --report-json, --compare, --conf-* */
+  rv_tile_cli tile;
 } coco_opts;
 
 static const rv_opt COCO_OPTS[] = {
@@ -169,6 +171,7 @@ static const rv_opt COCO_OPTS[] = {
      "model mode, with --output: the images R.shard.json lists as done (an\n"
      "earlier run that failed on some images or was stopped by a signal) are\n"
      "not run again; their results are read from R.json", 0},
+    RV_TILE_OPTS_DET(coco_opts, tile),
     RV_MODEL_OPT_PRECISION(coco_opts, mo),
     RV_OPT_STRICT(coco_opts, mo.strict),
     RV_OPT_END};
@@ -179,7 +182,8 @@ const rv_cmd_spec rv_spec_eval_coco = {
     "COCO detection evaluation with the numbers pycocotools' COCOeval prints (12 stats, bit for\n"
     "bit), followed by a per-category AP table (IoU=0.50:0.95, area=all, last maxDets).\n"
     "Model mode (--weights): run a detector over the gt's images, sorted by image id, then\n"
-    "evaluate bbox and, when the model has masks, segm.\n",
+    "evaluate bbox and, when the model has masks, segm; --tile runs it on tiles of each image\n"
+    "as `ravlt detect --tile` does (docs/large-images.md).\n",
     COCO_OPTS, 0,
     "mpirun -np N ravlt eval coco ... (a -DRAVLT_MPI=ON build): rank r runs images k with\n"
     "k mod N == r, rank 0 gathers the detections and prints the one-run stats.\n"
@@ -211,17 +215,20 @@ static rv_status push_obj(rv_coco_results *r, size_t *cap, const rv_coco_obj *o,
  * results2json): classes in index order, NMS order within a class; bbox = float64
  * differences of the float32 corners; score = the float32 score. seg (may be NULL) gets the
  * same entries with their masks (RLE of the pasted mask at the original size). */
+/* n detections (bboxes, scores, labels; masks as n row-major mask_h x mask_w planes, or as
+ * RLEs, or none) in mmdet's class order, appended as COCO results. */
 static rv_status append_dets(rv_coco_results *box, size_t *box_cap, rv_coco_results *seg, size_t *seg_cap,
-                             const rv_model *m, int64_t image_id, const rv_detections *det, const int *order,
-                             rv_ctx *ctx) {
-  for (int i = 0; i < det->n; i++) {
+                             const rv_model *m, int64_t image_id, int n, const float *bboxes, const float *scores,
+                             const int *labels, const unsigned char *masks, int mask_h, int mask_w, const rv_rle *rles,
+                             const int *order, rv_ctx *ctx) {
+  for (int i = 0; i < n; i++) {
     int k = order[i];
-    const float *b = det->bboxes + 4 * (size_t)k;
+    const float *b = bboxes + 4 * (size_t)k;
     rv_coco_obj o;
     memset(&o, 0, sizeof o);
     o.image_id = image_id;
-    o.category_id = rv_model_category_id(m, det->labels[k]);
-    o.score = (double)det->scores[k];
+    o.category_id = rv_model_category_id(m, labels[k]);
+    o.score = (double)scores[k];
     double x1 = b[0], y1 = b[1], x2 = b[2], y2 = b[3];
     o.bbox[0] = x1;
     o.bbox[1] = y1;
@@ -229,9 +236,11 @@ static rv_status append_dets(rv_coco_results *box, size_t *box_cap, rv_coco_resu
     o.bbox[3] = y2 - y1;
     o.has_bbox = 1;
     RV_TRY(push_obj(box, box_cap, &o, ctx));
-    if (seg && det->masks) {
-      const unsigned char *mk = det->masks + (size_t)k * det->mask_h * det->mask_w;
-      RV_TRY(rv_rle_encode_rowmajor(&o.segm, mk, (uint32_t)det->mask_h, (uint32_t)det->mask_w, ctx));
+    if (seg && (masks || rles)) {
+      if (masks)
+        RV_TRY(rv_rle_encode_rowmajor(&o.segm, masks + (size_t)k * mask_h * mask_w, (uint32_t)mask_h, (uint32_t)mask_w, ctx));
+      else
+        RV_TRY(rv_rle_copy(&o.segm, &rles[k], ctx));
       o.has_segm = 1;
       rv_status st = push_obj(seg, seg_cap, &o, ctx);
       if (st != RV_OK) {
@@ -277,6 +286,9 @@ typedef struct {
   int64_t *skip;       /* --resume: the ids of the images done before, sorted */
   size_t n_skip;
   rv_part_run run;
+  int tiled;           /* --tile */
+  rv_tile_opts to;
+  rv_tile_cli_progress bar;
 } coco_run;
 
 static const rv_coco_image *coco_item(const coco_run *u, size_t k) { return &u->gt->images[u->gt->img_idx_sorted[k]]; }
@@ -304,14 +316,32 @@ static rv_status coco_image(void *user, rv_image_run *r, size_t k, const char *p
   if (img->h != im->height || img->w != im->width)
     return rv_error(ctx, RV_ERR_SHAPE, "%s is %dx%d but %s says %dx%d for image %lld (width x height)", path, img->w,
                     img->h, u->o->ann, im->width, im->height, (long long)im->id);
-  rv_detections det = {0};
-  int *order = NULL;
-  rv_status st = rv_task_detect(&r->model, img, r->arena, &det, &order, ctx);
-  if (st == RV_OK)
-    st = append_dets(&u->box, &u->box_cap, u->masks ? &u->seg : NULL, &u->seg_cap, r->model.m, im->id, &det, order, ctx);
-  if (st == RV_OK && u->dj && !u->n_skip) st = rv_det_json_add(u->dj, im->id, &det, order, u->cat_ids, ctx);
+  int *order = NULL, n = 0;
+  rv_status st;
+  if (u->tiled) {
+    rv_tile_detections td = {0};
+    st = rv_task_detect_tiled(&r->model, img, &u->to, r->arena, &td, &order, ctx);
+    if (st == RV_OK)
+      st = append_dets(&u->box, &u->box_cap, u->masks ? &u->seg : NULL, &u->seg_cap, r->model.m, im->id, td.n, td.bboxes,
+                       td.scores, td.labels, NULL, 0, 0, td.masks, order, ctx);
+    if (st == RV_OK && u->dj && !u->n_skip)
+      st = rv_det_json_add_rle(u->dj, im->id, td.n, td.bboxes, td.scores, td.labels, td.masks, order, u->cat_ids, ctx);
+    n = td.n;
+  } else {
+    rv_detections det = {0};
+    st = rv_task_detect(&r->model, img, r->arena, &det, &order, ctx);
+    if (st == RV_OK && u->o->tile.max_dets > 0 && det.n > u->o->tile.max_dets) { /* the best N (det is by score) */
+      det.n = u->o->tile.max_dets;
+      rv_detections_class_order(order, &det);
+    }
+    if (st == RV_OK)
+      st = append_dets(&u->box, &u->box_cap, u->masks ? &u->seg : NULL, &u->seg_cap, r->model.m, im->id, det.n, det.bboxes,
+                       det.scores, det.labels, det.masks, det.mask_h, det.mask_w, NULL, order, ctx);
+    if (st == RV_OK && u->dj && !u->n_skip) st = rv_det_json_add(u->dj, im->id, &det, order, u->cat_ids, ctx);
+    n = det.n;
+  }
   if (st == RV_OK) {
-    rv_log(ctx, RV_LOG_DEBUG, "image %lld (%s): %d detections", (long long)im->id, im->file_name, det.n);
+    rv_log(ctx, RV_LOG_DEBUG, "image %lld (%s): %d detections", (long long)im->id, im->file_name, n);
     u->imgs[u->n_imgs++] = (rv_part_image){im->id, im->width, im->height, im->file_name};
   }
   free(order);
@@ -499,7 +529,10 @@ static int cmd_coco_model(const coco_opts *o) {
   if (!ctx) return 1;
   rv_image_run r = {.cmd = "eval coco", .shard = o->shard};
   coco_run u = {.o = o, .mpi = rv_mpi_size() > 1, .run = {"", -1, -1}};
-  rv_part_run_id(&u.run, o->mo.weights, o->mo.model ? o->mo.model : "", o->ann, NULL);
+  char model_key[512]; /* the run's identity (--resume, parts): tiling changes the results */
+  rv_tile_cli_key(model_key, sizeof model_key, o->mo.model, &o->tile);
+  rv_part_run_id(&u.run, o->mo.weights, model_key, o->ann, NULL);
+  if ((u.tiled = rv_tile_cli_opts(&o->tile, &u.to))) rv_tile_cli_progress_attach(&u.bar, &u.to, "eval coco tiles");
   if (!u.mpi) rv_cli_signals_install(1); /* a signal while loading: stops before the first image */
   rv_status st = coco_open(&u, &r, ctx);
   if (st == RV_OK && o->resume) st = coco_resume(&u, ctx);
@@ -566,12 +599,15 @@ static int cmd_coco(int argc, char **argv) {
   if (o.mo.weights) {
     if (!o.images) return rv_cli_usage_error(cmd, "--weights needs --images DIR (the folder of the gt's file_name)");
     if (iou_given) return rv_cli_usage_error(cmd, "--iou-type is for --results (model mode evaluates bbox and segm)");
+    if (rv_tile_cli_check(cmd, &o.tile)) return 2;
     if (model_usage(cmd, &o.mo, o.resume, o.out, o.shard_spec, o.json, &o.shard)) return 2;
     return cmd_coco_model(&o);
   }
   if (o.resume || o.shard_spec || o.out || (o.images && !rv_cli_report_wanted(&o.rep)) || o.mo.model)
     return rv_cli_usage_error(cmd, "--images (without a report), --model, --output, --shard and --resume are for the "
                                    "model mode (--weights)");
+  if (o.tile.tile[0] > 0 || o.tile.max_dets > 0)
+    return rv_cli_usage_error(cmd, "--tile and --max-dets are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/commands.h"
 #include "apps/image_run.h"
+#include "apps/tile_cli.h"
 
 #include <stddef.h>
 
@@ -14,6 +15,7 @@ typedef struct {
   const char *out_dir, *format, *mode, *shard;
   double opacity;
   int crop, stride, aug_test;
+  rv_tile_cli tile;
 } segment_opts;
 
 static const rv_opt OPTS[] = {
@@ -36,6 +38,7 @@ static const rv_opt OPTS[] = {
     {"--shard", NULL, RV_OPT_STR, offsetof(segment_opts, shard), 0, 0, NULL, "i/N",
      "only images k (sorted input order, from 0) with k mod N == i (the\n"
      "shards write disjoint files into the same --out-dir)", 0},
+    RV_TILE_OPTS_SEG(segment_opts, tile),
     RV_MODEL_OPT_PRECISION(segment_opts, mo),
     RV_OPT_STRICT(segment_opts, mo.strict),
     RV_OPT_END};
@@ -44,7 +47,10 @@ const rv_cmd_spec rv_spec_segment = {
     "segment", "[--weights W] [options] IMAGE|DIR|GLOB...",
     "Semantic segmentation with a RAVLT Semantic FPN or UperNet checkpoint (mmseg .pth or\n"
     "its safetensors conversion). The test pipeline is mmseg's: keep-ratio resize to\n"
-    "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n",
+    "(2048, 512), normalize, whole-image inference, logits resized to the image, argmax.\n"
+    "With --tile, mmseg's slide inference over the image at its own resolution (no resize),\n"
+    "tiles of HxW, logits averaged where they overlap, the memory of one band of tile rows\n"
+    "(docs/large-images.md).\n",
     OPTS, -1,
     "Label PNGs follow the ADE20K annotation convention: pixel value k+1 for class k (0..149),\n"
     "0 reserved for 'other/ignore' (never written by the model). Overlays: <name>_overlay.png\n"
@@ -60,13 +66,17 @@ const rv_cmd_spec rv_spec_segment = {
     "done are kept, the current one is finished or discarded; a second signal exits at once).\n",
     "  ravlt segment --weights upernet_ravlt_s.pth --out-dir out photos/\n"
     "  ravlt segment --weights upernet_ravlt_s.pth --aug-test --format png img.jpg\n"
-    "  ravlt segment --mode slide --crop 256 --stride 170 synth_seg/images/validation/\n",
+    "  ravlt segment --mode slide --crop 256 --stride 170 synth_seg/images/validation/\n"
+    "  ravlt segment --weights upernet_ravlt_s.pth --tile 512x512 --format png orthophoto.tif\n",
     sizeof(segment_opts)};
 
 typedef struct {
   const segment_opts *o;
   int png, overlay;
   rv_seg_run_opts ro;
+  int tiled; /* --tile */
+  rv_tile_opts to;
+  rv_tile_cli_progress bar;
 } segment_run;
 
 static rv_status prepare(void *user, rv_image_run *r, rv_ctx *ctx) {
@@ -90,15 +100,19 @@ static rv_status one(void *user, rv_image_run *r, size_t k, const char *path, rv
   rv_image lab = {0};
   int32_t *labels = NULL;
   char out[4096];
-  rv_status st = rv_task_segment(&r->model, img, &u->ro, r->arena, &labels, ctx);
+  rv_status st = u->tiled ? rv_task_segment_tiled(&r->model, img, &u->to, r->arena, &labels, ctx)
+                         : rv_task_segment(&r->model, img, &u->ro, r->arena, &labels, ctx);
   if (st == RV_OK && u->png) {
     rv_cli_out_name(out, sizeof out, u->o->out_dir, path, ".png");
     st = rv_task_label_image(&lab, labels, img->h, img->w, ctx);
     if (st == RV_OK) st = rv_image_write(out, &lab, ctx);
+    rv_image_free(&lab); /* written: not held while the overlay is drawn and encoded */
   }
   if (st == RV_OK && u->overlay) {
     rv_cli_out_name(out, sizeof out, u->o->out_dir, path, "_overlay.png");
     st = rv_task_overlay(&r->model, img, labels, (float)u->o->opacity, ctx);
+    free(labels); /* drawn: not held while the overlay is encoded */
+    labels = NULL;
     if (st == RV_OK) st = rv_image_write(out, img, ctx);
   }
   free(labels);
@@ -115,8 +129,13 @@ int rv_cmd_segment(int argc, char **argv) {
   int ninputs;
   int prc = rv_cli_parse(&rv_spec_segment, &o, argc, argv, &ninputs);
   if (prc >= 0) return prc;
+  if (rv_tile_cli_check("segment", &o.tile)) return 2;
+  if (o.tile.tile[0] > 0 && (o.mode || o.aug_test))
+    return rv_cli_usage_error("segment", "--tile is its own slide inference at the image's resolution: not with %s",
+                              o.mode ? "--mode" : "--aug-test");
   segment_run u = {&o, !strcmp(o.format, "png") || !strcmp(o.format, "both"),
                    !strcmp(o.format, "overlay") || !strcmp(o.format, "both"), {0}};
+  if ((u.tiled = rv_tile_cli_opts(&o.tile, &u.to))) rv_tile_cli_progress_attach(&u.bar, &u.to, "segment tiles");
   u.ro.aug_test = o.aug_test;
   u.ro.flip = 1;
   const char *suffixes[3] = {u.png ? ".png" : "_overlay.png", u.png && u.overlay ? "_overlay.png" : NULL, NULL};

@@ -96,6 +96,7 @@ static const rv_opt OPTS[] = {
     {"--no-seek", NULL, RV_OPT_FLAG, VO(no_seek), 0, 0, NULL, NULL,
      "under mpirun: ranks reach their first frame by decoding from frame 0\n"
      "instead of seeking (for files whose seeking is not frame-exact)", 0},
+    RV_TILE_OPTS_DET(video_cli_opts, v.tile),
     RV_OPT_END};
 #undef VO
 
@@ -149,6 +150,8 @@ int rv_cmd_video(int argc, char **argv) {
     if (o.show) USAGE_ERR("--show runs in one process, not across MPI ranks");
     if (o.drop) USAGE_ERR("--drop is for live sources, which run in one process, not across MPI ranks");
   }
+  if (rv_tile_cli_check("video", &o.tile)) return 2;
+  if (o.tile.tile[0] > 0 && o.size[0] > 0) USAGE_ERR("--tile runs tiles at the model's own scale: not with --size");
   if (o.show && !getenv("DISPLAY") && !getenv("WAYLAND_DISPLAY"))
     USAGE_ERR("--show needs a display (DISPLAY is not set); use --output");
   if (output && json && !strcmp(output, json)) USAGE_ERR("--output and --json name the same file");

@@ -191,19 +191,22 @@ static int by_score_asc(const void *a, const void *b) {
 }
 
 /* Translucent fill of mask pixels and a solid 1-2 px contour (mask pixels with a
- * 4-neighbour outside the mask). */
-static void draw_mask(rv_image *img, const unsigned char *mask, rv_color c, int thick) {
-  int h = img->h, w = img->w;
+ * 4-neighbour outside the mask). The mask is the mw x mh window at x0, y0 of the image
+ * (row-major); pixels outside it are outside the mask. */
+static void draw_mask(rv_image *img, const unsigned char *mask, int x0, int y0, int mw, int mh, rv_color c,
+                      int thick) {
   const float a = 0.45f;
-  for (int y = 0; y < h; y++) {
-    const unsigned char *m = mask + (size_t)y * w;
-    for (int x = 0; x < w; x++) {
-      if (!m[x]) continue;
+#define IN_MASK(X, Y) ((X) >= 0 && (Y) >= 0 && (X) < mw && (Y) < mh && mask[(size_t)(Y) * mw + (X)])
+  for (int y = 0; y < mh; y++) {
+    if (y0 + y < 0 || y0 + y >= img->h) continue;
+    for (int x = 0; x < mw; x++) {
+      if (!mask[(size_t)y * mw + x] || x0 + x < 0 || x0 + x >= img->w) continue;
+      const int ix = x0 + x, iy = y0 + y;
       int edge = 0;
       for (int d = 1; d <= thick && !edge; d++)
-        edge = x < d || y < d || x >= w - d || y >= h - d || !m[x - d] || !m[x + d] ||
-               !mask[(size_t)(y - d) * w + x] || !mask[(size_t)(y + d) * w + x];
-      unsigned char *p = rv_image_px(img, y, x);
+        edge = ix < d || iy < d || ix >= img->w - d || iy >= img->h - d || !IN_MASK(x - d, y) || !IN_MASK(x + d, y) ||
+               !IN_MASK(x, y - d) || !IN_MASK(x, y + d);
+      unsigned char *p = rv_image_px(img, iy, ix);
       if (edge) {
         p[0] = c.b;
         p[1] = c.g;
@@ -215,6 +218,31 @@ static void draw_mask(rv_image *img, const unsigned char *mask, rv_color c, int 
       }
     }
   }
+#undef IN_MASK
+}
+
+/* A whole-image RLE drawn through its box's window only (a tiled run's masks: the image may be
+ * far too large for a full mask per detection). */
+static rv_status draw_rle(rv_image *img, const rv_rle *r, rv_color c, int thick, rv_ctx *ctx) {
+  if (r->h != (uint32_t)img->h || r->w != (uint32_t)img->w)
+    return rv_error(ctx, RV_ERR_ARG, "draw detections: a %ux%u mask on a %dx%d image", r->w, r->h, img->w, img->h);
+  double bb[4];
+  rv_rle_to_bbox(r, bb);
+  if (bb[2] <= 0 || bb[3] <= 0) return RV_OK;
+  const int x0 = (int)bb[0], y0 = (int)bb[1], mw = (int)bb[2], mh = (int)bb[3];
+  unsigned char *win = calloc((size_t)mw * mh, 1);
+  if (!win) return rv_error(ctx, RV_ERR_NOMEM, "draw detections: out of memory for a %dx%d mask", mw, mh);
+  uint64_t p = 0;
+  for (size_t k = 0; k < r->m; p += r->cnts[k], k++) {
+    if (!(k & 1)) continue; /* background run */
+    for (uint64_t q = p; q < p + r->cnts[k]; q++) {
+      const int x = (int)(q / r->h) - x0, y = (int)(q % r->h) - y0;
+      if (x >= 0 && y >= 0 && x < mw && y < mh) win[(size_t)y * mw + x] = 1;
+    }
+  }
+  draw_mask(img, win, x0, y0, mw, mh, c, thick);
+  free(win);
+  return RV_OK;
 }
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -239,7 +267,8 @@ rv_status rv_draw_detections(rv_image *img, const rv_draw_det *dets, int n,
   /* masks first (all of them), then boxes and tags on top so no fill hides a label */
   for (int j = 0; j < m; j++) {
     const rv_draw_det *d = &dets[ord[j].i];
-    if (d->mask) draw_mask(img, d->mask, color_of(palette, d->label), s.thick);
+    if (d->mask) draw_mask(img, d->mask, 0, 0, img->w, img->h, color_of(palette, d->label), s.thick);
+    else if (d->rle && st == RV_OK) st = draw_rle(img, d->rle, color_of(palette, d->label), s.thick, ctx);
   }
   char text[160], nm[128];
   for (int j = 0; j < m && st == RV_OK; j++) {

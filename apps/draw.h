@@ -10,6 +10,7 @@
 #ifndef RV_APPS_DRAW_H
 #define RV_APPS_DRAW_H
 
+#include "eval/rle.h"
 #include "formats/image.h"
 
 /* Blend the colour of each pixel's class over img (3 channels, labels img->h x img->w):
@@ -29,6 +30,7 @@ typedef struct {
   float score;
   int label;
   const unsigned char *mask;   /* img->h x img->w, nonzero = inside; may be NULL */
+  const rv_rle *rle;           /* else a COCO RLE of img->h x img->w (a tiled run's); may be NULL */
 } rv_draw_det;
 
 /* Draw detections with score >= score_thr, lowest score first so the best end on top:

@@ -43,6 +43,7 @@
 #include "apps/shard.h"
 #include "backbone/ravlt.h"
 #include "formats/image.h"
+#include <ravlt/tile.h>
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -93,6 +94,9 @@ void rv_run_model_free(rv_run_model *rm);
 /* labels (img->h x img->w class indices, malloc'd: free()) */
 rv_status rv_task_segment(const rv_run_model *rm, const rv_image *img, const rv_seg_run_opts *o, rv_arena *arena,
                           int32_t **labels, rv_ctx *ctx);
+/* the same on tiles at the image's own resolution (docs/large-images.md) */
+rv_status rv_task_segment_tiled(const rv_run_model *rm, const rv_image *img, const rv_tile_opts *to, rv_arena *arena,
+                                int32_t **labels, rv_ctx *ctx);
 /* the label PNG's image: pixel k+1 for class k (ADE20K's annotation convention, 8-bit) */
 rv_status rv_task_label_image(rv_image *lab, const int32_t *labels, int h, int w, rv_ctx *ctx);
 /* the overlay with its legend, drawn on img in place */
@@ -100,6 +104,11 @@ rv_status rv_task_overlay(const rv_run_model *rm, rv_image *img, const int32_t *
 /* detections (arrays in arena) and *order (mmdet's class order, malloc'd: free()) */
 rv_status rv_task_detect(const rv_run_model *rm, const rv_image *img, rv_arena *arena, rv_detections *det,
                          int **order, rv_ctx *ctx);
+/* the same on tiles (masks: whole-image RLEs), the order likewise */
+rv_status rv_task_detect_tiled(const rv_run_model *rm, const rv_image *img, const rv_tile_opts *to, rv_arena *arena,
+                               rv_tile_detections *det, int **order, rv_ctx *ctx);
+rv_status rv_task_draw_tiled(const rv_run_model *rm, rv_image *img, const rv_tile_detections *det, float thr,
+                             rv_ctx *ctx);
 /* boxes, masks and tags of the detections with score >= thr, drawn on img in place */
 rv_status rv_task_draw_detections(const rv_run_model *rm, rv_image *img, const rv_detections *det, float thr,
                                   rv_ctx *ctx);

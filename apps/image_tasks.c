@@ -22,6 +22,18 @@ rv_status rv_task_segment(const rv_run_model *rm, const rv_image *img, const rv_
   return st;
 }
 
+rv_status rv_task_segment_tiled(const rv_run_model *rm, const rv_image *img, const rv_tile_opts *to, rv_arena *arena,
+                                int32_t **labels, rv_ctx *ctx) {
+  size_t n = (size_t)img->h * (size_t)img->w;
+  if (!(*labels = malloc(sizeof **labels * (n ? n : 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  rv_status st = rv_model_segment_tiled(rm->m, *labels, img, to, arena, ctx);
+  if (st != RV_OK) {
+    free(*labels);
+    *labels = NULL;
+  }
+  return st;
+}
+
 rv_status rv_task_label_image(rv_image *lab, const int32_t *labels, int h, int w, rv_ctx *ctx) {
   RV_TRY(rv_image_alloc(lab, h, w, 1, ctx));
   for (size_t p = 0; p < (size_t)h * (size_t)w; p++) lab->data[p] = (unsigned char)(labels[p] + 1);
@@ -50,6 +62,30 @@ rv_status rv_task_draw_detections(const rv_run_model *rm, rv_image *img, const r
     const float *b = det->bboxes + 4 * (size_t)k;
     dd[k] = (rv_draw_det){b[0], b[1], b[2], b[3], det->scores[k], det->labels[k],
                           det->masks ? det->masks + (size_t)k * det->mask_h * det->mask_w : NULL};
+  }
+  rv_status st = rv_draw_detections(img, dd, det->n, rm->names, (const unsigned char (*)[3])rm->palette, rm->num_classes,
+                                    thr, ctx);
+  free(dd);
+  return st;
+}
+
+rv_status rv_task_detect_tiled(const rv_run_model *rm, const rv_image *img, const rv_tile_opts *to, rv_arena *arena,
+                               rv_tile_detections *det, int **order, rv_ctx *ctx) {
+  *order = NULL;
+  RV_TRY(rv_model_detect_tiled(rm->m, det, img, to, arena, ctx));
+  if (!(*order = malloc(sizeof **order * (size_t)(det->n + 1)))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  const rv_detections view = {det->n, det->bboxes, det->scores, det->labels, NULL, 0, 0};
+  rv_detections_class_order(*order, &view);
+  return RV_OK;
+}
+
+rv_status rv_task_draw_tiled(const rv_run_model *rm, rv_image *img, const rv_tile_detections *det, float thr,
+                             rv_ctx *ctx) {
+  rv_draw_det *dd = calloc((size_t)det->n + 1, sizeof *dd);
+  if (!dd) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < det->n; k++) {
+    const float *b = det->bboxes + 4 * (size_t)k;
+    dd[k] = (rv_draw_det){b[0], b[1], b[2], b[3], det->scores[k], det->labels[k], NULL, det->masks ? &det->masks[k] : NULL};
   }
   rv_status st = rv_draw_detections(img, dd, det->n, rm->names, (const unsigned char (*)[3])rm->palette, rm->num_classes,
                                     thr, ctx);

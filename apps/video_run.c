@@ -53,6 +53,8 @@ struct rv_video_app {
   rv_model *m;
   rv_task task;
   int custom_scale;
+  int tiled; /* --tile */
+  rv_tile_opts to;
   rv_preprocess_params pre;
   rv_segmentor seg;
   rv_arena *arena;
@@ -110,6 +112,7 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
   if (a->task == RV_TASK_SEGMENT) {
     r->labels = malloc(sizeof *r->labels * (size_t)frame->h * (size_t)frame->w);
     if (!r->labels) st = nomem(ctx);
+    else if (a->tiled) st = rv_model_segment_tiled(a->m, r->labels, frame, &a->to, a->arena, ctx);
     else if (!a->custom_scale) st = rv_model_segment(a->m, r->labels, frame, NULL, a->arena, ctx);
     else {
       rv_tensor x;
@@ -119,7 +122,13 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
     }
   } else {
     rv_detections det = {0};
-    if (!a->custom_scale) st = rv_model_detect(a->m, &det, NULL, frame, a->arena, ctx);
+    const rv_rle *rles = NULL; /* a tiled run's masks */
+    if (a->tiled) {
+      rv_tile_detections td;
+      st = rv_model_detect_tiled(a->m, &td, frame, &a->to, a->arena, ctx);
+      if (st == RV_OK) det = (rv_detections){td.n, td.bboxes, td.scores, td.labels, NULL, 0, 0};
+      rles = st == RV_OK ? td.masks : NULL;
+    } else if (!a->custom_scale) st = rv_model_detect(a->m, &det, NULL, frame, a->arena, ctx);
     else {
       rv_tensor x, feats[RV_RAVLT_STAGES];
       rv_img_meta meta;
@@ -129,6 +138,7 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
         if (!feats[i].data) st = rv_error(ctx, RV_ERR_MODEL, "the detector needs all 4 backbone outputs");
       if (st == RV_OK) st = rv_detector_forward(rv_model_detector(a->m), &det, feats, &meta, NULL, a->arena, ctx);
     }
+    if (st == RV_OK && !a->tiled && a->o.tile.max_dets > 0 && det.n > a->o.tile.max_dets) det.n = a->o.tile.max_dets;
     int keep = 0;
     for (int i = 0; st == RV_OK && i < det.n; i++) keep += det.scores[i] >= a->thr;
     if (st == RV_OK && keep) {
@@ -136,7 +146,7 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
       r->boxes = malloc(sizeof *r->boxes * 4 * (size_t)keep);
       r->scores = malloc(sizeof *r->scores * (size_t)keep);
       r->cls = malloc(sizeof *r->cls * (size_t)keep);
-      int masks = det.masks && det.mask_h == frame->h && det.mask_w == frame->w;
+      int masks = (det.masks && det.mask_h == frame->h && det.mask_w == frame->w) || rles;
       if (masks) r->masks = malloc(plane * (size_t)keep);
       if (!r->boxes || !r->scores || !r->cls || (masks && !r->masks)) st = nomem(ctx);
       for (int i = 0; st == RV_OK && i < det.n; i++) {
@@ -145,7 +155,13 @@ static rv_status infer(void *user, void **out, const rv_image *frame, const rv_v
         memcpy(r->boxes + 4 * k, det.bboxes + 4 * i, 4 * sizeof(float));
         r->scores[k] = det.scores[i];
         r->cls[k] = det.labels[i];
-        if (masks) memcpy(r->masks + plane * (size_t)k, det.masks + plane * (size_t)i, plane);
+        if (masks && !rles) memcpy(r->masks + plane * (size_t)k, det.masks + plane * (size_t)i, plane);
+        if (rles) { /* the RLE's runs go down the columns */
+          unsigned char *o = r->masks + plane * (size_t)k, v = 0;
+          size_t p = 0;
+          for (size_t j = 0; j < rles[i].m; j++, v = !v)
+            for (uint32_t c = 0; c < rles[i].cnts[j]; c++, p++) o[(p % (size_t)frame->h) * (size_t)frame->w + p / (size_t)frame->h] = v;
+        }
       }
     }
   }
@@ -258,6 +274,7 @@ static rv_status sink(void *user, rv_image *frame, const rv_vp_frame *fi, const 
       d->score = r->scores[k];
       d->label = r->cls[k];
       d->mask = r->masks ? r->masks + plane * (size_t)k : NULL;
+      d->rle = NULL;
     }
     RV_TRY(rv_draw_detections(frame, a->dd, r->n, a->names, (const unsigned char (*)[3])a->palette, a->n_classes,
                               a->thr, ctx));
@@ -396,6 +413,7 @@ rv_status rv_video_app_open(rv_video_app **out, const rv_video_opts *o, rv_ctx *
     A->thr = (float)o->thr;
     A->opacity = (float)o->opacity;
     A->pre = rv_model_preprocess(A->m);
+    A->tiled = rv_tile_cli_opts(&o->tile, &A->to);
     int sh = o->size[0], sw = o->size[1];
     if (sh > 0) {
       A->custom_scale = 1;

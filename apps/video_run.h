@@ -12,6 +12,7 @@
 #ifndef RV_APPS_VIDEO_RUN_H
 #define RV_APPS_VIDEO_RUN_H
 
+#include "apps/tile_cli.h"
 #include "models/video_pipeline.h"
 #include <ravlt/model.h>
 
@@ -29,6 +30,7 @@ typedef struct {
   int strict;                    /* --strict: unexpected checkpoint keys are an error */
   const char *out_dir, *out_ext; /* several inputs: DIR/STEM.jsonl and DIR/STEM.EXT */
   const char *precision;         /* --precision: NULL / "f32" or "bf16" */
+  rv_tile_cli tile;              /* --tile ...: each frame on tiles (docs/large-images.md) */
   rv_model *shared_model;        /* a model already loaded (borrowed, not freed; weights, model,
                                     demo, precision and strict are then not read): `ravlt serve`'s
                                     streams share the model of its workers */

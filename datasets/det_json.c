@@ -87,6 +87,35 @@ void rv_det_json_free(rv_det_json *r) {
 
 size_t rv_det_json_count(const rv_det_json *r) { return r->count; }
 
+/* One detection: its bbox entry, and its segm entry when rle is non-NULL. */
+static rv_status add_one(rv_det_json *r, int64_t image_id, const float *b, float score, int cat, const rv_rle *rle,
+                         rv_ctx *ctx) {
+  double x1 = b[0], y1 = b[1], x2 = b[2], y2 = b[3];
+  char v[4][40], sc[40], head[512];
+  rv_format_double_repr(v[0], sizeof v[0], x1);
+  rv_format_double_repr(v[1], sizeof v[1], y1);
+  rv_format_double_repr(v[2], sizeof v[2], x2 - x1);
+  rv_format_double_repr(v[3], sizeof v[3], y2 - y1);
+  rv_format_double_repr(sc, sizeof sc, (double)score);
+  snprintf(head, sizeof head, "{\"image_id\": %lld, \"bbox\": [%s, %s, %s, %s], \"score\": %s, \"category_id\": %d",
+           (long long)image_id, v[0], v[1], v[2], v[3], sc, cat);
+  int fail = sb_str(&r->bbox, r->bbox.len ? ", " : "") || sb_str(&r->bbox, head) || sb_str(&r->bbox, "}");
+  if (rle && !fail) {
+    char *counts = rv_rle_to_string(rle);
+    char size[64];
+    snprintf(size, sizeof size, ", \"segmentation\": {\"size\": [%u, %u], \"counts\": \"", rle->h, rle->w);
+    fail = !counts || sb_str(&r->segm, r->segm.len ? ", " : "") || sb_str(&r->segm, head) || sb_str(&r->segm, size);
+    /* the counts alphabet is ASCII 48..111 plus '\\' (92), which JSON escapes */
+    for (const char *c = counts; !fail && c && *c; c++)
+      fail = *c == '\\' ? sb_str(&r->segm, "\\\\") : sb_put(&r->segm, c, 1);
+    if (!fail) fail = sb_str(&r->segm, "\"}}");
+    free(counts);
+  }
+  if (fail) return rv_error(ctx, RV_ERR_NOMEM, "out of memory for results JSON");
+  r->count++;
+  return RV_OK;
+}
+
 rv_status rv_det_json_add(rv_det_json *r, int64_t image_id, const rv_detections *det,
                               const int *order, const int *cat_ids, rv_ctx *ctx) {
   int with_masks = r->with_masks && det->masks;
@@ -96,42 +125,35 @@ rv_status rv_det_json_add(rv_det_json *r, int64_t image_id, const rv_detections 
     col = malloc(plane ? plane : 1);
     if (!col) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
   }
-  for (int i = 0; i < det->n; i++) {
+  rv_status st = RV_OK;
+  for (int i = 0; i < det->n && st == RV_OK; i++) {
     int k = order ? order[i] : i;
-    const float *b = det->bboxes + 4 * (size_t)k;
-    double x1 = b[0], y1 = b[1], x2 = b[2], y2 = b[3];
-    char v[4][40], sc[40], head[512];
-    rv_format_double_repr(v[0], sizeof v[0], x1);
-    rv_format_double_repr(v[1], sizeof v[1], y1);
-    rv_format_double_repr(v[2], sizeof v[2], x2 - x1);
-    rv_format_double_repr(v[3], sizeof v[3], y2 - y1);
-    rv_format_double_repr(sc, sizeof sc, (double)det->scores[k]);
-    snprintf(head, sizeof head, "{\"image_id\": %lld, \"bbox\": [%s, %s, %s, %s], \"score\": %s, \"category_id\": %d",
-             (long long)image_id, v[0], v[1], v[2], v[3], sc, cat_ids[det->labels[k]]);
-    int fail = sb_str(&r->bbox, r->bbox.len ? ", " : "") || sb_str(&r->bbox, head) || sb_str(&r->bbox, "}");
-    if (with_masks && !fail) {
+    rv_rle rle = {0};
+    if (with_masks) {
       const unsigned char *m = det->masks + (size_t)k * plane;
       for (int x = 0; x < det->mask_w; x++)
         for (int y = 0; y < det->mask_h; y++) col[(size_t)x * det->mask_h + y] = m[(size_t)y * det->mask_w + x] ? 1 : 0;
-      rv_rle rle = {0};
-      rv_status st = rv_rle_encode(&rle, col, (uint32_t)det->mask_h, (uint32_t)det->mask_w, ctx);
-      if (st != RV_OK) { free(col); return st; }
-      char *counts = rv_rle_to_string(&rle);
-      rv_rle_free(&rle);
-      char size[64];
-      snprintf(size, sizeof size, ", \"segmentation\": {\"size\": [%d, %d], \"counts\": \"", det->mask_h, det->mask_w);
-      fail = !counts || sb_str(&r->segm, r->segm.len ? ", " : "") || sb_str(&r->segm, head) || sb_str(&r->segm, size);
-      /* the counts alphabet is ASCII 48..111 plus '\\' (92), which JSON escapes */
-      for (const char *c = counts; !fail && c && *c; c++)
-        fail = *c == '\\' ? sb_str(&r->segm, "\\\\") : sb_put(&r->segm, c, 1);
-      if (!fail) fail = sb_str(&r->segm, "\"}}");
-      free(counts);
+      st = rv_rle_encode(&rle, col, (uint32_t)det->mask_h, (uint32_t)det->mask_w, ctx);
     }
-    if (fail) { free(col); return rv_error(ctx, RV_ERR_NOMEM, "out of memory for results JSON"); }
-    r->count++;
+    if (st == RV_OK)
+      st = add_one(r, image_id, det->bboxes + 4 * (size_t)k, det->scores[k], cat_ids[det->labels[k]],
+                   with_masks ? &rle : NULL, ctx);
+    rv_rle_free(&rle);
   }
   free(col);
-  return RV_OK;
+  return st;
+}
+
+rv_status rv_det_json_add_rle(rv_det_json *r, int64_t image_id, int n, const float *bboxes, const float *scores,
+                              const int *labels, const rv_rle *masks, const int *order, const int *cat_ids,
+                              rv_ctx *ctx) {
+  rv_status st = RV_OK;
+  for (int i = 0; i < n && st == RV_OK; i++) {
+    int k = order ? order[i] : i;
+    st = add_one(r, image_id, bboxes + 4 * (size_t)k, scores[k], cat_ids[labels[k]],
+                 r->with_masks && masks ? &masks[k] : NULL, ctx);
+  }
+  return st;
 }
 
 static rv_status write_atomic(const char *path, const strbuf *b, rv_ctx *ctx) {

@@ -16,6 +16,7 @@
 #ifndef RV_DATASETS_DET_JSON_H
 #define RV_DATASETS_DET_JSON_H
 
+#include "eval/rle.h"
 #include "heads/det.h"
 
 #include <stdio.h>
@@ -31,6 +32,11 @@ void rv_det_json_free(rv_det_json *r);
 /* cat_ids[label] is the category id of each class. order NULL: detection order. */
 rv_status rv_det_json_add(rv_det_json *r, int64_t image_id, const rv_detections *det,
                               const int *order, const int *cat_ids, rv_ctx *ctx);
+/* The same from arrays: n boxes [x1, y1, x2, y2], scores, labels and, when the writer has
+ * masks, COCO RLEs (masks may be NULL: no segm entries) -- a tiled run's detections. */
+rv_status rv_det_json_add_rle(rv_det_json *r, int64_t image_id, int n, const float *bboxes, const float *scores,
+                              const int *labels, const rv_rle *masks, const int *order, const int *cat_ids,
+                              rv_ctx *ctx);
 size_t rv_det_json_count(const rv_det_json *r);
 /* bbox_path: required; segm_path: NULL to skip (or when created without masks). */
 /* The bbox (segm 0) or segm (1) results as one JSON array to an open stream (stdout). */

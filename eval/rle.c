@@ -68,6 +68,43 @@ rv_status rv_rle_encode(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, rv_
   return encode_impl(r, M, h, w, 0, ctx);
 }
 
+typedef struct {
+  uint32_t *cnts;
+  size_t k;
+  uint64_t c;
+  uint8_t p;
+} run_writer;
+
+/* len pixels of value v: a new run when v differs from the current one */
+static inline void run_push(run_writer *rw, uint8_t v, uint64_t len) {
+  if (!len) return;
+  if (v != rw->p) {
+    rw->cnts[rw->k++] = (uint32_t)rw->c;
+    rw->c = 0;
+    rw->p = v;
+  }
+  rw->c += len;
+}
+
+rv_status rv_rle_encode_window(rv_rle *r, const uint8_t *M, uint32_t mh, uint32_t mw, uint32_t y0,
+                               uint32_t x0, uint32_t h, uint32_t w, rv_ctx *ctx) {
+  if ((uint64_t)y0 + mh > h || (uint64_t)x0 + mw > w || (uint64_t)h * w > UINT32_MAX || !h || !w)
+    return rv_error(ctx, RV_ERR_ARG, "rle: a %ux%u window at (%u, %u) does not fit a %ux%u mask", mw, mh, x0, y0, w, h);
+  run_writer rw = {malloc(((size_t)mh + 2) * mw * sizeof(uint32_t) + 3 * sizeof(uint32_t)), 0, 0, 0};
+  if (!rw.cnts) return rv_error(ctx, RV_ERR_NOMEM, "rle encode: out of memory (%ux%u)", mh, mw);
+  run_push(&rw, 0, (uint64_t)x0 * h);
+  for (uint32_t x = 0; x < mw; x++) {
+    run_push(&rw, 0, y0);
+    for (uint32_t y = 0; y < mh; y++) run_push(&rw, M[(size_t)y * mw + x] != 0, 1);
+    run_push(&rw, 0, h - y0 - mh);
+  }
+  run_push(&rw, 0, (uint64_t)(w - x0 - mw) * h);
+  rw.cnts[rw.k++] = (uint32_t)rw.c;
+  rv_status st = rle_set(r, h, w, rw.cnts, rw.k, ctx);
+  free(rw.cnts);
+  return st;
+}
+
 rv_status rv_rle_encode_rowmajor(rv_rle *r, const uint8_t *M, uint32_t h, uint32_t w, rv_ctx *ctx) {
   return encode_impl(r, M, h, w, 1, ctx);
 }

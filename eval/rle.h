@@ -28,6 +28,13 @@ extern "C" {
  * from_string / from_string_n / from_counts / from_poly / from_bbox / merge / area / to_bbox /
  * iou / iou_pair and rv_bbox_iou are public: <ravlt/eval.h>. */
 
+/* rv_rle_encode_rowmajor of an h x w mask that is zero except for the mh x mw row-major
+ * window M at rows y0.., columns x0.. (a tile's mask in the whole image), without the
+ * h x w mask: the same runs. RV_ERR_ARG when the window does not fit or h * w exceeds 32
+ * bits. */
+rv_status rv_rle_encode_window(rv_rle *r, const uint8_t *M, uint32_t mh, uint32_t mw, uint32_t y0,
+                               uint32_t x0, uint32_t h, uint32_t w, rv_ctx *ctx);
+
 /* rv_rle_from_string_n into caller memory: cnts has rv_rle_string_max_counts(s, len) entries
  * (an upper bound of the count), and r borrows it (r->borrowed = 1). */
 size_t rv_rle_string_max_counts(const char *s, size_t len);

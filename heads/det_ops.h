@@ -84,6 +84,25 @@ int rv_multiclass_nms(float *out_boxes, float *out_scores, int *out_labels, int 
 int rv_multiclass_nms_candidates(const float *scores, int score_stride, int n, int num_classes,
                                  float score_thr);
 
+/* ---- merging overlapping tiles (heads/tile_merge.c) ------------------------------------ */
+/* The overlap of boxes a and b (x1, y1, x2, y2), in double: intersection over union, or with
+ * ios over the smaller box's area (SAHI's IOS); 0 when the denominator is 0. */
+double rv_box_overlap(const float *a, const float *b, int ios);
+/* SAHI's postprocess of sliced predictions, class by class (postprocess_class_agnostic
+ * False), NMS (nmm 0) or NMM (nmm 1): within a class, by descending score (ties: index ascending), the best detection
+ * left is kept and every later one whose overlap with its box reaches thr (>=) leaves the
+ * pool. NMS (batched_nms, IoU): those are suppressed. NMM (batched_greedy_nmm +
+ * GreedyNMMPostprocess, IoS): they are merged into the kept one in descending score order,
+ * each only if it still overlaps the merged box by more than thr (strict, has_match):
+ * the box becomes the union, the score the maximum; a matched one that no longer overlaps
+ * enough is dropped. n detections in; returns K (-1 out of scratch memory) results in
+ * out_boxes [K, 4], out_scores, out_labels (capacity n), by descending score (ties: index of
+ * the kept detection); slot[i] = the result detection i was kept as or merged into, -1 when
+ * suppressed or dropped (the caller unites masks with it). */
+int rv_merge_tile_dets(float *out_boxes, float *out_scores, int *out_labels, int *slot,
+                       const float *boxes, const float *scores, const int *labels, int n,
+                       int nmm, float thr, rv_arena *scratch);
+
 /* ---- RoIAlign (heads/roi_align.c) ------------------------------------------------------ */
 /* mmcv RoIAlign (avg, aligned flag, sampling_ratio 0 = adaptive ceil(roi/out)) on one
  * feature map in channels-last layout, feat_hwc [H, W, C] (every sample reads C contiguous

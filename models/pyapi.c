@@ -9,6 +9,7 @@
 #include "eval/rle.h"
 #include "eval/segmetrics.h"
 #include "models/zoo.h"
+#include <ravlt/tile.h>
 
 #include <math.h>
 #include <omp.h>
@@ -628,7 +629,8 @@ rv_status rv_py_imread(const char *path, int gray, uint8_t **data, int hwc[3], r
 
 struct rv_py_dets {
   rv_arena *arena;
-  rv_detections det;
+  rv_detections det;   /* masks: [n, mask_h, mask_w] row-major; NULL for a tiled run */
+  const rv_rle *rles;  /* a tiled run's masks: n whole-image RLEs, or NULL */
   int *order;
 };
 
@@ -655,10 +657,48 @@ rv_status rv_py_detect(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, 
   return RV_OK;
 }
 
+rv_status rv_py_detect_tiled(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, int h, int w, int tile_h,
+                             int tile_w, double overlap_h, double overlap_w, int nmm, float merge_thr, int full,
+                             int max_dets, float score_thr, rv_ctx *ctx) {
+  *out = NULL;
+  if (rv_model_task(m) != RV_TASK_DETECT)
+    return rv_error(ctx, RV_ERR_MODEL, "this checkpoint is a %s segmentor, not a detector: use inference_segmentor",
+                    rv_model_arch(m));
+  rv_tile_opts o = rv_tile_default_opts();
+  o.tile_h = tile_h, o.tile_w = tile_w;
+  o.overlap_h = overlap_h, o.overlap_w = overlap_w;
+  o.merge = nmm ? RV_TILE_MERGE_NMM : RV_TILE_MERGE_NMS;
+  o.merge_thr = merge_thr;
+  o.full = full;
+  o.max_dets = max_dets;
+  o.score_thr = score_thr;
+  rv_py_dets *d = calloc(1, sizeof *d);
+  if (!d || !(d->arena = rv_arena_create(0))) {
+    free(d);
+    return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  rv_image img = {(unsigned char *)bgr, h, w, 3};
+  rv_tile_detections t;
+  rv_status st = rv_model_detect_tiled(m, &t, &img, &o, d->arena, ctx);
+  if (st == RV_OK) {
+    d->det = (rv_detections){t.n, t.bboxes, t.scores, t.labels, NULL, t.masks ? t.img_h : 0, t.masks ? t.img_w : 0};
+    d->rles = t.masks;
+    if (!(d->order = malloc(sizeof(int) * (size_t)(t.n + 1)))) st = rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  }
+  if (st != RV_OK) {
+    rv_py_dets_free(d);
+    return st;
+  }
+  rv_detections_class_order(d->order, &d->det);
+  *out = d;
+  return RV_OK;
+}
+
 void rv_py_dets_dims(const rv_py_dets *d, int dims[3]) {
+  const int masks = d->det.masks || d->rles;
   dims[0] = d->det.n;
-  dims[1] = d->det.masks ? d->det.mask_h : 0;
-  dims[2] = d->det.masks ? d->det.mask_w : 0;
+  dims[1] = masks ? d->det.mask_h : 0;
+  dims[2] = masks ? d->det.mask_w : 0;
 }
 
 void rv_py_dets_copy(const rv_py_dets *d, float *bboxes5, int32_t *labels, uint8_t *masks) {
@@ -672,6 +712,13 @@ void rv_py_dets_copy(const rv_py_dets *d, float *bboxes5, int32_t *labels, uint8
     }
     if (labels) labels[j] = t->labels[i];
     if (masks && t->masks) memcpy(masks + (size_t)j * msz, t->masks + (size_t)i * msz, msz);
+    if (masks && d->rles) { /* the RLE's runs go down the columns: written transposed */
+      uint8_t *o = masks + (size_t)j * msz, v = 0;
+      size_t p = 0;
+      for (size_t r = 0; r < d->rles[i].m; r++, v = !v)
+        for (uint32_t c = 0; c < d->rles[i].cnts[r]; c++, p++)
+          o[(p % (size_t)t->mask_h) * (size_t)t->mask_w + p / (size_t)t->mask_h] = v;
+    }
   }
 }
 

@@ -31,8 +31,9 @@ extern "C" {
 
 /* ABI version of this header: it grows when functions are added (never changed), and the
  * package refuses a library older than the version it was written for. 2: config text,
- * rectangular slide windows, drawing, imwrite; 3: the error analysis and the HTML report. */
-#define RV_PY_ABI 3
+ * rectangular slide windows, drawing, imwrite. 3: tiled detection. 4: the error analysis and the
+ * HTML report. */
+#define RV_PY_ABI 4
 RV_API int rv_py_abi(void);
 /* Process start-up for a host program that is not the CLI (rv_blas_init); returns the
  * OpenBLAS core name. Call once, before other threads use the library. */
@@ -217,7 +218,15 @@ RV_API void rv_py_text_size(const char *text, double scale, int thickness, int s
  * through a temporary file renamed into place (nothing left behind on failure). */
 RV_API rv_status rv_py_imwrite(const char *path, const uint8_t *img, int h, int w, int c, rv_ctx *ctx);
 
-/* ---- ABI 3: the analysis (<ravlt/analysis.h>; python/ravlt/analysis.py) ---- */
+/* ---- ABI 3 ---- */
+/* rv_py_detect on tiles (<ravlt/tile.h>: tile size, overlap ratios, nmm 0 NMS / 1 NMM at
+ * merge_thr, full: also the whole image, max_dets <= 0: no cap, score_thr: dropped before the
+ * merge). Masks come out as whole-image masks (dims: the image's size). */
+RV_API rv_status rv_py_detect_tiled(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, int h, int w,
+                                    int tile_h, int tile_w, double overlap_h, double overlap_w, int nmm,
+                                    float merge_thr, int full, int max_dets, float score_thr, rv_ctx *ctx);
+
+/* ---- ABI 4: the analysis (<ravlt/analysis.h>; python/ravlt/analysis.py) ---- */
 /* rv_coco_analyze with pycocotools' evaluation parameters; other (may be NULL) a second
  * results set; n_worst < 0: the default. *json malloc'd (rv_py_free). */
 RV_API rv_status rv_py_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results *dt, int iou_type,

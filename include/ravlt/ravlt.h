@@ -23,7 +23,8 @@
  * Headers: <ravlt/core.h> statuses, context, arena; <ravlt/image.h> images;
  * <ravlt/model.h> checkpoints, segment, detect; <ravlt/eval.h> COCO AP, RLE masks, mIoU;
  * <ravlt/analysis.h> error analysis and the HTML report;
- * <ravlt/classes.h> built-in class names; <ravlt/version.h> versions; <ravlt/pyapi.h>
+ * <ravlt/classes.h> built-in class names; <ravlt/tile.h> large images (tiled detection and
+ * segmentation); <ravlt/version.h> versions; <ravlt/pyapi.h>
  * (not included here) the flat entry points of the Python package.
  * Every function returning rv_status leaves a one-line message in the context on error;
  * the library never prints and never exits.
@@ -38,5 +39,6 @@
 #include <ravlt/eval.h>
 #include <ravlt/analysis.h>
 #include <ravlt/classes.h>
+#include <ravlt/tile.h>
 
 #endif

@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-ABI = 3  # the RV_PY_ABI of include/ravlt/pyapi.h this package needs (a newer library only adds)
+ABI = 4  # the RV_PY_ABI of include/ravlt/pyapi.h this package needs (a newer library only adds)
 
 
 class Error(RuntimeError):
@@ -267,6 +267,8 @@ _sig('rv_py_seg_analysis_free', None, c_void_p)
 _sig('rv_py_write_report', c_int, c_char_p, pp_char, c_size, c_char_p, c_void_p)
 _sig('rv_ctx_set_log', None, c_void_p, c_void_p, c_void_p)
 _sig('rv_ctx_set_log_level', None, c_void_p, c_int)
+_sig('rv_py_detect_tiled', c_int, c_void_p, P(c_void_p), c_void_p, c_int, c_int, c_int, c_int, c_dbl, c_dbl,
+     c_int, ctypes.c_float, c_int, c_int, ctypes.c_float, c_void_p)
 
 
 RV_ERR_CANCELLED = 11  # rv_status of <ravlt/core.h>
@@ -347,7 +349,7 @@ def _stop(lock, state, done, ctx):
 # The inference entry points (their last argument is the context): lib.rv_py_segment and
 # lib.rv_py_detect are these wrapped by interruptible, where the library has rv_ctx_cancel (one
 # older than the package runs them directly, not interruptible).
-_INTERRUPTIBLE = ('rv_py_segment', 'rv_py_detect')
+_INTERRUPTIBLE = ('rv_py_segment', 'rv_py_detect', 'rv_py_detect_tiled')
 
 
 def _cancel_fn():

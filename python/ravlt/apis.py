@@ -543,13 +543,24 @@ def init_detector(config_or_checkpoint: Any, checkpoint: Optional[PathLike] = No
     return m
 
 
-def _detect(model: Model, img: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
+def _detect(model: Model, img: Any, tile: Any = None, overlap: float = 0.2, merge: str = 'nms',
+            merge_thr: float = 0.5, full: bool = False, max_dets: Optional[int] = None,
+            score_thr: float = 0.0) -> Tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     a = _image(img)
     h, w = a.shape[:2]
+    if tile is not None:
+        th, tw = _pair(tile, 'tile')
+        if merge not in ('nms', 'nmm'):
+            raise ArgumentError("merge must be 'nms' or 'nmm', not %r" % (merge,))
     d = ctypes.c_void_p()
     try:
         with _Use(model) as p, Ctx() as c:
-            c.check(lib.rv_py_detect(p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
+            if tile is None:
+                c.check(lib.rv_py_detect(p, ctypes.byref(d), _lib.ptr(a), h, w, c.ctx))
+            else:
+                c.check(lib.rv_py_detect_tiled(p, ctypes.byref(d), _lib.ptr(a), h, w, th, tw, float(overlap),
+                                               float(overlap), merge == 'nmm', float(merge_thr), bool(full),
+                                               int(max_dets or 0), float(score_thr), c.ctx))
         dims = (ctypes.c_int * 3)()
         lib.rv_py_dets_dims(d, dims)
         n, mh, mw = dims
@@ -563,15 +574,23 @@ def _detect(model: Model, img: Any) -> Tuple[np.ndarray, np.ndarray, Optional[np
     return boxes, labels, masks
 
 
-def inference_detector(model: Model, imgs: Union[ImageLike, Sequence[ImageLike]]) -> Any:
+def inference_detector(model: Model, imgs: Union[ImageLike, Sequence[ImageLike]], tile: Any = None,
+                       overlap: float = 0.2, merge: str = 'nms', merge_thr: float = 0.5, full: bool = False,
+                       max_dets: Optional[int] = None, score_thr: float = 0.0) -> Any:
     """mmdet 2.x inference_detector: per class an (n, 5) float32 array [x1, y1, x2, y2, score];
     with masks (bbox_result, segm_result), segm_result per class a list of HxW bool arrays.
     imgs: a file name or an HxWx3 uint8 BGR array; a list / tuple of them gives a list of
-    results."""
+    results.
+    tile=(h, w) (or N): SAHI's tiled detection at the image's own resolution, as `ravlt detect
+    --tile` (docs/large-images.md): tiles of h x w overlapping by the ratio `overlap`, merged
+    class by class with merge='nms' (IoU >= merge_thr) or 'nmm' (SAHI's greedy merging on the
+    intersection over the smaller box); full=True also runs the whole image; max_dets keeps the
+    best N of the merged result (not cut to 100 otherwise); score_thr drops the tiles'
+    detections under it before the merge."""
     _model(model, 'detect', 'inference_detector')
     if _is_batch(imgs):
-        return [inference_detector(model, i) for i in imgs]
-    boxes, labels, masks = _detect(model, imgs)
+        return [inference_detector(model, i, tile, overlap, merge, merge_thr, full, max_dets, score_thr) for i in imgs]
+    boxes, labels, masks = _detect(model, imgs, tile, overlap, merge, merge_thr, full, max_dets, score_thr)
     K = model.num_classes
     # bbox2result: by class, stable (the library's order is already by class)
     starts = np.searchsorted(labels, np.arange(K + 1), side='left')

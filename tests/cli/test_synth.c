@@ -116,7 +116,77 @@ static void dump_preview(const rv_synth_sample *s, int i) {
   rv_image_free(&v);
 }
 
-/* The COCO polygons rasterise (pycocotools' rule) to the visible masks. */
+/* Pixels where the raster of shape j's polygons (poly, column-major) and its visible mask
+ * disagree away from the mask's boundary: a polygon through the boundary pixels' centres may
+ * disagree on the boundary pixels (a mask pixel with an 8-neighbour outside it or outside the
+ * image, an outside pixel with an 8-neighbour in it) and nowhere else, except on specks of
+ * fewer than 12 pixels, which get no polygon. */
+static long off_boundary(const rv_synth_sample *s, int j, const uint8_t *poly) {
+  const int w = s->image.w, h = s->image.h;
+  long bad = 0;
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      const int m = s->ids[y * w + x] == j, p = poly[(size_t)x * h + y] != 0;
+      if (m == p) continue;
+      int edge = 0, part = 0;
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+          const int nx = x + dx, ny = y + dy;
+          const int in = nx >= 0 && ny >= 0 && nx < w && ny < h && s->ids[ny * w + nx] == j;
+          edge |= m ? !in : in;
+        }
+      if (!edge && m) { /* the size of its 8-connected part (a speck: < 12), by a small flood */
+        int q[12], n = 0;
+        q[n++] = y * w + x;
+        for (int k = 0; k < n && n < 12; k++)
+          for (int d = 0; d < 9 && n < 12; d++) {
+            const int nx = q[k] % w + d % 3 - 1, ny = q[k] / w + d / 3 - 1;
+            if (nx < 0 || ny < 0 || nx >= w || ny >= h || s->ids[ny * w + nx] != j) continue;
+            int seen = 0;
+            for (int t = 0; t < n; t++) seen |= q[t] == ny * w + nx;
+            if (!seen) q[n++] = ny * w + nx;
+          }
+        part = n;
+      }
+      if (!edge && (!m || part >= 12)) bad++;
+    }
+  return bad;
+}
+
+/* One shape's check: polygons of >= 3 points that trace its visible mask (off_boundary 0);
+ * returns the IoU of their raster with the mask. */
+static double check_shape(const rv_synth_sample *s, int j, uint8_t *vm, uint8_t *pm) {
+  const int w = s->image.w, h = s->image.h;
+  double *xy;
+  int *parts, np;
+  assert_int_equal(rv_synth_polygons(s, j, &xy, &parts, &np, ctx), RV_OK);
+  assert_true(np >= 1);
+  rv_rle r[32], m = {0}, v = {0};
+  int off = 0;
+  assert_true(np <= 32);
+  for (int p = 0; p < np; p++) {
+    assert_true(parts[p] >= 3);
+    assert_int_equal(rv_rle_from_poly(&r[p], xy + 2 * off, (size_t)parts[p], (uint32_t)h, (uint32_t)w, ctx), RV_OK);
+    off += parts[p];
+  }
+  assert_int_equal(rv_rle_merge(&m, r, (size_t)np, 0, ctx), RV_OK);
+  for (int p = 0; p < w * h; p++) vm[p] = s->ids[p] == j;
+  assert_int_equal(rv_rle_encode_rowmajor(&v, vm, (uint32_t)h, (uint32_t)w, ctx), RV_OK);
+  rv_rle_decode(&m, pm);
+  const long bad = off_boundary(s, j, pm);
+  if (bad) printf("shape %d: %ld pixel(s) off the boundary\n", j, bad);
+  assert_int_equal(bad, 0);
+  const double iou = rv_rle_iou_pair(&m, &v, 0);
+  for (int p = 0; p < np; p++) rv_rle_free(&r[p]);
+  rv_rle_free(&m);
+  rv_rle_free(&v);
+  free(xy);
+  free(parts);
+  return iou;
+}
+
+/* The COCO polygons rasterise (pycocotools' rule) to the visible masks up to their boundary
+ * pixels. */
 static void test_polygons_match_masks(void **state) {
   (void)state;
   rv_synth_opts o;
@@ -125,44 +195,66 @@ static void test_polygons_match_masks(void **state) {
   o.bg_dir = SAMPLES;
   double sum = 0, worst = 1;
   int n = 0;
-  uint8_t *vm = malloc(320 * 240);
+  uint8_t *vm = malloc(320 * 240), *pm = malloc(320 * 240);
   for (int i = 0; i < 20; i++) {
     rv_synth_sample s;
     assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
     dump_preview(&s, i);
     for (int j = 0; j < s.n; j++) {
-      double *xy;
-      int *parts, np;
-      assert_int_equal(rv_synth_polygons(&s, j, &xy, &parts, &np, ctx), RV_OK);
-      assert_true(np >= 1);
-      rv_rle r[32], m = {0}, v = {0};
-      int off = 0;
-      assert_true(np <= 32);
-      for (int p = 0; p < np; p++) {
-        assert_true(parts[p] >= 3);
-        assert_int_equal(rv_rle_from_poly(&r[p], xy + 2 * off, (size_t)parts[p], 240, 320, ctx), RV_OK);
-        off += parts[p];
-      }
-      assert_int_equal(rv_rle_merge(&m, r, (size_t)np, 0, ctx), RV_OK);
-      for (int p = 0; p < 320 * 240; p++) vm[p] = s.ids[p] == j;
-      assert_int_equal(rv_rle_encode_rowmajor(&v, vm, 240, 320, ctx), RV_OK);
-      double iou = rv_rle_iou_pair(&m, &v, 0);
+      const double iou = check_shape(&s, j, vm, pm);
       sum += iou;
       n++;
       if (iou < worst) worst = iou;
-      if (iou < 0.85) printf("sample %d shape %d: IoU %.3f, %d part(s)\n", i, j, iou, np);
-      for (int p = 0; p < np; p++) rv_rle_free(&r[p]);
-      rv_rle_free(&m);
-      rv_rle_free(&v);
-      free(xy);
-      free(parts);
     }
     rv_synth_sample_free(&s);
   }
   free(vm);
+  free(pm);
   printf("polygon vs visible mask IoU over %d shapes: mean %.4f, worst %.4f\n", n, sum / n, worst);
-  assert_true(worst >= 0.85);
   assert_true(sum / n >= 0.95);
+}
+
+/* Every seed works (issue 42: an IoU floor of 0.85 rejected thin shapes, whose polygons
+ * through the boundary pixels' centres keep 84% of them: `--count 36` failed for seeds 8786
+ * and 8787, 2 of the 31 seeds 8770-8800). The two sets are written (their failing images are
+ * 28 and 8); seeds 8770-8800 and a second size are swept in memory with the check above. */
+static void test_every_seed(void **state) {
+  (void)state;
+  char dir[64];
+  make_tmp(dir, sizeof dir);
+  rv_synth_opts o;
+  rv_synth_defaults(&o);
+  o.task = RV_SYNTH_DET;
+  o.bg_dir = SAMPLES;
+  o.seed = 8786;
+  o.count = 29;
+  assert_int_equal(rv_synth_write(dir, &o, ctx), RV_OK);
+  o.seed = 8787;
+  o.count = 9;
+  assert_int_equal(rv_synth_write(dir, &o, ctx), RV_OK);
+  rm_rf(dir);
+  uint8_t *vm = malloc(320 * 240), *pm = malloc(320 * 240);
+  double worst = 1;
+  int shapes = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint64_t seed = 8770; seed <= 8800; seed++) {
+      rv_synth_defaults(&o);
+      o.bg_dir = SAMPLES;
+      o.seed = seed;
+      if (pass) o.width = 176, o.height = 96, o.max_shapes = 9;
+      for (int i = 0; i < 4; i++) {
+        rv_synth_sample s;
+        assert_int_equal(rv_synth_generate(&s, &o, i, ctx), RV_OK);
+        for (int j = 0; j < s.n; j++, shapes++) {
+          const double iou = check_shape(&s, j, vm, pm);
+          if (iou < worst) worst = iou;
+        }
+        rv_synth_sample_free(&s);
+      }
+    }
+  free(vm);
+  free(pm);
+  printf("seeds 8770-8800 at 320x240 and 176x96: %d shapes traced, worst IoU %.3f\n", shapes, worst);
 }
 
 static void test_write_seg(void **state) {
@@ -359,6 +451,7 @@ int main(void) {
       cmocka_unit_test(test_labels_and_occlusion),
       cmocka_unit_test(test_colour_families),
       cmocka_unit_test(test_polygons_match_masks),
+      cmocka_unit_test(test_every_seed),
       cmocka_unit_test(test_write_seg),
       cmocka_unit_test(test_write_det_loads_with_coco),
       cmocka_unit_test(test_cli),
