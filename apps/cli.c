@@ -2,9 +2,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "apps/cli.h"
 #include "apps/mpi_run.h"
+#include "apps/outputs.h"
 #include "core/fs.h"
 #include "formats/image.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <string.h>
 #include <time.h>
@@ -70,22 +72,30 @@ int rv_cli_parse(const rv_cmd_spec *spec, void *dst, int argc, char **argv, int 
   rv_image_set_opencv_log_level(rv_cli.verbose ? 1 : 0);
   if (rv_cli.threads > 0) rv_image_set_opencv_threads(rv_cli.threads);
   *npos = r.npos;
-  return -1;
+  /* before any work: no output over an input (one declaration per command, apps/outputs.c) */
+  rv_ctx *ctx = rv_cli_ctx();
+  if (!ctx) return 1;
+  rv_status st = rv_cli_io_check(spec, dst, argv, r.npos, ctx);
+  int rc = st == RV_OK ? -1 : rv_cli_fail_once(ctx, spec->name, st);
+  rv_ctx_free(ctx);
+  return rc;
 }
 
 int rv_cli_json_stdout(const char *path) { return path && strcmp(path, "-") == 0; }
 
 rv_status rv_cli_json_write(const char *path, const char *text, rv_ctx *ctx) {
   if (rv_cli_json_stdout(path)) {
+    errno = 0;
     if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0)
-      return rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+      return rv_error(ctx, RV_ERR_IO, "standard output: write failed (%s)", strerror(errno ? errno : EIO));
     return RV_OK;
   }
   rv_out_file o;
   RV_TRY(rv_out_open(&o, path, ctx));
   if (fputs(text, o.f) < 0 || fputc('\n', o.f) < 0) {
+    int err = rv_out_errno(&o) ? rv_out_errno(&o) : EIO;
     rv_out_abort(&o);
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(err));
   }
   return rv_out_close(&o, ctx);
 }

@@ -27,11 +27,12 @@ int rv_cmd_convert(int argc, char **argv) {
   if (prc >= 0) return prc;
   const char *in = npos > 0 ? argv[0] : NULL, *out = npos > 1 ? argv[1] : NULL;
   if (!in || !out) return rv_cli_usage_error("convert", "needs IN.pth and OUT.safetensors");
-  if (strcmp(in, out) == 0) return rv_cli_usage_error("convert", "input and output are the same file");
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) { fprintf(stderr, "ravlt convert: out of memory\n"); return 1; }
   rv_weights *w = NULL;
   rv_status st = rv_weights_open(&w, in, ctx);
+  if (st == RV_OK && rv_weights_count(w) == 0)
+    st = rv_error(ctx, RV_ERR_FORMAT, "%s: the state_dict holds no tensors: nothing to convert", in);
   if (st == RV_OK && rv_weights_find(w, "__metadata__"))
     st = rv_error(ctx, RV_ERR_FORMAT, "%s: a tensor is named '__metadata__', which safetensors reserves", in);
   if (st == RV_OK) st = rv_safetensors_write(out, w, ctx);

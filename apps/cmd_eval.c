@@ -809,6 +809,9 @@ static rv_status ade_open(ade_run *u, rv_image_run *r, rv_ctx *ctx) {
   const ade_opts *o = u->o;
   RV_TRY(rv_ade20k_layout(o->root, u->img_dir, u->ann_dir, sizeof u->ann_dir, ctx));
   if (o->gt_dir) snprintf(u->ann_dir, sizeof u->ann_dir, "%s", o->gt_dir);
+  if (o->pred_out && rv_same_file(o->pred_out, u->ann_dir)) /* NAME.png over NAME.png */
+    return rv_error(ctx, RV_ERR_ARG, "--out-dir %s is the annotation folder %s: refusing to write over an input", o->pred_out,
+                    u->ann_dir);
   RV_TRY(rv_list_files(&u->list, u->img_dir, ".jpg", ctx));
   if (u->list.n == 0) return rv_error(ctx, RV_ERR_NOTFOUND, "%s: no .jpg images", u->img_dir);
   RV_TRY(rv_run_model_load(&r->model, r->cmd, RV_RUN_SEGMENT, "eval coco", &o->mo, ctx));

@@ -9,6 +9,7 @@
 #include "apps/cli.h"
 #include "apps/eval_report.h"
 #include "apps/json_writer.h"
+#include "apps/outputs.h"
 #include "apps/shard.h"
 #include "apps/commands.h"
 #include <stddef.h>
@@ -217,6 +218,23 @@ static rv_status merge_coco(rv_part *parts, size_t np, const char *ann, const ch
   if (!ann && !out)
     return rv_error(ctx, RV_ERR_ARG, "%s: parts without a ground truth (ravlt detect): give --ann GT.json to "
                     "evaluate or --out to write the merged results", parts[0].path);
+  { /* the files the parts name are inputs too (the ground truth, the results): never written over */
+    char so[4096] = "", sj[4096] = "";
+    if (out) rv_cli_sibling_path(so, sizeof so, out, ".segm.json");
+    if (json) rv_cli_sibling_path(sj, sizeof sj, json, ".segm.json");
+    const char *outs[4] = {out, out ? so : NULL, json, json ? sj : NULL};
+    const char **ins = malloc(sizeof *ins * (2 * np + 1));
+    if (!ins) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+    int nin = 0;
+    ins[nin++] = ann;
+    for (size_t p = 0; p < np; p++) {
+      ins[nin++] = parts[p].results;
+      ins[nin++] = parts[p].segm_results;
+    }
+    rv_status cst = rv_cli_outputs_check(outs, NULL, 4, ins, nin, ctx);
+    free(ins);
+    RV_TRY(cst);
+  }
   rv_coco *gt = NULL;
   rv_coco_results box = {0}, seg = {0};
   rv_status st;

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -85,8 +86,9 @@ static rv_status write_raw(const char *path, const rv_synth_opts *o, rv_ctx *ctx
   if (st == RV_OK && !bad) bad |= fwrite(labels, 1, plane * (size_t)o->count, f) != plane * (size_t)o->count;
   free(labels);
   if (st != RV_OK || bad) {
+    int err = rv_out_errno(&out) ? rv_out_errno(&out) : EIO;
     rv_out_abort(&out);
-    return st != RV_OK ? st : rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+    return st != RV_OK ? st : rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(err));
   }
   return rv_out_close(&out, ctx);
 }

@@ -21,7 +21,11 @@ static rv_status write_summary(const char *path, void (*body)(rv_jw *w, const vo
   rv_jw_init(&w, of.f);
   body(&w, arg);
   rv_jw_raw(&w, "\n");
-  if (of.f == stdout) return fflush(stdout) == 0 && rv_jw_ok(&w) ? RV_OK : rv_error(ctx, RV_ERR_IO, "stdout: write failed");
+  if (of.f == stdout) {
+    errno = 0;
+    if (fflush(stdout) == 0 && rv_jw_ok(&w)) return RV_OK;
+    return rv_error(ctx, RV_ERR_IO, "standard output: write failed (%s)", strerror(errno ? errno : EIO));
+  }
   return rv_out_close(&of, ctx);
 }
 
@@ -59,12 +63,6 @@ static void coco_summary_json(rv_jw *w, const void *arg) {
   rv_jw_key(w, "area_mode");
   rv_jw_str(w, c->area_mode == RV_COCO_AREA_BOX ? "box" : "mask");
   rv_jw_end(w);
-}
-
-void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix) {
-  size_t l = strlen(path);
-  if (l > 5 && !strcmp(path + l - 5, ".json")) snprintf(out, n, "%.*s%s", (int)(l - 5), path, suffix);
-  else snprintf(out, n, "%s%s", path, suffix);
 }
 
 rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_iou_type t,

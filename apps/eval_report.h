@@ -7,7 +7,8 @@
 #ifndef RV_APPS_EVAL_REPORT_H
 #define RV_APPS_EVAL_REPORT_H
 
-#include "core/fs.h" /* rv_out_file */
+#include "apps/outputs.h" /* rv_cli_sibling_path */
+#include "core/fs.h"      /* rv_out_file */
 #include "datasets/coco.h"
 #include "eval/segmetrics.h"
 
@@ -37,8 +38,5 @@ rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char
 /* The same with the tables on stderr when tables_stderr (stdout carries --report-json -). */
 rv_status rv_cli_ade_report_to(const rv_seg_areas *acc, size_t n_images, const char *const *names, const char *json,
                                int tables_stderr, rv_ctx *ctx);
-
-/* X.json -> X<suffix> (e.g. ".segm.json", ".shard.json"); other names get the suffix appended. */
-void rv_cli_sibling_path(char *out, size_t n, const char *path, const char *suffix);
 
 #endif

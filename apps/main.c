@@ -3,34 +3,80 @@
 #include "apps/cli.h"
 #include "apps/commands.h"
 #include "apps/mpi_run.h"
+#include "apps/outputs.h"
 #include "formats/image.h"
 #include "kernels/ops.h"
 
 #include <ravlt/version.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* libgomp spins its idle threads (OMP_WAIT_POLICY unset): on a shared or oversubscribed
  * machine the spinning steals the cores the other threads and processes need. libgomp reads
  * the variable when the program starts, before main, so it is set here and the program
  * re-executed once; OMP_WAIT_POLICY set by the user, or RAVLT_OMP_SPIN=1, keeps the default. */
-static void omp_passive(char **argv) {
-  if (getenv("OMP_WAIT_POLICY") || getenv("RAVLT_OMP_SPIN")) return;
-  if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
-  execv("/proc/self/exe", argv); /* returns only on failure: run on with the default */
+static void omp_passive(char **argv, char **envp) {
+  /* envp, not getenv / setenv: this runs before libc has set up environ (early) */
+  enum { MAX_ENV = 8192 };
+  static char *env[MAX_ENV + 2];
+  static char policy[] = "OMP_WAIT_POLICY=passive";
+  int n = 0;
+  for (; envp && envp[n]; n++) {
+    if (!strncmp(envp[n], "OMP_WAIT_POLICY=", 16) || !strncmp(envp[n], "RAVLT_OMP_SPIN=", 15)) return;
+    if (n >= MAX_ENV) return;
+    env[n] = envp[n];
+  }
+  env[n] = policy;
+  env[n + 1] = NULL;
+  /* a stop signal during the exec stays pending (the mask and pending signals survive
+   * execve) until the new image has its handlers: 128 + N, never the default action */
+  sigset_t stop, old;
+  rv_cli_stop_signals(&stop);
+  sigprocmask(SIG_BLOCK, &stop, &old);
+  execve("/proc/self/exe", argv, env); /* returns only on failure: run on with the default */
+  sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-/* Standard output is checked at exit: a full disk or a closed descriptor is an error. */
+/* Runs before the shared libraries' initialisers (.preinit_array: right after the dynamic
+ * loader has mapped them), so that from then on SIGINT, SIGTERM and SIGHUP exit 128 + N
+ * (nothing is written yet; a command that writes installs its own, finalising handlers),
+ * SIGPIPE is ignored (a closed standard output is a failed write: exit 1 with a message,
+ * the other outputs finalised), and the OpenMP re-exec happens before OpenBLAS, OpenCV and
+ * libgomp start their threads in an image that is about to be replaced. */
+static void early(int argc, char **argv, char **envp) {
+  (void)argc;
+  rv_cli_signals_startup();
+  omp_passive(argv, envp);
+}
+__attribute__((section(".preinit_array"), used)) static void (*const rv_preinit)(int, char **, char **) = early;
+
+/* 1 if standard output is a pipe or socket whose reader is gone (poll's POLLERR on the
+ * write end): the reason of a write that failed earlier, whose errno is long overwritten */
+static int stdout_reader_gone(void) {
+  struct stat sb;
+  if (fstat(STDOUT_FILENO, &sb) != 0 || !(S_ISFIFO(sb.st_mode) || S_ISSOCK(sb.st_mode))) return 0;
+  struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+/* Standard output is checked at exit: a full disk or a closed descriptor is an error. A
+ * command that failed on it already said so (rc != 0 with the error flag set before). */
 static int stdout_done(int rc) {
+  int earlier = ferror(stdout) != 0;
+  errno = 0;
   int bad = fflush(stdout) != 0 || ferror(stdout);
   int err = errno;
   if (!bad && fclose(stdout) != 0 && errno != EBADF) bad = 1, err = errno;
-  if (!bad) return rc;
-  fprintf(stderr, "ravlt: standard output: write failed (%s)\n", strerror(err));
+  if (bad && !err && stdout_reader_gone()) err = EPIPE;
+  if (!bad || (earlier && rc)) return rc;
+  fprintf(stderr, "ravlt: standard output: write failed (%s)\n", err ? strerror(err) : "an earlier write failed");
   return rc ? rc : 1;
 }
 
@@ -56,8 +102,10 @@ static const rv_cmd_spec MAIN_SPEC = {"", "", NULL, (const rv_opt[]){RV_OPT_END}
 static int run(int argc, char **argv);
 
 int main(int argc, char **argv) {
-  omp_passive(argv);
-  return stdout_done(run(argc, argv));
+  int rc = run(argc, argv); /* early() ran first */
+  /* a stop signal that interrupted a blocking call (opening a FIFO without a reader) made
+   * that call fail: the status is still the signal's */
+  return stdout_done(rv_cli_signal_exit_code(rc));
 }
 
 static int run(int argc, char **argv) {

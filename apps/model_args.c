@@ -10,7 +10,7 @@ rv_status rv_model_config(const char *model, rv_ravlt_config *cfg, rv_weights **
                           rv_ctx *ctx) {
   if (weights) *weights = NULL;
   struct stat sb;
-  if (stat(model, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+  if (stat(model, &sb) != 0 || S_ISDIR(sb.st_mode)) { /* a pipe (<(cat x.pth)) is read as a file */
     if (rv_ravlt_preset(cfg, model, ctx) == RV_OK) return RV_OK;
     return rv_error(ctx, RV_ERR_ARG,
                     "'%s' is neither a preset (ravlt-t/s/b/l, ravlt-t/s/b/l-backbone) nor a "

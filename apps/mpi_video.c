@@ -24,6 +24,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 /* What each rank reports to rank 0 (gathered as bytes). */
@@ -180,7 +181,8 @@ static rv_status assemble(const rank_rec *recs, int R, const char *input, rv_vid
   if (st == RV_OK && json) {
     st = rv_out_open(&jo, json, ctx);
     have_jo = st == RV_OK;
-    if (have_jo && n_lines && fwrite(lines, 1, n_lines, jo.f) != n_lines) st = rv_error(ctx, RV_ERR_IO, "%s: write failed", json);
+    if (have_jo && n_lines && fwrite(lines, 1, n_lines, jo.f) != n_lines)
+      st = rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", json, strerror(rv_out_errno(&jo) ? rv_out_errno(&jo) : EIO));
   }
   int wrote_video = 0;
   if (vw) {

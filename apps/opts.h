@@ -134,7 +134,8 @@ int rv_opts_parse_size(const char *s, int lo, int hi, int hw[2]);
 /* For the CLI: rv_opts_parse with rv_cli's globals, then: --help printed on stdout (rank 0)
  * -> 0; a usage error printed "ravlt CMD: ... (see 'ravlt CMD --help')" -> 2; deprecation
  * notices printed (rank 0, not with --quiet); global settings applied (OpenCV threads and
- * log level) -> -1: run the command with argv[0 .. *npos-1] as its positionals. */
+ * log level); the output rules checked (apps/outputs.h rv_cli_io_check: an output over an
+ * input -> 2) -> -1: run the command with argv[0 .. *npos-1] as its positionals. */
 int rv_cli_parse(const rv_cmd_spec *spec, void *dst, int argc, char **argv, int *npos);
 
 /* `ravlt`'s commands, one static table (apps/commands.c). */

@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include <signal.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,12 @@ static rv_status write_json(app *a, const rv_vp_frame *fi, const result *r, rv_c
   }
   rv_jw_end(&w);
   rv_jw_raw(&w, "\n");
-  if (fflush(a->json) || !rv_jw_ok(&w)) return rv_error(ctx, RV_ERR_IO, "%s: write failed", a->json_path); /* line by line for tail -f */
+  errno = 0;
+  if (fflush(a->json) || !rv_jw_ok(&w)) { /* line by line for tail -f */
+    int err = a->json_owned && rv_out_errno(&a->jo) ? rv_out_errno(&a->jo) : errno ? errno : EIO;
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", a->json == stdout ? "standard output" : a->json_path,
+                    strerror(err));
+  }
   a->json_lines++;
   return RV_OK;
 }

@@ -681,8 +681,9 @@ static rv_status write_text(const char *path, const char *text, rv_ctx *ctx) {
   RV_TRY(rv_out_open(&o, path, ctx));
   size_t n = strlen(text);
   if (fwrite(text, 1, n, o.f) != n) {
+    int err = rv_out_errno(&o) ? rv_out_errno(&o) : EIO;
     rv_out_abort(&o);
-    return rv_error(ctx, RV_ERR_IO, "%s: write failed", path);
+    return rv_error(ctx, RV_ERR_IO, "%s: write failed (%s)", path, strerror(err));
   }
   return rv_out_close(&o, ctx);
 }

@@ -3,6 +3,7 @@
 // an rv_status with a one-line message; nothing here prints or exits.
 #include "formats/image.h"
 #include "core/fs.h"
+#include "formats/imghdr.h"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -105,95 +106,31 @@ bool is_dicom(const unsigned char *p, size_t n) {
   return !(is_jpeg(p, n) || is_png(p, n) || bmp || tiff || webp);
 }
 
-uint32_t be32(const unsigned char *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-uint32_t le32(const unsigned char *p) { return (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0]; }
-
-// PNM header integer (whitespace and # comments skipped); -1 when absent.
-long long pnm_int(const unsigned char *p, size_t n, size_t &i) {
-  for (;;) {
-    while (i < n && std::isspace(p[i])) i++;
-    if (i < n && p[i] == '#') {
-      while (i < n && p[i] != '\n') i++;
-      continue;
-    }
-    break;
-  }
-  if (i >= n || !std::isdigit(p[i])) return -1;
-  long long v = 0;
-  while (i < n && std::isdigit(p[i]) && v < (1LL << 40)) v = v * 10 + (p[i++] - '0');
-  return v;
-}
-
-// Width and height from the header of a PNG, JPEG, BMP, WebP or PNM file, without decoding;
-// false when the format is not one of these or the header is cut short.
-bool header_dims(const unsigned char *p, size_t n, long long &w, long long &h) {
-  if (is_png(p, n) && n >= 24) {
-    w = be32(p + 16);
-    h = be32(p + 20);
-    return true;
-  }
-  if (is_jpeg(p, n)) {
-    size_t i = 2;
-    while (i + 9 < n) {
-      if (p[i] != 0xFF) return false;
-      unsigned char m = p[i + 1];
-      if (m == 0xFF) { i++; continue; }
-      if (m == 0xD8 || m == 0x01 || (m >= 0xD0 && m <= 0xD7)) { i += 2; continue; }
-      size_t len = (size_t)p[i + 2] << 8 | p[i + 3];
-      if (m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
-        h = (long long)p[i + 5] << 8 | p[i + 6];
-        w = (long long)p[i + 7] << 8 | p[i + 8];
-        return true;
-      }
-      if (m == 0xDA || len < 2) return false;
-      i += 2 + len;
-    }
-    return false;
-  }
-  if (n >= 26 && p[0] == 'B' && p[1] == 'M') {
-    w = (int32_t)le32(p + 18);
-    h = (int32_t)le32(p + 22);
-    if (w < 0) w = -w;
-    if (h < 0) h = -h;
-    return true;
-  }
-  if (n >= 30 && !std::memcmp(p, "RIFF", 4) && !std::memcmp(p + 8, "WEBP", 4)) {
-    if (!std::memcmp(p + 12, "VP8 ", 4)) {
-      w = (p[26] | p[27] << 8) & 0x3FFF;
-      h = (p[28] | p[29] << 8) & 0x3FFF;
-      return true;
-    }
-    if (!std::memcmp(p + 12, "VP8L", 4)) {
-      uint32_t b = le32(p + 21);
-      w = (b & 0x3FFF) + 1;
-      h = ((b >> 14) & 0x3FFF) + 1;
-      return true;
-    }
-    if (!std::memcmp(p + 12, "VP8X", 4)) {
-      w = (long long)(p[24] | p[25] << 8 | p[26] << 16) + 1;
-      h = (long long)(p[27] | p[28] << 8 | p[29] << 16) + 1;
-      return true;
-    }
-    return false;
-  }
-  if (n >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '6') {
-    size_t i = 2;
-    w = pnm_int(p, n, i);
-    h = pnm_int(p, n, i);
-    return w >= 0 && h >= 0;
-  }
-  return false;
-}
-
 rv_status decode(const unsigned char *p, size_t n, const char *name, int flags, cv::Mat &out,
                  rv_ctx *ctx) {
   if (n == 0) return rv_error(ctx, RV_ERR_FORMAT, "image %s: empty data", name);
-  long long w = 0, h = 0, cap = rv_ctx_max_pixels(ctx);
-  if (header_dims(p, n, w, h) && (w > cap || h > cap || w * h > cap))
-    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: %lldx%lld = %lld pixels, over the limit of %lld (ravlt --max-pixels)",
-                    name, w, h, w * h, cap);
   if (is_dicom(p, n))
     return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: DICOM files are not supported (convert to PNG)", name);
+  // The size every format declares, checked before a decoder allocates (formats/imghdr.h):
+  // a format whose size cannot be read is not decoded.
+  rv_imghdr h;
+  switch (rv_imghdr_read(&h, p, n)) {
+  case RV_IMGHDR_UNKNOWN:
+    return rv_error(ctx, RV_ERR_FORMAT, "image %s: not an image format ravlt reads (PNG, JPEG, BMP, TIFF, WebP, JPEG 2000, "
+                    "PNM/PAM/PFM, Sun raster, Radiance HDR, OpenEXR)", name);
+  case RV_IMGHDR_BAD:
+    return rv_error(ctx, RV_ERR_FORMAT, "image %s: %s header unreadable (%s): its size is unknown, not decoded", name,
+                    h.format, h.error);
+  case RV_IMGHDR_OK:
+    break;
+  }
+  const long long w = h.width, ht = h.height, cap = rv_ctx_max_pixels(ctx);
+  if (w > cap || ht > cap || (ht > 0 && w > cap / ht))
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: %s of %lldx%lld = %lld pixels, over the limit of %lld (ravlt --max-pixels)",
+                    name, h.format, w, ht, w * ht, cap);
+  // OpenJPEG decodes every component at full size before OpenCV keeps three
+  if (!std::strcmp(h.format, "JPEG 2000") && h.channels > 4)
+    return rv_error(ctx, RV_ERR_UNSUPPORTED, "image %s: JPEG 2000 with %lld components (at most 4 are read)", name, h.channels);
   cv::Mat raw(1, (int)n, CV_8UC1, const_cast<unsigned char *>(p));
   out = cv::imdecode(raw, flags);
   if (out.empty())
@@ -326,10 +263,10 @@ rv_status rv_image_read(const char *path, rv_image *img, rv_ctx *ctx) {
 }
 
 int rv_image_header_size(const void *buf, size_t len, long long *w, long long *h) {
-  long long ww = 0, hh = 0;
-  if (!buf || !header_dims(static_cast<const unsigned char *>(buf), len, ww, hh)) return 0;
-  *w = ww;
-  *h = hh;
+  rv_imghdr hd;
+  if (!buf || rv_imghdr_read(&hd, static_cast<const unsigned char *>(buf), len) != RV_IMGHDR_OK) return 0;
+  *w = hd.width;
+  *h = hd.height;
   return 1;
 }
 
@@ -353,6 +290,9 @@ rv_status rv_image_read_gray(const char *path, rv_image *img, rv_ctx *ctx) {
       return rv_error(ctx, RV_ERR_UNSUPPORTED,
                       "label image %s: palette-indexed PNG; expected an 8-bit grey PNG "
                       "(OpenCV would expand the palette to colours)", path);
+    // 1-, 2- and 4-bit grey PNGs decode scaled to 0..255 (a 4-bit label 1 reads as 17)
+    if (is_png(p, n) && n > 25 && p[24] != 8)
+      return rv_error(ctx, RV_ERR_UNSUPPORTED, "label image %s: %d-bit PNG; expected an 8-bit grey PNG", path, p[24]);
     cv::Mat m;
     RV_TRY(decode(p, n, path, cv::IMREAD_UNCHANGED, m, ctx));
     if (m.depth() != CV_8U)
@@ -690,11 +630,49 @@ void rv_video_close(rv_video_reader *r) {
 struct rv_video_writer {
   cv::VideoWriter vw;
   std::string path, tmp, target; // tmp empty: written in place (a device or FIFO)
+  int fd;                        // the temporary's descriptor: its lock (rv_create_unique), or -1
   int w, h;
   char fourcc[5];
   long frames;
   cv::Mat scratch;
 };
+
+// The temporary removed, then its descriptor (and lock) closed: a sweep never sees it unlocked.
+static void drop_temp(rv_video_writer *v) {
+  if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+  if (v->fd >= 0) ::close(v->fd);
+  v->fd = -1;
+}
+
+// Frames the finished file holds, as its container declares them (-1: it does not open).
+// The count comes from the index or header FFmpeg writes last (mp4 moov, avi idx1/avih,
+// mkv duration): a file cut short by a failed write has none (0), or a wrong one.
+static long readback_frames(const std::string &path) {
+  cv::VideoCapture cap;
+  if (!cap.open(path, cv::CAP_FFMPEG) || !cap.isOpened()) return -1;
+  double fc = cap.get(cv::CAP_PROP_FRAME_COUNT);
+  return fc > 0 ? (long)(fc + 0.5) : 0;
+}
+
+// A failed video: the error of a write into the temporary's folder now (a full disk:
+// "No space left on device"), else what the read-back found.
+static rv_status write_failure(rv_video_writer *v, const char *what, rv_ctx *ctx) {
+  std::string stem = v->tmp;
+  stem += ".probe";
+  std::vector<char> name(stem.size() + RV_UNIQUE_EXTRA);
+  int fd = rv_create_unique(name.data(), name.size(), stem.c_str(), "");
+  int err = fd < 0 ? errno : 0;
+  if (fd >= 0) {
+    static const char zeros[1 << 16] = {0};
+    if (::write(fd, zeros, sizeof zeros) != (ssize_t)sizeof zeros) err = errno ? errno : EIO;
+    else if (::fsync(fd) != 0) err = errno;
+    ::unlink(name.data());
+    ::close(fd);
+  }
+  if (err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS || err == EFBIG)
+    return rv_error(ctx, RV_ERR_IO, "video %s: write failed (%s): %s", v->path.c_str(), std::strerror(err), what);
+  return rv_error(ctx, RV_ERR_IO, "video %s: the encoder failed: %s", v->path.c_str(), what);
+}
 
 rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double fps, int w, int h,
                                const char *fourcc, rv_ctx *ctx) {
@@ -716,6 +694,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       return rv_error(ctx, RV_ERR_ARG, "video %s: unknown container '%s' (use .mp4, .avi, .mkv)",
                       path, ext.c_str());
     v = new rv_video_writer();
+    v->fd = -1;
     v->path = path;
     v->w = w;
     v->h = h;
@@ -733,13 +712,12 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       return rv_error(ctx, RV_ERR_IO, "video %s: is a folder, not a file", path);
     }
     if (!in_place) { // a link stays a link: the temporary goes beside its target
-      int fd = make_temp(target, v->tmp, ext);
-      if (fd < 0) {
+      v->fd = make_temp(target, v->tmp, ext); // kept open: the lock proves the run alive
+      if (v->fd < 0) {
         int err = errno;
         delete v;
         return rv_error(ctx, RV_ERR_IO, "video %s: cannot create a file there: %s", path, std::strerror(err));
       }
-      ::close(fd);
     }
     const std::string &dest = in_place ? v->target : v->tmp;
     bool ok = false;
@@ -753,7 +731,7 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
       }
     }
     if (!ok) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
       return rv_error(ctx, RV_ERR_UNSUPPORTED, "video %s: no usable encoder (tried %s%s)", path,
                       cands[0].c_str(), cands.size() > 1 ? " and others" : "");
@@ -762,13 +740,13 @@ rv_status rv_video_writer_open(rv_video_writer **out, const char *path, double f
     return RV_OK;
   } catch (const cv::Exception &e) {
     if (v) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
     }
     return rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", path, e.err.c_str());
   } catch (...) {
     if (v) {
-      if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+      drop_temp(v);
       delete v;
     }
     return rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", path);
@@ -805,19 +783,31 @@ rv_status rv_video_writer_close(rv_video_writer *v, rv_ctx *ctx) {
     v->vw.release();
     struct stat sb;
     if (v->tmp.empty()) {
-      // written in place (a device or FIFO): nothing to rename
+      // written in place (a device or FIFO): nothing to rename, nothing to read back
     } else if (stat(v->tmp.c_str(), &sb) != 0 || (v->frames > 0 && sb.st_size == 0)) {
-      st = rv_error(ctx, RV_ERR_IO, "video %s: encoder produced no data", v->path.c_str());
-    } else if (std::rename(v->tmp.c_str(), v->target.c_str()) != 0) {
-      st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(),
-                    std::strerror(errno));
+      st = write_failure(v, "encoder produced no data", ctx);
+    } else {
+      // OpenCV's writer reports no error: a full disk or a failing encoder leaves a file cut
+      // short (FFmpeg stops writing at the first failed write, the index or trailer with it).
+      // The file must read back with every frame written before it takes the final name.
+      // (mkv / webm estimate the count from the duration: off by one at some rates)
+      long got = readback_frames(v->tmp), slack = 1 + v->frames / 100;
+      if (got < 0 || (v->frames > 0 && got == 0) || got < v->frames - slack || got > v->frames + slack) {
+        char what[160];
+        if (got < 0) std::snprintf(what, sizeof what, "the file written does not open as a video (%ld frames written)", v->frames);
+        else std::snprintf(what, sizeof what, "the file written reads back with %ld of the %ld frames written", got, v->frames);
+        st = write_failure(v, what, ctx);
+      } else if (std::rename(v->tmp.c_str(), v->target.c_str()) != 0) {
+        st = rv_error(ctx, RV_ERR_IO, "video %s: cannot rename into place: %s", v->path.c_str(), std::strerror(errno));
+      }
     }
   } catch (const cv::Exception &e) {
     st = rv_error(ctx, RV_ERR_IO, "video %s: opencv: %s", v->path.c_str(), e.err.c_str());
   } catch (...) {
     st = rv_error(ctx, RV_ERR_INTERNAL, "video %s: unexpected exception", v->path.c_str());
   }
-  if (st != RV_OK && !v->tmp.empty()) ::unlink(v->tmp.c_str());
+  if (st != RV_OK) drop_temp(v);
+  else if (v->fd >= 0) ::close(v->fd); // after the rename: the lock is held until then
   delete v;
   return st;
 }
@@ -828,7 +818,7 @@ void rv_video_writer_discard(rv_video_writer *v) {
     v->vw.release();
   } catch (...) {
   }
-  if (!v->tmp.empty()) ::unlink(v->tmp.c_str());
+  drop_temp(v);
   delete v;
 }
 

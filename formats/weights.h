@@ -45,7 +45,9 @@ typedef struct {
 typedef struct rv_weights rv_weights;
 
 /* Opens by content: a zip (PyTorch >= 1.6 .pth) or a safetensors file; anything but a
- * regular file (a pipe) is read as safetensors (formats/weights_open.c). */
+ * regular file (a pipe, --weights <(cat x.pth)) is read into memory first, up to
+ * RV_WEIGHTS_STREAM_MAX bytes, then opened by its content the same way (formats/weights_open.c). */
+#define RV_WEIGHTS_STREAM_MAX ((size_t)8 << 30)
 rv_status rv_weights_open(rv_weights **out, const char *path, rv_ctx *ctx);
 rv_status rv_safetensors_open(rv_weights **out, const char *path, rv_ctx *ctx);
 /* Parse a safetensors image already in memory; the buffer is copied. `name` is used in

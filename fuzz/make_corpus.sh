@@ -5,7 +5,7 @@ set -eu
 OUT=$1
 FIX=${2:-$(dirname "$0")/../tests/fixtures}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors,coco}
+mkdir -p "$OUT"/{pth,pickle,pyconfig,safetensors,coco,imghdr}
 cp "$ROOT"/tests/data/pyconfig/*.py "$OUT/pyconfig/"
 for d in "$FIX"/e2e/*/; do cp "$d/train_config.py" "$OUT/pyconfig/$(basename "$d").py"; done
 /usr/bin/python3 - "$OUT" "$FIX" "$ROOT" <<'PY'
@@ -46,4 +46,6 @@ for d in "$FIX"/coco_eval/* "$ROOT"/tests/data/eval/random_coco_*; do
   done
   cp "$d/gt.json" "$OUT/coco/$(basename "$d")_gt"
 done
-echo "corpus in $OUT: $(ls "$OUT"/pth | wc -l) pth, $(ls "$OUT"/pickle | wc -l) pickle, $(ls "$OUT"/pyconfig | wc -l) pyconfig, $(ls "$OUT"/safetensors | wc -l) safetensors, $(ls "$OUT"/coco | wc -l) coco seeds"
+# image headers: the declared-size files of every format, the small test images
+cp "$ROOT"/tests/data/image/bombs/* "$ROOT"/tests/data/image/*.png "$OUT/imghdr/"
+echo "corpus in $OUT: $(ls "$OUT"/pth | wc -l) pth, $(ls "$OUT"/pickle | wc -l) pickle, $(ls "$OUT"/pyconfig | wc -l) pyconfig, $(ls "$OUT"/safetensors | wc -l) safetensors, $(ls "$OUT"/coco | wc -l) coco, $(ls "$OUT"/imghdr | wc -l) imghdr seeds"

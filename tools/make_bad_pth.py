@@ -225,6 +225,7 @@ def main():
     save(P("bad_not_dict.pth"), [1, 2, 3])
     save(P("bad_no_tensors.pth"), {"meta": {"a": 1}, "foo": 1})
     save(P("bad_state_dict_type.pth"), {"state_dict": [1, 2]})
+    save(P("empty_state_dict.pth"), {"state_dict": collections.OrderedDict(), "meta": {"CLASSES": ["a"]}})
     write_zip(P("bad_no_pickle.pth"), [("archive/version", b"3\n"), ("archive/data/0", b"\0" * 4)])
     good_pkl = dumps(one)
     save(P("bad_truncated_pickle.pth"), one, pkl=good_pkl[: len(good_pkl) // 2])

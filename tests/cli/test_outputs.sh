@@ -114,6 +114,9 @@ for f in killo/*.png; do
   [ -e "$f" ] || continue
   tail -c 12 "$f" | grep -q IEND || fail "SIGKILL: half-written $f under its final name"
 done
+# an empty temporary (the kill came between its creation and its first write) is kept by the
+# sweep for 60 s (docs/outputs.md: it could be a live writer's not yet locked): aged here
+find killo -name '.*.ravlt-tmp.*' -empty -exec touch -d '-2 minutes' {} +
 R segment --out-dir killo seg/images/validation/ || fail "rerun after SIGKILL: rc $?"
 no_tmp killo || fail "rerun after SIGKILL left temporaries: $(ls -a killo | grep ravlt-tmp)"
 [ "$(ls killo/*.png | wc -l)" = 60 ] || fail "rerun after SIGKILL: not 60 outputs"

@@ -13,6 +13,7 @@
 
 #include "apps/cli.h"
 #include "apps/opts.h"
+#include "apps/outputs.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -290,6 +291,53 @@ static void test_precision_option(void **state) {
   assert_int_equal(found, (int)(sizeof with / sizeof *with));
 }
 
+/* ---- the output rules' declarations (apps/outputs.c) ------------------------------------- */
+
+/* Every string option of every command is declared in the output rules' table (an input, an
+ * output, an output folder, or not a path), every declaration names an option the command
+ * has (a string) or a positional it takes, and a command that takes positionals declares
+ * them: a path a command adds is never outside the rule. */
+static void test_io_declarations(void **state) {
+  (void)state;
+  int ncmd, nspec = 0;
+  const rv_cli_command *cmds = rv_cli_commands(&ncmd);
+  for (int c = 0; c < ncmd; c++)
+    for (int s = 0; cmds[c].specs[s]; s++) {
+      const rv_cmd_spec *spec = cmds[c].specs[s];
+      nspec++;
+      for (const rv_opt *o = spec->opts; o->name; o++) {
+        if (o->kind != RV_OPT_STR) continue;
+        const rv_io_decl *d = rv_cli_io_decl(spec->name, o->name);
+        if (!d) fprintf(stderr, "%s %s: not declared in apps/outputs.c\n", spec->name, o->name);
+        assert_non_null(d);
+      }
+      if (spec->max_pos != 0) {
+        int any = rv_cli_io_decl(spec->name, "#*") || rv_cli_io_decl(spec->name, "#1");
+        if (!any) fprintf(stderr, "%s: positionals not declared in apps/outputs.c\n", spec->name);
+        assert_true(any);
+      }
+    }
+  assert_true(nspec >= 14);
+  for (const rv_io_decl *d = rv_cli_io_decls(); d->cmd; d++) {
+    const rv_cmd_spec *spec = NULL;
+    for (int c = 0; c < ncmd && !spec; c++)
+      for (int s = 0; cmds[c].specs[s]; s++)
+        if (!strcmp(cmds[c].specs[s]->name, d->cmd)) spec = cmds[c].specs[s];
+    if (!spec) fprintf(stderr, "apps/outputs.c declares '%s', not a command\n", d->cmd);
+    assert_non_null(spec);
+    if (d->arg[0] == '#') {
+      int k = d->arg[1] == '*' ? 1 : atoi(d->arg + 1);
+      assert_true(k >= 1 && (spec->max_pos < 0 || k <= spec->max_pos));
+      continue;
+    }
+    const rv_opt *o = spec->opts;
+    while (o->name && strcmp(o->name, d->arg)) o++;
+    if (!o->name) fprintf(stderr, "apps/outputs.c declares %s %s, not an option\n", d->cmd, d->arg);
+    assert_non_null(o->name);
+    assert_int_equal(o->kind, RV_OPT_STR);
+  }
+}
+
 /* ---- help and examples --------------------------------------------------------------------- */
 
 static const rv_cmd_spec *find_spec(const char *line, const char **rest) {
@@ -402,53 +450,56 @@ static void test_help_and_examples(void **state) {
  * its options (or a common one). Fenced lines and inline `code` spans are checked. */
 static void test_readme_command_lines(void **state) {
   (void)state;
-  char path[1024];
-  snprintf(path, sizeof path, "%s/../../README.md", RV_TEST_DATA);
-  FILE *f = fopen(path, "r");
-  assert_non_null(f);
-  char line[4096];
+  static const char *const pages[] = {"README.md", "docs/outputs.md"};
   int checked = 0, bad = 0;
-  while (fgets(line, sizeof line, f)) {
-    for (char *p = line; (p = strstr(p, "ravlt ")) != NULL; p += 6) {
-      if (p > line && (p[-1] == '/' || p[-1] == '_' || p[-1] == '-' || isalnum((unsigned char)p[-1]))) continue;
-      char *q = p + 6;
-      while (*q == ' ') q++;
-      /* global options before the command */
-      while (*q == '-') {
-        size_t l = strcspn(q, " `");
-        int takes = !strncmp(q, "--threads", 9) && l == 9;
-        q += l;
+  for (size_t pg = 0; pg < sizeof pages / sizeof *pages; pg++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../../%s", RV_TEST_DATA, pages[pg]);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+      for (char *p = line; (p = strstr(p, "ravlt ")) != NULL; p += 6) {
+        if (p > line && (p[-1] == '/' || p[-1] == '_' || p[-1] == '-' || isalnum((unsigned char)p[-1]))) continue;
+        char *q = p + 6;
         while (*q == ' ') q++;
-        if (takes) {
-          q += strcspn(q, " `");
+        /* global options before the command */
+        while (*q == '-') {
+          size_t l = strcspn(q, " `");
+          int takes = !strncmp(q, "--threads", 9) && l == 9;
+          q += l;
           while (*q == ' ') q++;
+          if (takes) {
+            q += strcspn(q, " `");
+            while (*q == ' ') q++;
+          }
         }
-      }
-      if (!(*q >= 'a' && *q <= 'z')) continue;
-      const char *rest;
-      const rv_cmd_spec *spec = find_spec(q, &rest);
-      size_t wl = strcspn(q, " `.,;:)");
-      /* prose such as "ravlt runs ..." is not a command line: only words that are commands */
-      if (!spec) continue;
-      (void)wl;
-      /* the options up to the end of the code span / comment */
-      size_t span = strcspn(rest, "`#|");
-      char seg[2048];
-      snprintf(seg, sizeof seg, "%.*s", (int)(span < sizeof seg - 1 ? span : sizeof seg - 1), rest);
-      for (char *o = seg; (o = strstr(o, "--")) != NULL;) {
-        if (o > seg && o[-1] != ' ' && o[-1] != '[' && o[-1] != '(') { o += 2; continue; }
-        size_t l = 2 + strcspn(o + 2, " ]=)|,\n");
-        if (l == 2) { o += 2; continue; } /* `--` itself */
-        if (!known_option(spec, o, l)) {
-          fprintf(stderr, "README: '%.*s' is not an option of 'ravlt %s': %s", (int)l, o, spec->name, line);
-          bad++;
+        if (!(*q >= 'a' && *q <= 'z')) continue;
+        const char *rest;
+        const rv_cmd_spec *spec = find_spec(q, &rest);
+        size_t wl = strcspn(q, " `.,;:)");
+        /* prose such as "ravlt runs ..." is not a command line: only words that are commands */
+        if (!spec) continue;
+        (void)wl;
+        /* the options up to the end of the code span / comment */
+        size_t span = strcspn(rest, "`#|");
+        char seg[2048];
+        snprintf(seg, sizeof seg, "%.*s", (int)(span < sizeof seg - 1 ? span : sizeof seg - 1), rest);
+        for (char *o = seg; (o = strstr(o, "--")) != NULL;) {
+          if (o > seg && o[-1] != ' ' && o[-1] != '[' && o[-1] != '(') { o += 2; continue; }
+          size_t l = 2 + strcspn(o + 2, " ]=)|,\n");
+          if (l == 2) { o += 2; continue; } /* `--` itself */
+          if (!known_option(spec, o, l)) {
+            fprintf(stderr, "%s: '%.*s' is not an option of 'ravlt %s': %s", pages[pg], (int)l, o, spec->name, line);
+            bad++;
+          }
+          checked++;
+          o += l;
         }
-        checked++;
-        o += l;
       }
     }
+    fclose(f);
   }
-  fclose(f);
   assert_int_equal(bad, 0);
   assert_true(checked > 30);
 }
@@ -511,6 +562,7 @@ int main(void) {
       cmocka_unit_test(test_strict_numbers),
       cmocka_unit_test(test_numeric_options_of_every_command),
       cmocka_unit_test(test_precision_option),
+      cmocka_unit_test(test_io_declarations),
       cmocka_unit_test(test_help_and_examples),
       cmocka_unit_test(test_readme_command_lines),
   };

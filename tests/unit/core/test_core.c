@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 static void test_status_and_ctx(void **state) {
@@ -366,18 +368,65 @@ static void test_out_kinds(void **state) {
   assert_int_equal(rv_out_open(&o, p, ctx), RV_ERR_IO);
   assert_non_null(strstr(rv_ctx_errmsg(ctx), p));
   assert_null(strstr(rv_ctx_errmsg(ctx), RV_TMP_TAG));
-  /* sweep: a dead process's temporary goes, ours stays */
+  /* sweep: what it cannot lock stays, whatever the PID in the name says (issue 43: another
+   * PID namespace or host); an unlocked one with data goes, even named after a live PID */
   pid_t dead = fork();
   if (dead == 0) _exit(0);
   waitpid(dead, &wst, 0);
   snprintf(p, sizeof p, "%s/.x.png" RV_TMP_TAG "%ld.0", dir, (long)dead);
   snprintf(q, sizeof q, "%s/.x.png" RV_TMP_TAG "%ld.0", dir, (long)getpid());
-  fclose(fopen(p, "w"));
+  FILE *f = fopen(p, "w");
+  fputs("x", f);
+  fclose(f);
   fclose(fopen(q, "w"));
+  char r[256], stem[200];
+  snprintf(r, sizeof r, "%s/.y.png" RV_TMP_TAG "1.0", dir); /* PID 1 runs: no matter */
+  f = fopen(r, "w");
+  fputs("x", f);
+  fclose(f);
+  assert_int_equal(rv_out_sweep(dir), 2);
+  assert_int_equal(access(p, F_OK), -1);
+  assert_int_equal(access(r, F_OK), -1);
+  assert_int_equal(access(q, F_OK), 0); /* ours */
+  unlink(q);
+  /* a live writer in another process: its temporary (locked from creation) stays, even
+   * renamed after a dead PID; once it is killed, the next sweep removes it */
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  snprintf(stem, sizeof stem, "%s/.z.json" RV_TMP_TAG "%ld", dir, (long)dead); /* a dead PID's name */
+  pid_t w = fork();
+  if (w == 0) {
+    char name[512];
+    int fd = rv_create_unique(name, sizeof name, stem, "");
+    if (fd < 0 || write(fd, "{}", 2) != 2) _exit(1);
+    /* rv_create_unique names it STEM.<pid>.0: rename to the dead PID's name for the test */
+    char dead_name[600];
+    snprintf(dead_name, sizeof dead_name, "%s.0", stem);
+    if (rename(name, dead_name) != 0) _exit(1);
+    if (write(pfd[1], "k", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  char k;
+  assert_int_equal(read(pfd[0], &k, 1), 1);
+  snprintf(p, sizeof p, "%s.0", stem);
+  assert_int_equal(access(p, F_OK), 0);
+  assert_int_equal(rv_out_sweep(dir), 0);
+  assert_int_equal(access(p, F_OK), 0);
+  kill(w, SIGKILL);
+  waitpid(w, &wst, 0);
   assert_int_equal(rv_out_sweep(dir), 1);
   assert_int_equal(access(p, F_OK), -1);
-  assert_int_equal(access(q, F_OK), 0);
-  unlink(q);
+  close(pfd[0]);
+  close(pfd[1]);
+  /* an empty unlocked file may be a writer's between its creation and its lock: kept while
+   * young, removed once older than RV_SWEEP_EMPTY_AGE */
+  snprintf(p, sizeof p, "%s/.e.png" RV_TMP_TAG "%ld.0", dir, (long)dead);
+  fclose(fopen(p, "w"));
+  assert_int_equal(rv_out_sweep(dir), 0);
+  struct timespec old[2] = {{time(NULL) - RV_SWEEP_EMPTY_AGE - 5, 0}, {time(NULL) - RV_SWEEP_EMPTY_AGE - 5, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+  assert_int_equal(rv_out_sweep(dir), 1);
   assert_int_equal(rv_same_file(dir, dir), 1);
   snprintf(p, sizeof p, "rm -rf '%s'", dir);
   assert_int_equal(system(p), 0);

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "test_util.h"
 #include "formats/image.h"
+#include "formats/imghdr.h"
 #include "datasets/classes.h"
 
 #include "apps/draw.c"
@@ -238,6 +239,94 @@ static void test_label_png(void **state) {
   rv_ctx_free(ctx);
 }
 
+/* --max-pixels for every format imdecode reads (issue 43): a tiny file declaring a
+ * 12000x12000 image (tools/make_image_bombs.py, tests/data/image/bombs) is refused from its
+ * header, naming the format, before a decoder allocates; the header reader gives the sides
+ * of real files in every format OpenCV writes (the decoded size), and a limit of w*h-1
+ * refuses them while w*h accepts them; a format whose size cannot be read is not decoded. */
+static void test_pixel_limit_every_format(void **state) {
+  (void)state;
+  rv_ctx *ctx = rv_ctx_create();
+  rv_image img = {0};
+  static const char *const bombs[] = {
+      "bomb.png", "bomb.jpg", "bomb.bmp", "bomb_core.bmp", "bomb_vp8.webp", "bomb_vp8l.webp", "bomb_vp8x.webp",
+      "bomb.pbm", "bomb.pgm", "bomb.ppm", "bomb.pam", "bomb.pfm", "bomb.ras", "bomb.hdr", "bomb_le.tif",
+      "bomb_be.tif", "bomb_big.tif", "bomb.j2k", "bomb.jp2", "bomb.exr"};
+  for (size_t i = 0; i < sizeof bombs / sizeof *bombs; i++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "image/bombs/%s", bombs[i]);
+    const char *path = data_path(rel);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char buf[512];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    rv_imghdr h;
+    rv_imghdr_result r = rv_imghdr_read(&h, buf, n);
+    if (r != RV_IMGHDR_OK || h.width != 12000 || h.height != 12000)
+      fprintf(stderr, "%s: result %d, %s %lldx%lld (%s)\n", bombs[i], (int)r, h.format ? h.format : "-", h.width,
+              h.height, h.error ? h.error : "");
+    assert_int_equal(r, RV_IMGHDR_OK);
+    assert_true(h.width == 12000 && h.height == 12000);
+    rv_status st = rv_image_read(path, &img, ctx);
+    if (st != RV_ERR_UNSUPPORTED || !strstr(rv_ctx_errmsg(ctx), "over the limit"))
+      fprintf(stderr, "%s: %s\n", bombs[i], rv_ctx_errmsg(ctx));
+    assert_int_equal(st, RV_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rv_ctx_errmsg(ctx), "over the limit"));
+    assert_non_null(strstr(rv_ctx_errmsg(ctx), h.format));
+    assert_null(img.data);
+    /* cut short inside the header: refused as unreadable, never decoded */
+    for (size_t cut = 4; cut + 1 < n && cut < 40; cut += 3) {
+      r = rv_imghdr_read(&h, buf, cut);
+      if (r == RV_IMGHDR_OK) continue; /* the sides come before the cut */
+      assert_int_equal(rv_image_decode(buf, cut, "cut", &img, ctx), RV_ERR_FORMAT);
+      assert_null(img.data);
+    }
+  }
+  /* real files in every format OpenCV writes here: the header's size is the decoded size */
+  static const char *const exts[] = {".png", ".jpg", ".bmp", ".webp", ".tif", ".jp2", ".ppm", ".pgm", ".pbm",
+                                     ".pam", ".pfm", ".ras", ".hdr"};
+  rv_image src = {0}, grey = {0};
+  assert_int_equal(rv_image_alloc(&src, 41, 67, 3, ctx), RV_OK);
+  assert_int_equal(rv_image_alloc(&grey, 41, 67, 1, ctx), RV_OK);
+  for (size_t i = 0; i < src.h * (size_t)src.w * 3; i++) src.data[i] = (unsigned char)(i * 7);
+  for (size_t i = 0; i < grey.h * (size_t)grey.w; i++) grey.data[i] = (unsigned char)(i * 5);
+  for (size_t i = 0; i < sizeof exts / sizeof *exts; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "real%s", exts[i]);
+    const char *path = tmp_path(name);
+    const int one = !strcmp(exts[i], ".pgm") || !strcmp(exts[i], ".pbm"); /* grey formats */
+    rv_status st = rv_image_write(path, one ? &grey : &src, ctx);
+    if (st != RV_OK) fprintf(stderr, "%s: %s\n", exts[i], rv_ctx_errmsg(ctx));
+    assert_int_equal(st, RV_OK);
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    rv_imghdr h;
+    assert_int_equal(rv_imghdr_read(&h, buf, n), RV_IMGHDR_OK);
+    if (h.width != 67 || h.height != 41) fprintf(stderr, "%s: header %lldx%lld\n", exts[i], h.width, h.height);
+    assert_true(h.width == 67 && h.height == 41);
+    rv_ctx_set_max_pixels(ctx, 67 * 41 - 1);
+    st = rv_image_read(path, &img, ctx);
+    assert_int_equal(st, RV_ERR_UNSUPPORTED);
+    assert_non_null(strstr(rv_ctx_errmsg(ctx), "over the limit"));
+    rv_ctx_set_max_pixels(ctx, 67 * 41);
+    st = rv_image_read(path, &img, ctx);
+    if (st != RV_OK) fprintf(stderr, "%s: %s\n", exts[i], rv_ctx_errmsg(ctx));
+    assert_int_equal(st, RV_OK);
+    assert_true(img.w == 67 && img.h == 41);
+    rv_image_free(&img);
+    rv_ctx_set_max_pixels(ctx, 0);
+  }
+  rv_image_free(&src);
+  rv_image_free(&grey);
+  /* an unknown format is not handed to a decoder */
+  assert_int_equal(rv_image_decode("GIF89a\x01\x00\x01\x00\x00\x00\x00", 13, "x.gif", &img, ctx), RV_ERR_FORMAT);
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "not an image format"));
+  rv_ctx_free(ctx);
+}
+
 static void test_read_errors(void **state) {
   (void)state;
   rv_ctx *ctx = rv_ctx_create();
@@ -249,7 +338,7 @@ static void test_read_errors(void **state) {
   assert_int_equal(rv_image_read(tmpdir, &img, ctx), RV_ERR_IO);
   assert_non_null(strstr(rv_ctx_errmsg(ctx), "directory"));
   assert_int_equal(rv_image_read(data_path("image/not_an_image.png"), &img, ctx), RV_ERR_FORMAT);
-  assert_non_null(strstr(rv_ctx_errmsg(ctx), "not a decodable image"));
+  assert_non_null(strstr(rv_ctx_errmsg(ctx), "not an image format"));
   const char *empty = tmp_path("empty.jpg");
   assert_int_equal(write_bytes(empty, "", 0), 0);
   assert_int_equal(rv_image_read(empty, &img, ctx), RV_ERR_FORMAT);
@@ -660,6 +749,7 @@ int main(void) {
       cmocka_unit_test(test_write_errors),       cmocka_unit_test(test_drawing_primitives),
       cmocka_unit_test(test_video_read_write),   cmocka_unit_test(test_draw_overlay_and_detections),
       cmocka_unit_test(test_inputs),             cmocka_unit_test(test_classes),
+      cmocka_unit_test(test_pixel_limit_every_format),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
