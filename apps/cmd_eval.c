@@ -17,6 +17,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _XOPEN_SOURCE 700
 #include "apps/cli.h"
+#include "apps/eval_analysis.h"
 #include "apps/eval_report.h"
 #include "apps/image_run.h"
 #include "apps/tile_cli.h"
@@ -28,6 +29,7 @@
 #include "datasets/classes.h"
 #include "datasets/coco.h"
 #include "datasets/det_json.h"
+#include "datasets/seg_analysis.h"
 #include "eval/cocoeval.h"
 #include "eval/segmetrics.h"
 #include "apps/commands.h"
@@ -116,6 +118,7 @@ typedef struct {
   rv_coco_area_mode area_mode;
   int mmdet_maxdets, resume;
   rv_shard shard;
+  rv_cli_report_opts rep; /* --report, --report-json, --compare, --conf-* */
   rv_tile_cli tile;
 } coco_opts;
 
@@ -128,6 +131,20 @@ static const rv_opt COCO_OPTS[] = {
      "write {\"iou_type\", \"stats\": [12], \"per_category\": {id: AP}} to FILE\n"
      "('-': stdout, the tables then go to stderr; model mode: bbox in FILE,\n"
      "segm in FILE with .segm.json, so '-' only for a model without masks)", 0},
+    {"--report", NULL, RV_OPT_STR, offsetof(coco_opts, rep.html), 0, 0, NULL, "FILE.html",
+     "also write the error analysis as one self-contained HTML report: per-\n"
+     "category AP, PR curves, TIDE's error breakdown, the confusion matrix,\n"
+     "P/R/F1 against the score threshold, the worst images (docs/evaluation.md)", 0},
+    {"--report-json", NULL, RV_OPT_STR, offsetof(coco_opts, rep.json), 0, 0, NULL, "FILE",
+     "the analysis as JSON ('-': stdout, the tables then go to stderr;\n"
+     "model mode: segm in FILE with .segm.json)", 0},
+    {"--compare", NULL, RV_OPT_STR, offsetof(coco_opts, rep.compare), 0, 0, NULL, "OTHER.json",
+     "report: a second results file on the same gt: per-category AP deltas\n"
+     "and both TIDE breakdowns", 0},
+    {"--conf-score-thr", NULL, RV_OPT_DOUBLE, offsetof(coco_opts, rep.conf_score_thr), 0, 1, NULL, "X",
+     "report: the confusion matrix counts detections with score >= X\n(default 0.3, mmdet's)", 0},
+    {"--conf-iou-thr", NULL, RV_OPT_DOUBLE, offsetof(coco_opts, rep.conf_iou_thr), 0, 1, NULL, "X",
+     "report: ... that overlap a gt with IoU >= X (default 0.5)", RV_OPT_OPEN_LO},
     {"--area-mode", NULL, RV_OPT_CHOICE, offsetof(coco_opts, area_mode_s), 0, 0, "box|mask", "M",
      "box (default): pycocotools' loadRes rule - when the first result has a\n"
      "bbox, detection areas are w*h even for segm (what mmdet 2.x and the\n"
@@ -136,7 +153,8 @@ static const rv_opt COCO_OPTS[] = {
      "maxDets 100/300/1000 as mmdet's CocoDataset.evaluate (default 1/10/100)", 0},
     {"--images", NULL, RV_OPT_STR, offsetof(coco_opts, images), 0, 0, NULL, "DIR",
      "model mode: the folder holding every image's file_name (image ids: those\n"
-     "of --ann, by file_name)", 0},
+     "of --ann, by file_name); results mode with a report: the images for the\n"
+     "worst images' thumbnails", 0},
     RV_MODEL_OPT_WEIGHTS(coco_opts, mo,
                          "model mode: detector checkpoint (.pth / .safetensors); --model NAME if it\n"
                          "has no config; 'demo-det': the built-in demo detector (on `ravlt synth\n"
@@ -177,7 +195,8 @@ const rv_cmd_spec rv_spec_eval_coco = {
     "same with the images done so far, exit 128+N.\n",
     "  ravlt eval coco --ann instances_val2017.json --results dets.json\n"
     "  ravlt eval coco --ann instances_val2017.json --results dets.segm.json --iou-type segm --json -\n"
-    "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n",
+    "  ravlt eval coco --ann instances_val2017.json --images val2017 --weights cascade_ravlt_s.pth --output dets.json\n"
+    "  ravlt eval coco --ann instances_val2017.json --results dets.json --images val2017 --report report.html\n",
     sizeof(coco_opts)};
 
 static rv_status push_obj(rv_coco_results *r, size_t *cap, const rv_coco_obj *o, rv_ctx *ctx) {
@@ -349,17 +368,22 @@ static rv_status coco_results_from_model(rv_image_run *r, coco_run *u, rv_ctx *c
 /* Before the first image: every output checked (writable, not an input), the model, the gt. */
 static rv_status coco_open(coco_run *u, rv_image_run *r, rv_ctx *ctx) {
   const coco_opts *o = u->o;
-  char js[4096] = "";
+  char js[4096] = "", rjs[4096] = "";
   if (o->out) rv_cli_sibling_path(u->segm, sizeof u->segm, o->out, ".segm.json");
   if (o->out) rv_cli_sibling_path(u->side, sizeof u->side, o->out, ".shard.json");
   if (o->json) rv_cli_sibling_path(js, sizeof js, o->json, ".segm.json");
-  const char *outs[5] = {o->out, o->out ? u->segm : NULL, o->out ? u->side : NULL, o->json, o->json ? js : NULL};
+  if (o->rep.json) rv_cli_sibling_path(rjs, sizeof rjs, o->rep.json, ".segm.json");
+  const char *outs[8] = {o->out, o->out ? u->segm : NULL, o->out ? u->side : NULL, o->json, o->json ? js : NULL,
+                         o->rep.html, rv_cli_json_stdout(o->rep.json) ? NULL : o->rep.json, o->rep.json ? rjs : NULL};
   const char *ins[2] = {o->ann, rv_cli_is_demo(o->mo.weights) ? NULL : o->mo.weights};
-  RV_TRY(rv_cli_outputs_check(outs, NULL, 5, ins, 2, ctx));
+  RV_TRY(rv_cli_outputs_check(outs, NULL, 8, ins, 2, ctx));
   RV_TRY(rv_run_model_load(&r->model, r->cmd, RV_RUN_DETECT, "eval ade20k", &o->mo, ctx));
   u->masks = rv_detector_has_masks(rv_model_detector(r->model.m));
   if (u->masks && rv_cli_json_stdout(o->json))
     return rv_error(ctx, RV_ERR_ARG, "--json -: this model has masks, whose summary is a second file: give --json FILE");
+  if (u->masks && rv_cli_json_stdout(o->rep.json))
+    return rv_error(ctx, RV_ERR_ARG,
+                    "--report-json -: this model has masks, whose analysis is a second file: give --report-json FILE");
   double t0 = rv_now();
   RV_TRY(rv_coco_load(&u->gt, o->ann, u->masks, rv_cli.threads, ctx));
   rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o->ann, u->gt->n_images,
@@ -464,17 +488,29 @@ static rv_status coco_write(coco_run *u, rv_ctx *ctx) {
 /* pycocotools' stats and the per-category table: bbox, then segm when the model has masks. */
 static rv_status coco_evaluate(coco_run *u, rv_ctx *ctx) {
   const coco_opts *o = u->o;
-  rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, rv_cli.threads, u->masks};
-  for (int t = 0; t <= u->masks; t++) {
+  rv_cocoeval *ev = NULL;
+  rv_coco_report_opts ro = {o->area_mode, o->mmdet_maxdets, rv_cli.threads, u->masks,
+                            rv_cli_report_wanted(&o->rep) ? &ev : NULL, rv_cli_json_stdout(o->rep.json)};
+  rv_cli_report rep;
+  rv_cli_report_init(&rep, &o->rep, rv_cli.threads);
+  rep.o.images = o->images; /* the model mode's images: thumbnails of the worst */
+  rv_status st = RV_OK;
+  for (int t = 0; t <= u->masks && st == RV_OK; t++) {
     const rv_iou_type iou = t ? RV_IOU_SEGM : RV_IOU_BBOX;
     rv_coco_results *res = t ? &u->seg : &u->box;
     char json[4096] = "";
     if (o->json && t) rv_cli_sibling_path(json, sizeof json, o->json, ".segm.json");
-    if (!u->prepared) RV_TRY(rv_coco_results_prepare(res, u->gt, iou, o->area_mode, o->mo.weights, ctx));
+    if (!u->prepared) st = rv_coco_results_prepare(res, u->gt, iou, o->area_mode, o->mo.weights, ctx);
+    if (st != RV_OK) break;
     if (t) printf("\n");
-    RV_TRY(rv_cli_coco_report(u->gt, res, iou, &ro, !o->json ? NULL : t ? json : o->json, NULL, ctx));
+    st = rv_cli_coco_report(u->gt, res, iou, &ro, !o->json ? NULL : t ? json : o->json, NULL, ctx);
+    if (st == RV_OK && ev) st = rv_cli_report_coco(&rep, u->gt, res, iou, ev, rv_cocoeval_get_params(ev), o->area_mode, t, ctx);
+    rv_cocoeval_free(ev);
+    ev = NULL;
   }
-  return RV_OK;
+  if (st == RV_OK) st = rv_cli_report_finish(&rep, o->mo.weights, ctx);
+  rv_cli_report_free(&rep);
+  return st;
 }
 
 typedef struct {
@@ -545,8 +581,15 @@ static int cmd_coco_model(const coco_opts *o) {
 static int cmd_coco(int argc, char **argv) {
   const char *cmd = "eval coco";
   coco_opts o = {0};
+  o.rep.conf_score_thr = o.rep.conf_iou_thr = NAN; /* not given */
   int npos, prc = rv_cli_parse(&rv_spec_eval_coco, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
+  const char *rmsg = rv_cli_report_usage(&o.rep, 1);
+  if (rmsg) return rv_cli_usage_error(cmd, "%s", rmsg);
+  if (rv_cli_json_stdout(o.json) && rv_cli_json_stdout(o.rep.json))
+    return rv_cli_usage_error(cmd, "--json - and --report-json -: only one of them can go to stdout");
+  if (rv_cli_report_wanted(&o.rep) && (o.shard_spec || rv_mpi_size() > 1 || o.resume))
+    return rv_cli_usage_error(cmd, "--report / --report-json need one run over every image (not with --shard, --resume or mpirun)");
   int iou_given = o.iou_type != NULL;
   o.iou = iou_given && !strcmp(o.iou_type, "segm") ? RV_IOU_SEGM : RV_IOU_BBOX;
   o.area_mode = o.area_mode_s && !strcmp(o.area_mode_s, "mask") ? RV_COCO_AREA_MASK : RV_COCO_AREA_BOX;
@@ -560,8 +603,9 @@ static int cmd_coco(int argc, char **argv) {
     if (model_usage(cmd, &o.mo, o.resume, o.out, o.shard_spec, o.json, &o.shard)) return 2;
     return cmd_coco_model(&o);
   }
-  if (o.resume || o.shard_spec || o.out || o.images || o.mo.model)
-    return rv_cli_usage_error(cmd, "--images, --model, --output, --shard and --resume are for the model mode (--weights)");
+  if (o.resume || o.shard_spec || o.out || (o.images && !rv_cli_report_wanted(&o.rep)) || o.mo.model)
+    return rv_cli_usage_error(cmd, "--images (without a report), --model, --output, --shard and --resume are for the "
+                                   "model mode (--weights)");
   if (o.tile.tile[0] > 0 || o.tile.max_dets > 0)
     return rv_cli_usage_error(cmd, "--tile and --max-dets are for the model mode (--weights)");
   if (rv_mpi_size() > 1) return rv_cli_usage_error(cmd, "under mpirun, eval runs a model (--weights); --results needs no ranks");
@@ -570,8 +614,17 @@ static int cmd_coco(int argc, char **argv) {
   int threads = rv_cli.threads;
   rv_coco *gt = NULL;
   rv_coco_results res = {0};
+  rv_cocoeval *ev = NULL;
+  rv_cli_report rep;
+  rv_cli_report_init(&rep, &o.rep, threads);
+  rep.o.images = o.images;
+  /* the outputs writable and none of them an input, before any work */
+  const char *outs[3] = {rv_cli_json_stdout(o.json) ? NULL : o.json, o.rep.html,
+                         rv_cli_json_stdout(o.rep.json) ? NULL : o.rep.json};
+  const char *ins[3] = {o.ann, o.results, o.rep.compare};
   double t0 = rv_now();
-  rv_status st = rv_coco_load(&gt, o.ann, o.iou == RV_IOU_SEGM, threads, ctx);
+  rv_status st = rv_cli_outputs_check(outs, NULL, 3, ins, 3, ctx);
+  if (st == RV_OK) st = rv_coco_load(&gt, o.ann, o.iou == RV_IOU_SEGM, threads, ctx);
   if (st == RV_OK) {
     rv_log(ctx, RV_LOG_INFO, "%s: %zu images, %zu categories, %zu annotations (%.2f s)", o.ann, gt->n_images,
            gt->n_cats, gt->n_anns, rv_now() - t0);
@@ -580,9 +633,14 @@ static int cmd_coco(int argc, char **argv) {
   }
   if (st == RV_OK) {
     rv_log(ctx, RV_LOG_INFO, "%s: %zu detections (%.2f s)", o.results, res.n, rv_now() - t0);
-    rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0};
+    rv_coco_report_opts ro = {o.area_mode, o.mmdet_maxdets, threads, 0, rv_cli_report_wanted(&o.rep) ? &ev : NULL,
+                              rv_cli_json_stdout(o.rep.json)};
     st = rv_cli_coco_report(gt, &res, o.iou, &ro, o.json, NULL, ctx);
   }
+  if (st == RV_OK && ev) st = rv_cli_report_coco(&rep, gt, &res, o.iou, ev, rv_cocoeval_get_params(ev), o.area_mode, 0, ctx);
+  if (st == RV_OK) st = rv_cli_report_finish(&rep, o.results, ctx);
+  rv_cocoeval_free(ev);
+  rv_cli_report_free(&rep);
   int rc = st == RV_OK ? 0 : rv_cli_fail(ctx, cmd, st);
   rv_coco_results_free(&res);
   rv_coco_free(gt);
@@ -597,6 +655,7 @@ typedef struct {
   const char *pred_dir, *gt_dir, *root, *json, *mode, *pred_out, *out, *shard_spec;
   int zero_based, aug_test, crop, stride, resume;
   rv_shard shard;
+  rv_cli_report_opts rep; /* --report, --report-json, --images */
 } ade_opts;
 
 static const rv_opt ADE_OPTS[] = {
@@ -610,6 +669,14 @@ static const rv_opt ADE_OPTS[] = {
     {"--json", NULL, RV_OPT_STR, offsetof(ade_opts, json), 0, 0, NULL, "FILE",
      "write {\"aAcc\", \"mIoU\", \"mAcc\", \"IoU\": [150], \"Acc\": [150]} (null = NaN)\n"
      "to FILE ('-': stdout, the table then goes to stderr)", 0},
+    {"--report", NULL, RV_OPT_STR, offsetof(ade_opts, rep.html), 0, 0, NULL, "FILE.html",
+     "also write the analysis as one self-contained HTML report: per-class\n"
+     "IoU / Acc, mmseg's confusion matrix, the worst images (docs/evaluation.md)", 0},
+    {"--report-json", NULL, RV_OPT_STR, offsetof(ade_opts, rep.json), 0, 0, NULL, "FILE",
+     "the analysis as JSON ('-': stdout, the table then goes to stderr)", 0},
+    {"--images", NULL, RV_OPT_STR, offsetof(ade_opts, rep.images), 0, 0, NULL, "DIR",
+     "report with --pred-dir: the images (<name>.jpg) for the worst images'\n"
+     "thumbnails (default with --root: ROOT/images/validation)", 0},
     RV_MODEL_OPT_WEIGHTS(ade_opts, mo,
                          "model mode: segmentor checkpoint; --model NAME if it has no config; 'demo':\n"
                          "the built-in demo model (on `ravlt synth --task seg` sets). The metrics run\n"
@@ -651,7 +718,8 @@ const rv_cmd_spec rv_spec_eval_ade20k = {
     "SIGTERM, SIGHUP: the same with the images done so far, exit 128+N.\n",
     "  ravlt eval ade20k --pred-dir out --gt-dir ADEChallengeData2016/annotations/validation\n"
     "  ravlt eval ade20k --root ADEChallengeData2016 --weights upernet_ravlt_s.pth --json miou.json\n"
-    "  ravlt eval ade20k --root synth_seg --weights demo --json -\n",
+    "  ravlt eval ade20k --root synth_seg --weights demo --json -\n"
+    "  ravlt eval ade20k --root ADEChallengeData2016 --pred-dir out --report seg.html\n",
     sizeof(ade_opts)};
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
@@ -668,6 +736,7 @@ typedef struct {
   size_t n_done, n_skip;
   rv_seg_run_opts ro;
   rv_part_run run;
+  rv_seg_analysis *an; /* --report: the analysis, image by image */
 } ade_run;
 
 static int ade_skip(void *user, size_t k) {
@@ -705,6 +774,11 @@ static rv_status ade_image(void *user, rv_image_run *r, size_t k, const char *pa
                     i % (size_t)g.w, i / (size_t)g.w, C);
   if (st == RV_OK) st = rv_task_segment(&r->model, img, &u->ro, r->arena, &labels, ctx);
   if (st == RV_OK) rv_seg_areas_add_i32(&u->acc, labels, g.data, n, 1, 255);
+  if (st == RV_OK && u->an) {
+    char stem_name[1024];
+    snprintf(stem_name, sizeof stem_name, "%.*s", (int)stem, name);
+    st = rv_seg_analysis_add(u->an, stem_name, img, g.data, labels, NULL, img->h, img->w, ctx);
+  }
   if (st == RV_OK && u->o->pred_out) {
     if (snprintf(out, sizeof out, "%s/%.*s.png", u->o->pred_out, (int)stem, name) >= (int)sizeof out)
       st = rv_error(ctx, RV_ERR_ARG, "%s: path too long", u->o->pred_out);
@@ -750,6 +824,11 @@ static rv_status ade_open(ade_run *u, rv_image_run *r, rv_ctx *ctx) {
   if (o->pred_out) RV_TRY(rv_mkdirs(o->pred_out, ctx));
   RV_TRY(rv_seg_areas_init(&u->acc, C, ctx));
   if (!(u->done = calloc(u->list.n, sizeof *u->done))) return rv_error(ctx, RV_ERR_NOMEM, "out of memory");
+  if (rv_cli_report_wanted(&o->rep)) {
+    rv_cli_report rep;
+    rv_cli_report_init(&rep, &o->rep, rv_cli.threads);
+    RV_TRY(rv_seg_analysis_create(&u->an, C, rv_model_has_class_names(r->model.m) ? r->model.names : NULL, &rep.p, ctx));
+  }
   if (o->mode) {
     rv_seg_test_cfg *t = rv_model_seg_test_cfg(r->model.m);
     t->mode = !strcmp(o->mode, "slide") ? RV_SEG_MODE_SLIDE : RV_SEG_MODE_WHOLE;
@@ -850,10 +929,19 @@ static int cmd_ade20k_model(const ade_opts *o) {
         fprintf(stderr, "ravlt eval ade20k: shard %d/%d: %zu of %zu images -> %s (merge the parts with 'ravlt merge')\n",
                 o->shard.index, o->shard.count, u.n_done, u.list.n, o->out);
     } else if (st == RV_OK && writer) {
-      st = rv_cli_ade_report(&u.acc, u.n_done, rv_model_has_class_names(r.model.m) ? r.model.names : NULL, o->json, ctx);
+      st = rv_cli_ade_report_to(&u.acc, u.n_done, rv_model_has_class_names(r.model.m) ? r.model.names : NULL, o->json,
+                                rv_cli_json_stdout(o->rep.json), ctx);
+      if (st == RV_OK && u.an) {
+        rv_cli_report rep;
+        rv_cli_report_init(&rep, &o->rep, rv_cli.threads);
+        st = rv_cli_report_seg(&rep, u.an, ctx);
+        if (st == RV_OK) st = rv_cli_report_finish(&rep, o->mo.weights, ctx);
+        rv_cli_report_free(&rep);
+      }
     }
     if (st != RV_OK) rc = rv_cli_fail_once(ctx, r.cmd, st);
   }
+  rv_seg_analysis_free(u.an);
   free(u.done);
   rv_seg_areas_free(&u.acc);
   rv_name_list_free(&u.list);
@@ -871,8 +959,16 @@ static int missing_dir(const char *opt, const char *dir) {
 static int cmd_ade20k(int argc, char **argv) {
   const char *cmd = "eval ade20k";
   ade_opts o = {0};
+  o.rep.conf_score_thr = o.rep.conf_iou_thr = NAN; /* not options of eval ade20k */
   int npos, prc = rv_cli_parse(&rv_spec_eval_ade20k, &o, argc, argv, &npos);
   if (prc >= 0) return prc;
+  const char *rmsg = rv_cli_report_usage(&o.rep, 0);
+  if (rmsg) return rv_cli_usage_error(cmd, "%s", rmsg);
+  if (o.rep.images && !rv_cli_report_wanted(&o.rep)) return rv_cli_usage_error(cmd, "--images is for the report (--report / --report-json)");
+  if (rv_cli_json_stdout(o.json) && rv_cli_json_stdout(o.rep.json))
+    return rv_cli_usage_error(cmd, "--json - and --report-json -: only one of them can go to stdout");
+  if (rv_cli_report_wanted(&o.rep) && (o.shard_spec || rv_mpi_size() > 1 || o.resume))
+    return rv_cli_usage_error(cmd, "--report / --report-json need one run over every image (not with --shard, --resume or mpirun)");
   if (!o.gt_dir && !o.root) return rv_cli_usage_error(cmd, "needs --gt-dir G or --root ADEChallengeData2016");
   if (!o.pred_dir && !o.mo.weights) return rv_cli_usage_error(cmd, "needs --pred-dir P (or --weights with --root)");
   if (o.pred_dir && o.mo.weights) return rv_cli_usage_error(cmd, "--pred-dir and --weights exclude each other");
@@ -891,22 +987,38 @@ static int cmd_ade20k(int argc, char **argv) {
   if (o.gt_dir && (stat(o.gt_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) return missing_dir("--gt-dir", o.gt_dir);
   rv_ctx *ctx = rv_cli_ctx();
   if (!ctx) return 1;
-  char img_dir[4096], ann_dir[4096];
+  char img_dir[4096], ann_dir[4096], root_imgs[4096], root_anns[4096];
   rv_seg_areas acc = {0};
+  rv_seg_analysis *an = NULL;
+  rv_cli_report rep;
+  rv_cli_report_init(&rep, &o.rep, rv_cli.threads);
   const char *gt_dir = o.gt_dir;
-  rv_status st = RV_OK;
-  if (o.root && !gt_dir && (st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) == RV_OK) gt_dir = ann_dir;
+  /* the outputs writable, before any work */
+  const char *outs[3] = {rv_cli_json_stdout(o.json) ? NULL : o.json, o.rep.html, rv_cli_json_stdout(o.rep.json) ? NULL : o.rep.json};
+  rv_status st = rv_cli_outputs_check(outs, NULL, 3, NULL, 0, ctx);
+  if (st == RV_OK && o.root && !gt_dir && (st = rv_ade20k_layout(o.root, img_dir, ann_dir, sizeof ann_dir, ctx)) == RV_OK)
+    gt_dir = ann_dir;
   if (st == RV_OK) st = rv_seg_areas_init(&acc, RV_ADE20K_CLASSES, ctx);
   size_t n = 0;
   double t0 = rv_now();
-  if (st == RV_OK)
-    st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION,
-                             rv_cli.threads, &n, ctx);
+  const rv_ade_pred_format fmt = o.zero_based ? RV_ADE_PRED_ZERO_BASED : RV_ADE_PRED_ANNOTATION;
+  if (st == RV_OK && rv_cli_report_wanted(&o.rep)) { /* the analysis reads the label maps once, mmseg's areas too */
+    if (!rep.o.images && o.root && rv_ade20k_layout(o.root, root_imgs, root_anns, sizeof root_anns, NULL) == RV_OK)
+      rep.o.images = root_imgs;
+    st = rv_seg_analysis_create(&an, RV_ADE20K_CLASSES, NULL, &rep.p, ctx);
+    if (st == RV_OK) st = rv_seg_analysis_add_dirs(an, o.pred_dir, gt_dir, rep.o.images, fmt, &n, ctx);
+    if (st == RV_OK) rv_seg_areas_merge(&acc, rv_seg_analysis_areas(an));
+  } else if (st == RV_OK)
+    st = rv_ade20k_eval_dirs(&acc, o.pred_dir, gt_dir, fmt, rv_cli.threads, &n, ctx);
   if (st == RV_OK) {
     rv_log(ctx, RV_LOG_INFO, "%zu label maps from %s (%.2f s)", n, gt_dir, rv_now() - t0);
-    st = rv_cli_ade_report(&acc, n, NULL, o.json, ctx);
+    st = rv_cli_ade_report_to(&acc, n, NULL, o.json, rv_cli_json_stdout(o.rep.json), ctx);
   }
+  if (st == RV_OK && an) st = rv_cli_report_seg(&rep, an, ctx);
+  if (st == RV_OK && an) st = rv_cli_report_finish(&rep, o.pred_dir, ctx);
   int rc = st == RV_OK ? 0 : rv_cli_fail(ctx, cmd, st);
+  rv_seg_analysis_free(an);
+  rv_cli_report_free(&rep);
   rv_seg_areas_free(&acc);
   rv_ctx_free(ctx);
   return rc;

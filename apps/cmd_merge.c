@@ -266,7 +266,7 @@ static rv_status merge_coco(rv_part *parts, size_t np, const char *ann, const ch
     goto done;
   }
   if (ann) {
-    rv_coco_report_opts ro = {mode, mmdet, threads, masks};
+    rv_coco_report_opts ro = {mode, mmdet, threads, masks, NULL, 0};
     if ((st = rv_cli_coco_report(gt, &box, RV_IOU_BBOX, &ro, json, NULL, ctx)) != RV_OK) goto done;
     if (masks) {
       char sj[4096];

@@ -82,7 +82,7 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
   rv_log(ctx, RV_LOG_INFO, "evaluate + accumulate (%s): %.2f s", tn, rv_now() - t0);
   char text[4096];
   rv_cocoeval_summary_text(ev, text, sizeof text);
-  FILE *tf = rv_cli_json_stdout(json) ? stderr : stdout; /* --json -: the JSON alone on stdout */
+  FILE *tf = rv_cli_json_stdout(json) || o->tables_stderr ? stderr : stdout; /* --json -: the JSON alone on stdout */
   if (o->header) fprintf(tf, "iou_type: %s\n", tn);
   fputs(text, tf);
   double stats[12];
@@ -99,7 +99,8 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
   }
   coco_summary sum = {tn, stats, ev, &prm, o->area_mode};
   rv_status st = json ? write_summary(json, coco_summary_json, &sum, ctx) : RV_OK;
-  rv_cocoeval_free(ev);
+  if (o->keep_ev && st == RV_OK) *o->keep_ev = ev;
+  else rv_cocoeval_free(ev);
   return st;
 }
 
@@ -134,11 +135,16 @@ static void ade_summary_json(rv_jw *w, const void *arg) {
 }
 
 rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n, const char *const *names, const char *json, rv_ctx *ctx) {
+  return rv_cli_ade_report_to(acc, n, names, json, 0, ctx);
+}
+
+rv_status rv_cli_ade_report_to(const rv_seg_areas *acc, size_t n, const char *const *names, const char *json,
+                               int tables_stderr, rv_ctx *ctx) {
   rv_seg_metrics m = {0};
   RV_TRY(rv_seg_metrics_compute(&m, acc, ctx));
   int C = acc->num_classes;
   /* mmseg's tables: values x 100 rounded to 2 decimals */
-  FILE *tf = rv_cli_json_stdout(json) ? stderr : stdout; /* --json -: the JSON alone on stdout */
+  FILE *tf = rv_cli_json_stdout(json) || tables_stderr ? stderr : stdout; /* --json -: the JSON alone on stdout */
   fprintf(tf, "per class results:\n");
   fprintf(tf, "  %-3s %-20s %7s %7s\n", "k", "Class", "IoU", "Acc");
   for (int k = 0; k < C; k++) {

@@ -19,6 +19,8 @@ typedef struct {
   int mmdet_maxdets;
   int threads;
   int header; /* print "iou_type: bbox" before the summary (runs that evaluate both) */
+  rv_cocoeval **keep_ev; /* not NULL: gets the evaluation (the caller frees it) instead of it being freed */
+  int tables_stderr;     /* the tables on stderr (stdout carries --report-json -) */
 } rv_coco_report_opts;
 
 /* Evaluate + accumulate res (already prepared for t) against gt, print pycocotools' 12 lines
@@ -33,5 +35,8 @@ rv_status rv_cli_coco_report(const rv_coco *gt, const rv_coco_results *res, rv_i
  * with null for NaN. */
 rv_status rv_cli_ade_report(const rv_seg_areas *acc, size_t n_images, const char *const *names, const char *json,
                             rv_ctx *ctx);
+/* The same with the tables on stderr when tables_stderr (stdout carries --report-json -). */
+rv_status rv_cli_ade_report_to(const rv_seg_areas *acc, size_t n_images, const char *const *names, const char *json,
+                               int tables_stderr, rv_ctx *ctx);
 
 #endif

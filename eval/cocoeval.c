@@ -1045,3 +1045,19 @@ void rv_cocoeval_free(rv_cocoeval *ev) {
   free(ev->pd);
   free(ev);
 }
+
+size_t rv_cocoeval_cat_dets(const rv_cocoeval *ev, size_t k, int a, int t, int max_det, double *score, uint8_t *state,
+                            int64_t *npig) {
+  const int A = ev->p.n_areas, T = ev->p.n_iou;
+  size_t p0 = ev->cat_pair[k], p1 = ev->cat_pair[k + 1], n = 0;
+  if (npig) *npig = cat_npig(ev, p0, p1, a);
+  for (size_t q = p0; q < p1; q++) {
+    size_t D = ev->dt_off[q + 1] - ev->dt_off[q], m = D < (size_t)max_det ? D : (size_t)max_det;
+    const uint8_t *st = ev->state + ev->dt_off[q] * (size_t)A * T + ((size_t)a * T + t) * D;
+    for (size_t d = 0; d < m; d++, n++) {
+      if (score) score[n] = ev->score[ev->dt_off[q] + d];
+      if (state) state[n] = st[d] == ST_TP ? 1 : st[d] == ST_FP ? 0 : 2;
+    }
+  }
+  return n;
+}

@@ -67,6 +67,15 @@ double rv_np_mean(const double *v, size_t n);
 /* np.sum of a float64 vector bit for bit (the numerator of rv_np_mean). */
 double rv_np_sum(const double *v, size_t n);
 
+/* The matching of category k (index into the sorted category ids) at area range a and IoU
+ * threshold t for maxDets max_det: the detections of every image (image order, each image's by
+ * score, at most max_det), their scores and states (1 true positive, 0 false positive,
+ * 2 ignored) into caller arrays (NULL: not written); *npig (may be NULL): the non-ignored gt.
+ * Returns the number of detections (with max_det = INT_MAX, the capacity to allocate). After
+ * rv_cocoeval_evaluate. */
+size_t rv_cocoeval_cat_dets(const rv_cocoeval *ev, size_t k, int a, int t, int max_det, double *score, uint8_t *state,
+                            int64_t *npig);
+
 #ifdef __cplusplus
 }
 #endif

@@ -330,6 +330,24 @@ rv_status rv_image_encode(const rv_image *img, const char *ext, unsigned char **
   RV_CATCH(ctx, e)
 }
 
+rv_status rv_image_encode_jpeg(const rv_image *img, int quality, unsigned char **out, size_t *len, rv_ctx *ctx) {
+  *out = NULL;
+  *len = 0;
+  try {
+    if (!valid(img) || (img->c != 1 && img->c != 3)) return rv_error(ctx, RV_ERR_ARG, "encode .jpg: empty or invalid image");
+    std::vector<int> params = {cv::IMWRITE_JPEG_QUALITY, quality < 1 ? 1 : quality > 100 ? 100 : quality};
+    std::vector<unsigned char> buf;
+    if (!cv::imencode(".jpg", wrap(img), buf, params) || buf.empty())
+      return rv_error(ctx, RV_ERR_IO, "encode .jpg: encoding failed");
+    *out = (unsigned char *)std::malloc(buf.size());
+    if (!*out) return rv_error(ctx, RV_ERR_NOMEM, "encode .jpg: out of memory");
+    std::memcpy(*out, buf.data(), buf.size());
+    *len = buf.size();
+    return RV_OK;
+  }
+  RV_CATCH(ctx, "encode .jpg")
+}
+
 rv_status rv_image_write(const char *path, const rv_image *img, rv_ctx *ctx) {
   try {
     std::string ext = lower_ext(path);

@@ -32,6 +32,9 @@ extern "C" {
 /* rv_image, rv_img_meta and rv_image_alloc/free/copy/read/read_gray/decode/write/encode are
  * public: <ravlt/image.h>. */
 
+/* JPEG at a given quality (1-100) into memory (*buf malloc'ed); rv_image_encode uses 95. */
+rv_status rv_image_encode_jpeg(const rv_image *img, int quality, unsigned char **buf, size_t *len, rv_ctx *ctx);
+
 /* Width and height from the header of an encoded image, without decoding: the figures
  * rv_image_decode checks against rv_ctx_max_pixels before it decodes. 1 when found, 0 when
  * the format is not one whose header is read or the header is cut short. */

@@ -21,6 +21,7 @@
 #define RAVLT_PYAPI_H
 
 #include <ravlt/core.h>
+#include <ravlt/analysis.h>
 #include <ravlt/eval.h>
 #include <ravlt/model.h>
 
@@ -30,8 +31,9 @@ extern "C" {
 
 /* ABI version of this header: it grows when functions are added (never changed), and the
  * package refuses a library older than the version it was written for. 2: config text,
- * rectangular slide windows, drawing, imwrite. 3: tiled detection. */
-#define RV_PY_ABI 3
+ * rectangular slide windows, drawing, imwrite. 3: tiled detection. 4: the error analysis and the
+ * HTML report. */
+#define RV_PY_ABI 4
 RV_API int rv_py_abi(void);
 /* Process start-up for a host program that is not the CLI (rv_blas_init); returns the
  * OpenBLAS core name. Call once, before other threads use the library. */
@@ -226,6 +228,26 @@ RV_API rv_status rv_py_imwrite(const char *path, const uint8_t *img, int h, int 
 RV_API rv_status rv_py_detect_tiled(const rv_model *m, rv_py_dets **out, const uint8_t *bgr, int h, int w,
                                     int tile_h, int tile_w, double overlap_h, double overlap_w, int nmm,
                                     float merge_thr, int full, int max_dets, float score_thr, rv_ctx *ctx);
+
+/* ---- ABI 4: the analysis (<ravlt/analysis.h>; python/ravlt/analysis.py) ---- */
+/* rv_coco_analyze with pycocotools' evaluation parameters; other (may be NULL) a second
+ * results set; n_worst < 0: the default. *json malloc'd (rv_py_free). */
+RV_API rv_status rv_py_coco_analyze(char **json, const rv_coco *gt, const rv_coco_results *dt, int iou_type,
+                                    const rv_coco_results *other, const char *other_name, const char *images_dir,
+                                    const char *name, double conf_score_thr, double conf_iou_thr, int n_worst,
+                                    int threads, rv_ctx *ctx);
+RV_API rv_status rv_py_seg_analysis_new(rv_seg_analysis **out, int num_classes, const char *const *names, int n_worst,
+                                        int threads, rv_ctx *ctx);
+/* One image: label (annotation map, h*w uint8), pred (class indices, h*w int32), bgr (h*w*3, may
+ * be NULL). */
+RV_API rv_status rv_py_seg_analysis_add(rv_seg_analysis *a, const char *name, const uint8_t *bgr, const uint8_t *label,
+                                        const int32_t *pred, int h, int w, rv_ctx *ctx);
+RV_API rv_status rv_py_seg_analysis_add_dirs(rv_seg_analysis *a, const char *pred_dir, const char *gt_dir,
+                                             const char *img_dir, int zero_based, size_t *n_images, rv_ctx *ctx);
+RV_API rv_status rv_py_seg_analysis_json(const rv_seg_analysis *a, char **json, rv_ctx *ctx);
+RV_API void rv_py_seg_analysis_free(rv_seg_analysis *a);
+RV_API rv_status rv_py_write_report(const char *path, const char *const *json, size_t n, const char *title,
+                                    rv_ctx *ctx);
 
 #ifdef __cplusplus
 }

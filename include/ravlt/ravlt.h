@@ -22,6 +22,7 @@
  *
  * Headers: <ravlt/core.h> statuses, context, arena; <ravlt/image.h> images;
  * <ravlt/model.h> checkpoints, segment, detect; <ravlt/eval.h> COCO AP, RLE masks, mIoU;
+ * <ravlt/analysis.h> error analysis and the HTML report;
  * <ravlt/classes.h> built-in class names; <ravlt/tile.h> large images (tiled detection and
  * segmentation); <ravlt/version.h> versions; <ravlt/pyapi.h>
  * (not included here) the flat entry points of the Python package.
@@ -36,6 +37,7 @@
 #include <ravlt/image.h>
 #include <ravlt/model.h>
 #include <ravlt/eval.h>
+#include <ravlt/analysis.h>
 #include <ravlt/classes.h>
 #include <ravlt/tile.h>
 

@@ -135,3 +135,5 @@ def mean_iou(results: Sequence[Any], gt_seg_maps: Sequence[Any], num_classes: in
         iou = np.nan_to_num(iou, nan=nan_to_num)
     return a, acc, iou
 
+
+from . import analysis  # noqa: E402  (the error analysis and the HTML report)

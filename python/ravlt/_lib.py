@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-ABI = 3  # the RV_PY_ABI of include/ravlt/pyapi.h this package needs (a newer library only adds)
+ABI = 4  # the RV_PY_ABI of include/ravlt/pyapi.h this package needs (a newer library only adds)
 
 
 class Error(RuntimeError):
@@ -256,6 +256,15 @@ _sig('rv_py_draw_text', c_int, c_void_p, c_int, c_int, c_int, c_char_p, c_int, c
      c_void_p)
 _sig('rv_py_text_size', None, c_char_p, c_dbl, c_int, P(c_int))
 _sig('rv_py_imwrite', c_int, c_char_p, c_void_p, c_int, c_int, c_int, c_void_p)
+# ABI 4: the error analysis and the HTML report (ravlt.analysis)
+_sig('rv_py_coco_analyze', c_int, P(c_void_p), c_void_p, c_void_p, c_int, c_void_p, c_char_p, c_char_p, c_char_p,
+     c_dbl, c_dbl, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_new', c_int, P(c_void_p), c_int, pp_char, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_add', c_int, c_void_p, c_char_p, c_void_p, c_void_p, c_void_p, c_int, c_int, c_void_p)
+_sig('rv_py_seg_analysis_add_dirs', c_int, c_void_p, c_char_p, c_char_p, c_char_p, c_int, P(c_size), c_void_p)
+_sig('rv_py_seg_analysis_json', c_int, c_void_p, P(c_void_p), c_void_p)
+_sig('rv_py_seg_analysis_free', None, c_void_p)
+_sig('rv_py_write_report', c_int, c_char_p, pp_char, c_size, c_char_p, c_void_p)
 _sig('rv_ctx_set_log', None, c_void_p, c_void_p, c_void_p)
 _sig('rv_ctx_set_log_level', None, c_void_p, c_int)
 _sig('rv_py_detect_tiled', c_int, c_void_p, P(c_void_p), c_void_p, c_int, c_int, c_int, c_int, c_dbl, c_dbl,
