@@ -67,7 +67,7 @@ int srv_pool_create(srv_pool **out, rv_srv *s, int workers, int queue_cap, int t
 /* Queue a request and wait for its answer: 0 done (out filled), 503 queue full (or the pool
  * stopping), 504 still queued after timeout_s. */
 int srv_pool_run(srv_pool *p, const srv_input *in, srv_output *out, double timeout_s);
-int srv_pool_depth(srv_pool *p);          /* requests waiting (not those being worked on) */
+void srv_pool_counts(srv_pool *p, int *waiting, int *busy); /* both at one instant */
 int srv_pool_full(srv_pool *p);           /* 1 when a request would be refused now */
 /* Stop: queued requests are answered 503 at once; running ones are finished. Joins. */
 void srv_pool_free(srv_pool *p);

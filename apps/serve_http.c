@@ -174,8 +174,12 @@ static char *metrics_text(rv_srv *s, size_t *len) {
   pthread_mutex_unlock(&s->mu);
   hist_text(&b, "ravlt_request_duration_seconds", "Time from the request's headers to its answer (predict and infer routes).", &rh);
   hist_text(&b, "ravlt_inference_duration_seconds", "Time in the model (forward pass and post-processing) per image.", &ih);
+  int waiting, busy;
+  srv_pool_counts(s->pool, &waiting, &busy);
   srv_buf_printf(&b, "# HELP ravlt_queue_depth Requests waiting for a worker (not those being worked on).\n"
-                     "# TYPE ravlt_queue_depth gauge\nravlt_queue_depth %d\n", srv_pool_depth(s->pool));
+                     "# TYPE ravlt_queue_depth gauge\nravlt_queue_depth %d\n", waiting);
+  srv_buf_printf(&b, "# HELP ravlt_requests_in_progress Requests being worked on.\n"
+                     "# TYPE ravlt_requests_in_progress gauge\nravlt_requests_in_progress %d\n", busy);
   srv_buf_str(&b, "# HELP ravlt_stream_frames_total Frames a live stream has delivered.\n# TYPE ravlt_stream_frames_total counter\n");
   for (int i = 0; i < s->n_streams; i++) {
     srv_buf_str(&b, "ravlt_stream_frames_total{stream=\"");

@@ -113,11 +113,11 @@ int srv_pool_full(srv_pool *p) {
   return f;
 }
 
-int srv_pool_depth(srv_pool *p) {
+void srv_pool_counts(srv_pool *p, int *waiting, int *busy) {
   pthread_mutex_lock(&p->mu);
-  int d = p->waiting;
+  *waiting = p->waiting;
+  *busy = p->busy;
   pthread_mutex_unlock(&p->mu);
-  return d;
 }
 
 int srv_pool_run(srv_pool *p, const srv_input *in, srv_output *out, double timeout_s) {

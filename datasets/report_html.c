@@ -793,8 +793,8 @@ static void coco_compare(sbuf *b, const char *part, const cJSON *cmp, const cJSO
   sb_puts(b, "</tr></table>");
   int n = cJSON_GetArraySize(pc);
   vi *ord = malloc(sizeof *ord * (size_t)(n + 1));
-  const char **lab = malloc(sizeof *lab * (size_t)(n + 1));
-  double *val = malloc(sizeof *val * (size_t)(n + 1));
+  const char **lab = calloc((size_t)n + 1, sizeof *lab);
+  double *val = calloc((size_t)n + 1, sizeof *val);
   if (ord && lab && val) {
     double vmax = 0;
     for (int i = 0; i < n; i++) {

@@ -504,9 +504,12 @@ def check_sigterm(d):
     th.start()
     started.wait(30)
     t0 = time.monotonic()
-    while time.monotonic() - t0 < 30:  # every request received (in the queue or being worked on)
+    while time.monotonic() - t0 < 30:  # every request received: queued, being worked on or answered
         m = S.req('GET', '/metrics')[2].decode()
-        if int(re.search(r'ravlt_queue_depth (\d+)', m).group(1)) >= 3:
+        got = sum(int(re.search(r'%s (\d+)' % k, m).group(1))
+                  for k in ('ravlt_queue_depth', 'ravlt_requests_in_progress'))
+        done = re.search(r'ravlt_requests_total\{model="demo",code="200"\} (\d+)', m)
+        if got + (int(done.group(1)) if done else 0) >= 6:
             break
         time.sleep(0.005)
     rc = S.stop(signal.SIGTERM)
