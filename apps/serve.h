@@ -39,6 +39,8 @@ typedef struct {
   int model;               /* index into srv->models */
   srv_format fmt;
   double thr;              /* score_thr (detectors); < 0: not given */
+  int tiled;               /* tile=HxW given: the model on tiles of the image (docs/large-images.md) */
+  rv_tile_opts to;         /* then: as `detect --tile` / `segment --tile` (apps/tile_cli.h) */
   const unsigned char *data; /* the encoded image (owned by the request) */
   size_t len;
   const char *v2_id;       /* v2: the request's "id" (NULL: none) */

@@ -6,6 +6,7 @@
 #include "apps/serve.h"
 
 #include "apps/cli.h"
+#include "apps/tile_cli.h"
 #include "formats/image.h"
 #include <ravlt/version.h>
 
@@ -440,6 +441,37 @@ static int parse_thr(const char *v, double *thr) {
   return 0;
 }
 
+/* The tiling query of predict (tile=HxW or N, tile_overlap, tile_merge=nms|nmm, tile_merge_thr,
+ * tile_full=0|1, tile_score_thr, max_dets): the CLI's --tile options (apps/tile_cli.h), turned
+ * into in->to the same way. NULL, or the 400 message. */
+static const char *parse_tiling(struct MHD_Connection *c, const srv_model *M, srv_input *in) {
+  static const char *const names[] = {"tile", "tile_overlap", "tile_merge", "tile_merge_thr", "tile_full",
+                                      "tile_score_thr", "max_dets"};
+  const char *v[7];
+  int any = 0;
+  for (int i = 0; i < 7; i++) any |= (v[i] = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, names[i])) != NULL;
+  if (!any) return NULL;
+  rv_tile_cli t = {{0, 0}, 0.2, "nms", 0.5, 0, 0, 0};
+  if (!v[0]) return "tile_overlap, tile_merge, tile_merge_thr, tile_full, tile_score_thr and max_dets need tile=HxW";
+  if (rv_opts_parse_size(v[0], 1, 65536, t.tile)) return "tile must be HxW (height first) or N, sides 1..65536";
+  if (v[1] && rv_opts_parse_double(v[1], 0, 1, RV_OPT_OPEN_HI, &t.overlap)) return "tile_overlap must be a number in [0, 1)";
+  int det = M->task == RV_TASK_DETECT;
+  if (!det && (v[2] || v[3] || v[4] || v[5] || v[6]))
+    return "tile_merge, tile_merge_thr, tile_full, tile_score_thr and max_dets are for detectors";
+  if (v[2] && strcmp(v[2], "nms") && strcmp(v[2], "nmm")) return "tile_merge must be nms or nmm";
+  if (v[2]) t.merge = v[2];
+  if (v[3] && rv_opts_parse_double(v[3], 0, 1, RV_OPT_OPEN_LO, &t.merge_thr)) return "tile_merge_thr must be a number in (0, 1]";
+  if (v[4] && strcmp(v[4], "0") && strcmp(v[4], "1") && strcmp(v[4], "true") && strcmp(v[4], "false"))
+    return "tile_full must be 0, 1, true or false";
+  t.full = v[4] && (!strcmp(v[4], "1") || !strcmp(v[4], "true"));
+  if (v[5] && rv_opts_parse_double(v[5], 0, 1, 0, &t.score_thr)) return "tile_score_thr must be a number in [0, 1]";
+  long md = 0;
+  if (v[6] && rv_opts_parse_long(v[6], 1, 1000000, &md)) return "max_dets must be an integer in 1..1000000";
+  t.max_dets = (int)md;
+  in->tiled = rv_tile_cli_opts(&t, &in->to);
+  return NULL;
+}
+
 static enum MHD_Result predict(rv_srv *s, req *r, struct MHD_Connection *c) {
   srv_input in = {0};
   in.model = r->model;
@@ -452,6 +484,8 @@ static enum MHD_Result predict(rv_srv *s, req *r, struct MHD_Connection *c) {
   else return send_error(s, r, c, 400, "format must be json, png or overlay");
   if (t && parse_thr(t, &in.thr)) return send_error(s, r, c, 400, "score_thr must be a number in [0, 1]");
   const srv_model *M = &s->models[r->model];
+  const char *terr = parse_tiling(c, M, &in);
+  if (terr) return send_error(s, r, c, 400, terr);
   if (in.fmt == SRV_PNG && M->task == RV_TASK_DETECT) {
     char msg[300];
     snprintf(msg, sizeof msg, "format=png is the label map of a segmentation model; '%s' is a detector (format=json or overlay)", M->name);

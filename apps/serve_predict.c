@@ -187,16 +187,21 @@ static void encode_png(srv_output *out, const rv_image *img, rv_ctx *ctx) {
 }
 
 /* The COCO results entries `ravlt detect --json` writes for this image (rv_det_json: class
- * order, mmdet's numbers; with the segmentation when the model has masks), parsed. */
-static cJSON *det_entries(const srv_model *M, const rv_detections *det, const int *order, rv_ctx *ctx) {
+ * order, mmdet's numbers; with the segmentation when the model has masks), parsed. rles: a
+ * tiled run's whole-image masks (det->masks is then NULL), as `detect --tile --json`. */
+static cJSON *det_entries(const srv_model *M, const rv_detections *det, const rv_rle *rles, const int *order,
+                          rv_ctx *ctx) {
   rv_det_json *r = rv_det_json_create(M->masks);
   if (!r) return NULL;
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   cJSON *j = NULL;
-  if (f && rv_det_json_add(r, 0, det, order, M->cat_ids, ctx) == RV_OK &&
-      rv_det_json_fwrite(r, f, M->masks && det->masks, ctx) == RV_OK && fclose(f) == 0) {
+  rv_status st = rles ? rv_det_json_add_rle(r, 0, det->n, det->bboxes, det->scores, det->labels, rles, order,
+                                             M->cat_ids, ctx)
+                      : rv_det_json_add(r, 0, det, order, M->cat_ids, ctx);
+  if (f && st == RV_OK && rv_det_json_fwrite(r, f, M->masks && (det->masks || rles), ctx) == RV_OK &&
+      fclose(f) == 0) {
     f = NULL;
     j = cJSON_ParseWithLength(text, len);
   }
@@ -206,9 +211,10 @@ static cJSON *det_entries(const srv_model *M, const rv_detections *det, const in
   return j;
 }
 
-static void detect_json(srv_output *out, const srv_model *M, const rv_detections *det, const int *order, double thr,
+static void detect_json(srv_output *out, const srv_model *M, const rv_detections *det, const rv_rle *rles,
+                        const int *order, double thr,
                         const rv_image *img, const char *timing, rv_ctx *ctx) {
-  cJSON *arr = det_entries(M, det, order, ctx);
+  cJSON *arr = det_entries(M, det, rles, order, ctx);
   if (!arr || cJSON_GetArraySize(arr) != det->n) {
     cJSON_Delete(arr);
     fail(out, 500, "building the detections: %s", rv_ctx_errmsg(ctx));
@@ -254,10 +260,12 @@ static void detect_json(srv_output *out, const srv_model *M, const rv_detections
 }
 
 /* v2 outputs of a detector: boxes, scores, labels (category ids), masks (RLE strings). */
-static void detect_v2(srv_output *out, const srv_model *M, const rv_detections *det, const int *order, double thr,
+static void detect_v2(srv_output *out, const srv_model *M, const rv_detections *det, const rv_rle *rles,
+                      const int *order, double thr,
                       const srv_input *in, rv_ctx *ctx) {
-  cJSON *arr = M->masks && det->masks ? det_entries(M, det, order, ctx) : NULL;
-  if (M->masks && det->masks && (!arr || cJSON_GetArraySize(arr) != det->n)) {
+  const int with_masks = M->masks && (det->masks || rles);
+  cJSON *arr = with_masks ? det_entries(M, det, rles, order, ctx) : NULL;
+  if (with_masks && (!arr || cJSON_GetArraySize(arr) != det->n)) {
     cJSON_Delete(arr);
     fail(out, 500, "building the masks: %s", rv_ctx_errmsg(ctx));
     return;
@@ -410,7 +418,15 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
   /* the per-image work of `ravlt detect` / `ravlt segment` (apps/image_run.h) */
   if (M->task == RV_TASK_DETECT) {
     rv_detections det = {0};
-    st = rv_task_detect(&M->rm, &img, arena, &det, &order, ctx);
+    rv_tile_detections tdet = {0};
+    const rv_rle *rles = NULL;
+    if (in->tiled) { /* `detect --tile`: whole-image RLE masks */
+      st = rv_task_detect_tiled(&M->rm, &img, &in->to, arena, &tdet, &order, ctx);
+      det = (rv_detections){tdet.n, tdet.bboxes, tdet.scores, tdet.labels, NULL, 0, 0};
+      rles = tdet.masks;
+    } else {
+      st = rv_task_detect(&M->rm, &img, arena, &det, &order, ctx);
+    }
     double t2 = rv_now();
     out->infer_s = t2 - t1;
     if (st != RV_OK) {
@@ -419,12 +435,13 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
       snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",
                (t0 - in->t_queued) * 1e3, out->decode_s * 1e3, out->infer_s * 1e3);
       if (in->fmt == SRV_JSON) {
-        detect_json(out, M, &det, order, in->thr, &img, timing, ctx);
+        detect_json(out, M, &det, rles, order, in->thr, &img, timing, ctx);
       } else if (in->fmt == SRV_V2) {
-        detect_v2(out, M, &det, order, in->thr, in, ctx);
+        detect_v2(out, M, &det, rles, order, in->thr, in, ctx);
       } else if (in->fmt == SRV_OVERLAY) {
         float thr = in->thr >= 0 ? (float)in->thr : 0.3f; /* `ravlt detect`'s default --score-thr */
-        st = rv_task_draw_detections(&M->rm, &img, &det, thr, ctx);
+        st = in->tiled ? rv_task_draw_tiled(&M->rm, &img, &tdet, thr, ctx)
+                       : rv_task_draw_detections(&M->rm, &img, &det, thr, ctx);
         if (st == RV_OK) encode_png(out, &img, ctx);
         else fail(out, 500, "%s", rv_ctx_errmsg(ctx));
       } else {
@@ -432,7 +449,8 @@ void srv_predict(rv_srv *s, const srv_input *in, srv_output *out, rv_ctx *ctx, r
       }
     }
   } else {
-    st = rv_task_segment(&M->rm, &img, NULL, arena, &labels, ctx);
+    st = in->tiled ? rv_task_segment_tiled(&M->rm, &img, &in->to, arena, &labels, ctx) /* `segment --tile` */
+                   : rv_task_segment(&M->rm, &img, NULL, arena, &labels, ctx);
     double t2 = rv_now();
     out->infer_s = t2 - t1;
     snprintf(timing, sizeof timing, "{\"queue\": %.3f, \"decode\": %.3f, \"inference\": %.3f}",

@@ -251,6 +251,36 @@ def check_predict_equals_cli(S, d):
         check(e.status == 404 and 'nope' in e.message, 'Client error %r' % e)
 
 
+def check_tiles(S, d):
+    # tile=HxW on predict: the numbers of `ravlt detect --tile` / `segment --tile` (docs/large-images.md)
+    p = d['det'][0]
+    tiled = os.path.join(WORK, 'tiled')
+    os.makedirs(tiled, exist_ok=True)
+    run('-q', '--threads', '2', 'detect', '--no-draw', '--tile', '96x128', '--tile-merge', 'nmm', '--tile-full',
+        '--json', os.path.join(tiled, 'det.json'), p)
+    want = [{k: v for k, v in e.items() if k != 'image_id'} for e in json.load(open(os.path.join(tiled, 'det.json')))]
+    s, _, b = S.predict('demo-det', read(p), '?tile=96x128&tile_merge=nmm&tile_full=1')
+    check(s == 200, 'tiled predict: %d %r' % (s, b[:300]))
+    got = [{k: v for k, v in e.items() if k != 'name'} for e in json.loads(b)['detections']]
+    check(got == want, 'tiled detections differ from `ravlt detect --tile`:\n%r\n%r' % (got[:3], want[:3]))
+    plain = [{k: v for k, v in e.items() if k != 'image_id'} for e in d['det_entries'][p]]
+    check(got != plain, 'tile=96x128 gave the untiled detections: the tiling query was not applied')
+    s, _, b = S.predict('demo-det', read(p), '?tile=96x128&tile_merge=nmm&tile_full=1&max_dets=2')
+    best = sorted(want, key=lambda e: -e['score'])[:2]  # the best two by score, in the file's (class) order
+    got2 = [{k: v for k, v in e.items() if k != 'name'} for e in json.loads(b)['detections']] if s == 200 else None
+    check(len(want) > 2 and got2 == [e for e in want if e in best], 'max_dets=2: %r' % got2)
+    q = d['seg'][0]
+    run('-q', '--threads', '2', 'segment', '--tile', '100x120', '--tile-overlap', '0.3', '--format', 'png', '--out-dir', tiled, q)
+    s, _, b = S.predict('demo', read(q), '?format=png&tile=100x120&tile_overlap=0.3')
+    check(s == 200 and b == read(os.path.join(tiled, stem(q) + '.png')), 'tiled label PNG differs from `ravlt segment --tile`')
+    for model, query, what in (('demo', '?tile_overlap=0.2', 'need tile'), ('demo', '?tile=64&tile_merge=nmm', 'for detectors'),
+                               ('demo-det', '?tile=0x5', 'tile must be'), ('demo-det', '?tile=64&tile_overlap=1', 'tile_overlap'),
+                               ('demo-det', '?tile=64&tile_merge=wbf', 'tile_merge'), ('demo-det', '?tile=64&max_dets=0', 'max_dets')):
+        s, h, b = S.predict(model, read(p), query)
+        error_of(s, h, b, 400, 'tiling query %s' % query)
+        check(what in json.loads(b)['error'], '%s: %r does not say %r' % (query, b, what))
+
+
 def check_v2(S, d):
     check(S.req('GET', '/v2/health/live')[0] == 200, 'live')
     check(S.req('GET', '/v2/health/ready')[0] == 200, 'ready')
@@ -724,7 +754,7 @@ def main():
     checks = []
     S = Server('--weights', 'demo', '--weights', 'demo-det', '--threads', '2')
     try:
-        checks += [('predict', lambda: check_predict_equals_cli(S, d)), ('v2', lambda: check_v2(S, d)),
+        checks += [('predict', lambda: check_predict_equals_cli(S, d)), ('tiles', lambda: check_tiles(S, d)), ('v2', lambda: check_v2(S, d)),
                    ('errors', lambda: check_errors(S, d)), ('metrics', lambda: check_metrics(S))]
         for name, fn in checks:
             if not ONLY or name in ONLY:

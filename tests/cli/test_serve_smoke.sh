@@ -7,4 +7,4 @@
 # this. The release suite runs both.
 #   bash tests/cli/test_serve_smoke.sh RAVLT_BIN FIXTURES_DIR TESTS_DATA_DIR
 set -euo pipefail
-exec bash "$(dirname "$0")/test_serve.sh" "$1" "$2" "$3" predict v2 errors metrics auth max-body overload sigterm
+exec bash "$(dirname "$0")/test_serve.sh" "$1" "$2" "$3" predict tiles v2 errors metrics auth max-body overload sigterm
