@@ -1,4 +1,5 @@
 /* The tiling options of the commands (apps/tile_cli.h). */
+#define _POSIX_C_SOURCE 200809L /* sigset_t (apps/outputs.h) */
 #include "apps/tile_cli.h"
 
 #include "apps/cli.h"
