@@ -150,9 +150,13 @@ static double class_hue(int cls, rng *r) {
 }
 
 static void paint_shape(shape *sh, rng *r) {
+  /* the draws one at a time, in this order (never two in one call's arguments, whose order
+     C leaves to the compiler: GCC's and clang's images differed) */
   double v = rrange(r, 0.5, 1);
-  hsv_bgr(class_hue(sh->cls, r), rrange(r, 0.55, 1), v, sh->c1);
-  hsv_bgr(class_hue(sh->cls, r), rrange(r, 0.55, 1), v * rrange(r, 0.4, 0.75), sh->c2);
+  double s1 = rrange(r, 0.55, 1), h1 = class_hue(sh->cls, r);
+  hsv_bgr(h1, s1, v, sh->c1);
+  double v2 = v * rrange(r, 0.4, 0.75), s2 = rrange(r, 0.55, 1), h2 = class_hue(sh->cls, r);
+  hsv_bgr(h2, s2, v2, sh->c2);
   sh->pattern = rint_(r, 0, 3);
   double ang = rrange(r, 0, PI);
   sh->dx = cos(ang);
@@ -189,8 +193,10 @@ static void bg_texture(rv_image *img, rng *r) {
   int kind = rint_(r, 0, 2);
   unsigned char a[3], b[3];
   double hue = rrange(r, 0, 6);
-  hsv_bgr(hue, rrange(r, 0, BG_SAT), rrange(r, 0.2, 0.9), a);
-  hsv_bgr(fmod(hue + rrange(r, 0.5, 3), 6), rrange(r, 0, BG_SAT), rrange(r, 0.2, 0.9), b);
+  double va = rrange(r, 0.2, 0.9), sa = rrange(r, 0, BG_SAT);
+  hsv_bgr(hue, sa, va, a);
+  double vb = rrange(r, 0.2, 0.9), sb = rrange(r, 0, BG_SAT), hb = fmod(hue + rrange(r, 0.5, 3), 6);
+  hsv_bgr(hb, sb, vb, b);
   if (kind == 0) { /* waves */
     double f1x = rrange(r, -0.15, 0.15), f1y = rrange(r, -0.15, 0.15), p1 = rrange(r, 0, 6.3);
     double f2x = rrange(r, -0.05, 0.05), f2y = rrange(r, -0.05, 0.05), p2 = rrange(r, 0, 6.3);
@@ -343,7 +349,8 @@ static rv_status generate(rv_synth_sample *s, const gen_ctx *g, int index, rv_ct
       int cls = rint_(&r, 0, RV_SYNTH_SHAPES - 1);
       double rad = rrange(&r, 0.09, 0.24) * mind;
       double cx = rrange(&r, rad * 0.8, w - rad * 0.8), cy = rrange(&r, rad * 0.8, h - rad * 0.8);
-      make_shape(&sh, cls, cx, cy, rad, rrange(&r, 0, 2 * PI), rrange(&r, 1.8, 2.6));
+      double elong = rrange(&r, 1.8, 2.6), rot = rrange(&r, 0, 2 * PI);
+      make_shape(&sh, cls, cx, cy, rad, rot, elong);
       int x0, y0, x1, y1, area = 0;
       shape_bbox(&sh, w, h, &x0, &y0, &x1, &y1);
       for (int y = y0; y <= y1; y++)
