@@ -35,7 +35,7 @@ if ldd "$LIB" 2>/dev/null | grep libasan > /dev/null; then
   export LD_PRELOAD="$(ldd "$LIB" | awk '/libasan|libubsan/{print $3}' | tr '\n' ' ')"
   export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
 fi
-export RAVLT_LIBRARY=$LIB RAVLT_BIN=$BIN RAVLT_FIXTURES=$FIX PYTHONPATH=$ROOT/python PYTHONDONTWRITEBYTECODE=1
+export RAVLT_LIBRARY=$LIB RAVLT_BIN=$BIN RAVLT_TEST_FIXTURES=$FIX PYTHONPATH=$ROOT/python PYTHONDONTWRITEBYTECODE=1
 
 # pytest: exit 5 (nothing collected) or any skip is a failure, never a pass
 set +e

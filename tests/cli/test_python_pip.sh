@@ -46,7 +46,7 @@ site=$("$W/venv_src/bin/python" -c 'import sysconfig; print(sysconfig.get_path("
 #    COCO API (the whole of python/tests runs against the build in test_python; inference runs
 #    here in step 3): the install's layout is what this checks, at a third of the time.
 set +e
-(cd "$W" && env RAVLT_EXPECT_PACKAGE_DIR="$site/ravlt" RAVLT_BIN="$BIN" RAVLT_FIXTURES="$FIX" OMP_NUM_THREADS=2 \
+(cd "$W" && env RAVLT_EXPECT_PACKAGE_DIR="$site/ravlt" RAVLT_BIN="$BIN" RAVLT_TEST_FIXTURES="$FIX" OMP_NUM_THREADS=2 \
    "$W/venv_src/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests/test_api.py" \
    "$ROOT/python/tests/test_mask.py" "$ROOT/python/tests/test_pycocotools_api.py") > "$W/pytest.log" 2>&1
 rc=$?
